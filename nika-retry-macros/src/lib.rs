@@ -1,0 +1,2 @@
+//! Procedural macros of `nika-retry`.
+#![forbid(unsafe_code)]

@@ -1,0 +1,159 @@
+//! [`Classify`]: how an error tells the retry loop what kind of failure it is.
+
+use core::time::Duration;
+use std::io;
+
+use crate::{Boundary, ErrorCategory, TimeoutError};
+
+/// Classifies an error for the retry loop.
+///
+/// Derive it with [`#[derive(Classify)]`](derive@crate::Classify), or implement it by hand:
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::{Classify, ErrorCategory};
+///
+/// struct Throttled { wait_ms: u64 }
+///
+/// impl Classify for Throttled {
+///     fn category(&self) -> ErrorCategory { ErrorCategory::RateLimited }
+///     fn retry_after(&self) -> Option<Duration> { Some(Duration::from_millis(self.wait_ms)) }
+/// }
+///
+/// assert_eq!(Throttled { wait_ms: 5 }.retry_after(), Some(Duration::from_millis(5)));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `nika_retry::Classify`, so `#[retry]` cannot tell which of its errors to retry",
+    label = "this error type needs a retry classification",
+    note = "add `#[derive(nika_retry::Classify)]` to `{Self}` with a `#[category(...)]` on each variant, or implement `Classify` by hand"
+)]
+pub trait Classify {
+    /// The kind of failure this error is.
+    fn category(&self) -> ErrorCategory;
+
+    /// How long the server asked the client to wait before the next attempt, if it said.
+    ///
+    /// A hint replaces the computed backoff (and still uses up an attempt);
+    /// one above the config's `max_retry_after` makes the call give up at once.
+    fn retry_after(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl<T: Classify + ?Sized> Classify for &T {
+    fn category(&self) -> ErrorCategory {
+        (**self).category()
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+impl<T: Classify + ?Sized> Classify for Box<T> {
+    fn category(&self) -> ErrorCategory {
+        (**self).category()
+    }
+    fn retry_after(&self) -> Option<Duration> {
+        (**self).retry_after()
+    }
+}
+
+impl Classify for TimeoutError {
+    fn category(&self) -> ErrorCategory {
+        if self.boundary() == Boundary::Total {
+            ErrorCategory::Permanent
+        } else {
+            ErrorCategory::Transient
+        }
+    }
+}
+
+impl Classify for tokio::time::error::Elapsed {
+    /// A plain `tokio::time::timeout` around one attempt: the next may be faster.
+    fn category(&self) -> ErrorCategory {
+        ErrorCategory::Transient
+    }
+}
+
+impl Classify for io::Error {
+    fn category(&self) -> ErrorCategory {
+        io_kind_category(self.kind())
+    }
+}
+
+/// The category of an [`io::ErrorKind`]: network hiccups are transient,
+/// `NotFound` and `PermissionDenied` keep their meaning, the rest is permanent.
+///
+/// ```
+/// use std::io::ErrorKind;
+/// use nika_retry::{io_kind_category, ErrorCategory};
+///
+/// assert_eq!(io_kind_category(ErrorKind::ConnectionRefused), ErrorCategory::Transient);
+/// assert_eq!(io_kind_category(ErrorKind::InvalidData), ErrorCategory::Permanent);
+/// ```
+pub fn io_kind_category(kind: io::ErrorKind) -> ErrorCategory {
+    use io::ErrorKind as K;
+    match kind {
+        K::ConnectionRefused
+        | K::ConnectionReset
+        | K::ConnectionAborted
+        | K::NotConnected
+        | K::TimedOut
+        | K::Interrupted
+        | K::BrokenPipe
+        | K::WouldBlock => ErrorCategory::Transient,
+        K::NotFound => ErrorCategory::NotFound,
+        K::PermissionDenied => ErrorCategory::Auth,
+        _ => ErrorCategory::Permanent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Layer;
+    use io::ErrorKind as K;
+
+    #[test]
+    fn io_kinds_map_as_designed() {
+        let transient = [
+            K::ConnectionRefused,
+            K::ConnectionReset,
+            K::ConnectionAborted,
+            K::NotConnected,
+            K::TimedOut,
+            K::Interrupted,
+            K::BrokenPipe,
+            K::WouldBlock,
+        ];
+        for kind in transient {
+            assert_eq!(io::Error::from(kind).category(), ErrorCategory::Transient, "{kind:?}");
+        }
+        assert_eq!(io::Error::from(K::NotFound).category(), ErrorCategory::NotFound);
+        assert_eq!(io::Error::from(K::PermissionDenied).category(), ErrorCategory::Auth);
+        for kind in [K::InvalidInput, K::InvalidData, K::UnexpectedEof, K::AlreadyExists, K::Other] {
+            assert_eq!(io::Error::from(kind).category(), ErrorCategory::Permanent, "{kind:?}");
+        }
+        assert_eq!(io::Error::from(K::TimedOut).retry_after(), None);
+    }
+
+    #[test]
+    fn timeouts_are_transient_per_attempt_and_permanent_in_total() {
+        let d = Duration::from_secs(1);
+        for b in [Boundary::Connect, Boundary::Read, Boundary::Attempt] {
+            assert_eq!(TimeoutError::new(b, d, Layer::Http).category(), ErrorCategory::Transient);
+        }
+        let total = TimeoutError::new(Boundary::Total, d, Layer::Http);
+        assert_eq!(total.category(), ErrorCategory::Permanent);
+        assert_eq!((&total).category(), ErrorCategory::Permanent);
+        assert_eq!(Box::new(total).category(), ErrorCategory::Permanent);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tokio_elapsed_is_transient() {
+        let elapsed = tokio::time::timeout(Duration::from_millis(1), core::future::pending::<()>())
+            .await
+            .unwrap_err();
+        assert_eq!(elapsed.category(), ErrorCategory::Transient);
+    }
+}

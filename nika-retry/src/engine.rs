@@ -1,0 +1,406 @@
+//! The retry engine: one small, pure state machine that decides, after each
+//! failed attempt, whether to retry and after how long.
+//!
+//! The macros drive it; a hand-written loop can too:
+//!
+//! ```
+//! use std::time::Duration;
+//! use nika_retry::engine::{Decision, Failure, Limits, RetryState};
+//! use nika_retry::{ErrorCategory, Layer, RetryConfig};
+//!
+//! let cfg = RetryConfig::for_layer(Layer::Http).with_jitter(0.0)?;
+//! let mut state = RetryState::with_seed(7);
+//! let failure = Failure::new(ErrorCategory::Transient, None);
+//!
+//! assert_eq!(state.decide(&cfg, failure, Limits::NONE), Decision::retry(Duration::from_millis(250)));
+//! assert_eq!(state.decide(&cfg, failure, Limits::NONE), Decision::retry(Duration::from_secs(1)));
+//! // 3 attempts in all: the third failure is final.
+//! assert!(matches!(state.decide(&cfg, failure, Limits::NONE), Decision::GiveUp(_)));
+//! # Ok::<(), nika_retry::ConfigError>(())
+//! ```
+//!
+//! It holds the whole delay rule of the crate:
+//!
+//! - backoff `d = min(initial · multiplier^(n−1), max_backoff)` before retry `n`;
+//! - jitter `j` draws the delay uniformly from `[d·(1−j), d]`, so it never
+//!   exceeds `max_backoff`;
+//! - a server hint replaces the backoff and still uses up an attempt; a hint
+//!   above `max_retry_after` is not slept on: the call gives up at once;
+//! - a sleep that would end at or past the deadline is not started.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::config::MAX_ATTEMPTS;
+use crate::{Classify, ErrorCategory, Growth, RetryConfig};
+
+/// What the engine needs to know about one failed attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The error's category.
+    pub category: ErrorCategory,
+    /// The server's wait hint, if any.
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    /// A failure of `category` with an optional server hint.
+    pub const fn new(category: ErrorCategory, retry_after: Option<Duration>) -> Failure {
+        Failure {
+            category,
+            retry_after,
+        }
+    }
+
+    /// The failure an error describes through [`Classify`].
+    pub fn of<E: Classify + ?Sized>(error: &E) -> Failure {
+        Failure::new(error.category(), error.retry_after())
+    }
+}
+
+/// The limits outside the config that a decision must respect.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Time left before the call's total deadline, if it has one.
+    pub time_left: Option<Duration>,
+    /// Attempts left in the budget shared by nested retry layers, if one is in force.
+    pub budget_left: Option<u32>,
+}
+
+impl Limits {
+    /// No deadline and no shared budget.
+    pub const NONE: Limits = Limits {
+        time_left: None,
+        budget_left: None,
+    };
+}
+
+/// What to do after a failed attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Sleep for `delay`, then run the next attempt.
+    Retry {
+        /// How long to sleep.
+        delay: Duration,
+        /// Whether the delay is the server's hint rather than the computed backoff.
+        from_hint: bool,
+    },
+    /// Return the error.
+    GiveUp(GiveUp),
+}
+
+impl Decision {
+    /// A retry after a computed backoff of `delay`.
+    pub const fn retry(delay: Duration) -> Decision {
+        Decision::Retry {
+            delay,
+            from_hint: false,
+        }
+    }
+}
+
+/// Why the engine gave up.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GiveUp {
+    /// The config does not retry this category.
+    NotRetryable,
+    /// The attempt that failed was the last one the config allows.
+    AttemptsExhausted,
+    /// The attempt budget shared by nested layers is spent.
+    BudgetExhausted,
+    /// The server asked for a wait above `max_retry_after`.
+    HintTooLong {
+        /// The wait the server asked for.
+        hint: Duration,
+    },
+    /// The sleep would end at or past the call's total deadline.
+    PastDeadline {
+        /// The sleep that would have been needed.
+        delay: Duration,
+    },
+}
+
+impl fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GiveUp::NotRetryable => f.write_str("not retryable"),
+            GiveUp::AttemptsExhausted => f.write_str("attempts exhausted"),
+            GiveUp::BudgetExhausted => f.write_str("attempt budget exhausted"),
+            GiveUp::HintTooLong { hint } => {
+                write!(f, "server asked to wait {}", humantime::format_duration(*hint))
+            }
+            GiveUp::PastDeadline { delay } => write!(
+                f,
+                "a {} wait would pass the deadline",
+                humantime::format_duration(*delay)
+            ),
+        }
+    }
+}
+
+/// The state of one call's retries: which attempt it is on, and its jitter source.
+///
+/// One per call; it is small (a counter and a 64-bit generator) and never allocates.
+#[derive(Clone, Debug)]
+pub struct RetryState {
+    attempt: u32,
+    rng: Option<fastrand::Rng>,
+}
+
+impl Default for RetryState {
+    fn default() -> Self {
+        RetryState::new()
+    }
+}
+
+impl RetryState {
+    /// A state on its first attempt, drawing jitter from the thread's generator
+    /// (see [`seed_thread_jitter`]) the first time it needs to.
+    pub const fn new() -> RetryState {
+        RetryState {
+            attempt: 1,
+            rng: None,
+        }
+    }
+
+    /// A state on its first attempt whose jitter is drawn from `seed`: the same
+    /// seed and failures give the same schedule.
+    pub fn with_seed(seed: u64) -> RetryState {
+        RetryState {
+            attempt: 1,
+            rng: Some(fastrand::Rng::with_seed(seed)),
+        }
+    }
+
+    /// The 1-based number of the attempt running (or just ended).
+    pub const fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// Decides what follows the failure of the current attempt; on
+    /// [`Decision::Retry`] the state moves on to the next attempt.
+    pub fn decide(&mut self, cfg: &RetryConfig, failure: Failure, limits: Limits) -> Decision {
+        let decision = self.evaluate(cfg, failure, limits);
+        if matches!(decision, Decision::Retry { .. }) {
+            self.attempt = self.attempt.saturating_add(1);
+        }
+        decision
+    }
+
+    fn evaluate(&mut self, cfg: &RetryConfig, failure: Failure, limits: Limits) -> Decision {
+        if !(failure.category.is_retryable() && cfg.retry_on.contains(failure.category)) {
+            return Decision::GiveUp(GiveUp::NotRetryable);
+        }
+        if self.attempt >= cfg.effective_attempts() {
+            return Decision::GiveUp(GiveUp::AttemptsExhausted);
+        }
+        if limits.budget_left == Some(0) {
+            return Decision::GiveUp(GiveUp::BudgetExhausted);
+        }
+        let (delay, from_hint) = match failure.retry_after {
+            Some(hint) if hint > cfg.max_retry_after => {
+                return Decision::GiveUp(GiveUp::HintTooLong { hint });
+            }
+            Some(hint) => (hint, true),
+            None => (self.jittered(cfg, backoff(cfg, self.attempt)), false),
+        };
+        if limits.time_left.is_some_and(|left| delay >= left) {
+            return Decision::GiveUp(GiveUp::PastDeadline { delay });
+        }
+        Decision::Retry { delay, from_hint }
+    }
+
+    /// Draws `d` uniformly from `[d·(1−jitter), d]`.
+    fn jittered(&mut self, cfg: &RetryConfig, d: Duration) -> Duration {
+        let jitter = effective_jitter(cfg.jitter);
+        let d_ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        // `as` saturates, and jitter ≤ 1 keeps the span within `d`.
+        let span = (d_ns as f64 * jitter) as u64;
+        if span == 0 {
+            return d;
+        }
+        let rng = self.rng.get_or_insert_with(fastrand::Rng::new);
+        Duration::from_nanos(d_ns - rng.u64(0..=span))
+    }
+}
+
+/// The backoff before retry `n` (1-based: `n = 1` precedes the second attempt),
+/// before jitter: `min(initial · multiplier^(n−1), max_backoff)`, or
+/// `min(initial · n, max_backoff)` for [`Growth::Linear`].
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::{engine::backoff, Layer, RetryConfig};
+///
+/// let provider = RetryConfig::for_layer(Layer::Provider);
+/// let schedule: Vec<_> = (1..=4).map(|n| backoff(&provider, n)).collect();
+/// let secs = |s| Duration::from_secs(s);
+/// assert_eq!(schedule, [secs(1), secs(4), secs(16), secs(16)]);
+/// ```
+pub fn backoff(cfg: &RetryConfig, n: u32) -> Duration {
+    let cap = cfg.max_backoff;
+    let initial = cfg.initial_backoff.min(cap);
+    let n = n.clamp(1, MAX_ATTEMPTS);
+    let factor = match cfg.growth {
+        Growth::Exponential => effective_multiplier(cfg.multiplier).powi(n as i32 - 1),
+        Growth::Linear => f64::from(n),
+    };
+    let ns = initial.as_nanos() as f64 * factor;
+    if !ns.is_finite() || ns >= cap.as_nanos() as f64 {
+        return cap;
+    }
+    // `ns` is finite, non-negative and below `cap`, so it fits a u64 of nanoseconds
+    // unless `cap` itself is longer than 584 years.
+    Duration::from_nanos(ns as u64).min(cap)
+}
+
+fn effective_multiplier(m: f64) -> f64 {
+    if m.is_finite() && m >= 1.0 { m } else { 1.0 }
+}
+
+fn effective_jitter(j: f32) -> f64 {
+    if j.is_nan() { 0.0 } else { f64::from(j.clamp(0.0, 1.0)) }
+}
+
+/// Seeds the current thread's jitter generator, which every [`RetryState::new`]
+/// on this thread draws from: a test on a current-thread runtime gets the same
+/// schedule every run.
+pub fn seed_thread_jitter(seed: u64) {
+    fastrand::seed(seed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Layer;
+
+    const T: Failure = Failure::new(ErrorCategory::Transient, None);
+    const RL: Failure = Failure::new(ErrorCategory::RateLimited, None);
+
+    fn exact(layer: Layer) -> RetryConfig {
+        RetryConfig::for_layer(layer).with_jitter(0.0).unwrap()
+    }
+
+    fn schedule(cfg: &RetryConfig, failure: Failure) -> (Vec<Duration>, GiveUp) {
+        let mut state = RetryState::with_seed(1);
+        let mut delays = vec![];
+        loop {
+            match state.decide(cfg, failure, Limits::NONE) {
+                Decision::Retry { delay, .. } => delays.push(delay),
+                Decision::GiveUp(why) => return (delays, why),
+            }
+        }
+    }
+
+    #[test]
+    fn http_schedule_is_250ms_then_1s_then_gives_up() {
+        let (delays, why) = schedule(&exact(Layer::Http), T);
+        assert_eq!(delays, [Duration::from_millis(250), Duration::from_secs(1)]);
+        assert_eq!(why, GiveUp::AttemptsExhausted);
+    }
+
+    #[test]
+    fn http_leaves_rate_limits_to_the_provider_layer() {
+        assert_eq!(schedule(&exact(Layer::Http), RL), (vec![], GiveUp::NotRetryable));
+        let (delays, _) = schedule(&exact(Layer::Provider), RL);
+        assert_eq!(delays, [Duration::from_secs(1), Duration::from_secs(4)]);
+    }
+
+    #[test]
+    fn tool_and_task_layers_do_not_retry_by_default() {
+        for layer in [Layer::Tool, Layer::Task] {
+            assert_eq!(schedule(&exact(layer), T), (vec![], GiveUp::AttemptsExhausted));
+        }
+    }
+
+    #[test]
+    fn never_retries_auth_not_found_or_permanent_even_if_configured() {
+        let mut cfg = exact(Layer::Provider);
+        cfg.retry_on = ErrorCategory::ALL.into_iter().collect();
+        for c in [ErrorCategory::Auth, ErrorCategory::NotFound, ErrorCategory::Permanent] {
+            let (delays, why) = schedule(&cfg, Failure::new(c, None));
+            assert_eq!((delays.len(), why), (0, GiveUp::NotRetryable), "{c}");
+        }
+    }
+
+    #[test]
+    fn a_hint_replaces_the_backoff_and_uses_an_attempt() {
+        let hint = Failure::new(ErrorCategory::RateLimited, Some(Duration::from_secs(7)));
+        let mut state = RetryState::with_seed(1);
+        let cfg = exact(Layer::Provider);
+        assert_eq!(
+            state.decide(&cfg, hint, Limits::NONE),
+            Decision::Retry { delay: Duration::from_secs(7), from_hint: true }
+        );
+        assert_eq!(state.attempt(), 2);
+    }
+
+    #[test]
+    fn a_hint_above_the_cap_gives_up_at_once() {
+        let hint = Duration::from_secs(61);
+        let failure = Failure::new(ErrorCategory::RateLimited, Some(hint));
+        let (delays, why) = schedule(&exact(Layer::Provider), failure);
+        assert_eq!((delays.len(), why), (0, GiveUp::HintTooLong { hint }));
+    }
+
+    #[test]
+    fn no_sleep_reaches_the_deadline() {
+        let cfg = exact(Layer::Provider);
+        let mut state = RetryState::with_seed(1);
+        let limits = Limits { time_left: Some(Duration::from_secs(1)), budget_left: None };
+        assert_eq!(
+            state.decide(&cfg, T, limits),
+            Decision::GiveUp(GiveUp::PastDeadline { delay: Duration::from_secs(1) })
+        );
+        let roomy = Limits { time_left: Some(Duration::from_millis(1001)), budget_left: None };
+        assert_eq!(state.decide(&cfg, T, roomy), Decision::retry(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_spent_budget_stops_retries() {
+        let cfg = exact(Layer::Provider);
+        let limits = Limits { time_left: None, budget_left: Some(0) };
+        assert_eq!(
+            RetryState::with_seed(1).decide(&cfg, T, limits),
+            Decision::GiveUp(GiveUp::BudgetExhausted)
+        );
+    }
+
+    #[test]
+    fn linear_and_constant_growth() {
+        let cfg = exact(Layer::Task).with_growth(Growth::Linear);
+        let ns: Vec<_> = (1..=3).map(|n| backoff(&cfg, n)).collect();
+        assert_eq!(ns, [1, 2, 3].map(Duration::from_secs));
+        let constant = exact(Layer::Task).with_multiplier(1.0).unwrap();
+        assert_eq!(backoff(&constant, 5), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn out_of_range_fields_are_clamped_not_panicking() {
+        let mut cfg = RetryConfig::for_layer(Layer::Provider);
+        cfg.multiplier = f64::NAN;
+        cfg.jitter = 7.0;
+        cfg.initial_backoff = Duration::MAX;
+        cfg.max_backoff = Duration::MAX;
+        cfg.max_attempts = u32::MAX;
+        let (delays, why) = schedule(&cfg, T);
+        assert_eq!((delays.len(), why), (9, GiveUp::AttemptsExhausted));
+        assert!(delays.iter().all(|d| *d <= Duration::MAX));
+        cfg.multiplier = f64::MAX;
+        cfg.initial_backoff = Duration::from_secs(1);
+        cfg.max_backoff = Duration::from_secs(10);
+        assert_eq!(backoff(&cfg, 10), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn thread_seed_reproduces_the_schedule() {
+        let cfg = RetryConfig::for_layer(Layer::Provider);
+        let run = || {
+            seed_thread_jitter(42);
+            let mut s = RetryState::new();
+            [s.decide(&cfg, T, Limits::NONE), s.decide(&cfg, T, Limits::NONE)]
+        };
+        assert_eq!(run(), run());
+    }
+}

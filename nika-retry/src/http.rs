@@ -1,0 +1,230 @@
+//! HTTP status classification and server retry hints (`Retry-After` and friends).
+//!
+//! These are the L1 building blocks: the transport maps a status to an
+//! [`ErrorCategory`] with [`status_category`] and reads the server's wait hint
+//! with [`retry_hint`]. None of them can panic on what a server sends.
+
+use core::time::Duration;
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+use crate::ErrorCategory;
+
+/// The category of an HTTP status code.
+///
+/// 429 → `RateLimited`; 408 and 500–599 → `Transient`; 401 and 403 → `Auth`;
+/// 404 and 410 → `NotFound`; everything else (success codes included) → `Permanent`.
+///
+/// ```
+/// use nika_retry::{http::status_category, ErrorCategory};
+///
+/// assert_eq!(status_category(503), ErrorCategory::Transient);
+/// assert_eq!(status_category(429), ErrorCategory::RateLimited);
+/// assert_eq!(status_category(400), ErrorCategory::Permanent);
+/// ```
+pub const fn status_category(status: u16) -> ErrorCategory {
+    match status {
+        429 => ErrorCategory::RateLimited,
+        408 | 500..=599 => ErrorCategory::Transient,
+        401 | 403 => ErrorCategory::Auth,
+        404 | 410 => ErrorCategory::NotFound,
+        _ => ErrorCategory::Permanent,
+    }
+}
+
+/// Parses a `Retry-After` value (RFC 9110 §10.2.3): delta-seconds or an HTTP-date.
+///
+/// A date in the past gives zero; a negative, fractional, unparsable or
+/// overflowing value gives `None`. `now` is the wall clock to measure a date
+/// against (pass `SystemTime::now()`).
+///
+/// ```
+/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+/// use nika_retry::http::parse_retry_after;
+///
+/// let now = UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
+/// assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+/// assert_eq!(
+///     parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
+///     Some(Duration::from_secs(30))
+/// );
+/// assert_eq!(parse_retry_after("soon", now), None);
+/// ```
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if value.bytes().all(|b| b.is_ascii_digit()) {
+        return value.parse::<u64>().ok().map(Duration::from_secs);
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Parses a millisecond hint (`retry-after-ms: 1500`, decimals allowed).
+fn parse_millis(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if value.bytes().all(|b| b.is_ascii_digit()) {
+        return value.parse::<u64>().ok().map(Duration::from_millis);
+    }
+    // Only plain decimals: `f64::from_str` would also take "inf", "NaN" and exponents.
+    if !value.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let ms: f64 = value.parse().ok()?;
+    Duration::try_from_secs_f64(ms / 1000.0).ok()
+}
+
+/// Reads the server's wait hint from response headers.
+///
+/// In order, the first present and valid one wins: `retry-after-ms` (the LLM
+/// providers' header), `x-amz-retry-after` (ms), `grpc-retry-pushback-ms`,
+/// then `Retry-After`. Names match case-insensitively.
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use nika_retry::http::retry_hint;
+///
+/// let headers = [("Retry-After", "7"), ("retry-after-ms", "1500")];
+/// assert_eq!(retry_hint(&headers[..], SystemTime::now()), Some(Duration::from_millis(1500)));
+/// ```
+pub fn retry_hint<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<Duration> {
+    let text = |name| headers.header(name).and_then(|v| core::str::from_utf8(v).ok());
+    ["retry-after-ms", "x-amz-retry-after", "grpc-retry-pushback-ms"]
+        .into_iter()
+        .find_map(|name| text(name).and_then(parse_millis))
+        .or_else(|| text("retry-after").and_then(|v| parse_retry_after(v, now)))
+}
+
+/// Response headers that [`retry_hint`] can read.
+///
+/// Implemented for slices, arrays and vectors of `(name, value)` pairs, for
+/// `HashMap`s of them, and (feature `reqwest`) for `http::HeaderMap`.
+pub trait Headers {
+    /// The value of the first header called `name` (lowercase), compared case-insensitively.
+    fn header(&self, name: &str) -> Option<&[u8]>;
+}
+
+impl<K: AsRef<str>, V: AsRef<[u8]>> Headers for [(K, V)] {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.iter()
+            .find(|(k, _)| k.as_ref().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_ref())
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<[u8]>, const N: usize> Headers for [(K, V); N] {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self[..].header(name)
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<[u8]>> Headers for Vec<(K, V)> {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self[..].header(name)
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<[u8]>, S> Headers for HashMap<K, V, S> {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.iter()
+            .find(|(k, _)| k.as_ref().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    /// Wed, 21 Oct 2015 07:28:00 GMT
+    fn now() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_445_412_480)
+    }
+
+    #[test]
+    fn statuses_map_as_designed() {
+        assert_eq!(status_category(429), ErrorCategory::RateLimited);
+        for s in [408, 500, 502, 503, 504, 599] {
+            assert_eq!(status_category(s), ErrorCategory::Transient, "{s}");
+        }
+        for s in [401, 403] {
+            assert_eq!(status_category(s), ErrorCategory::Auth, "{s}");
+        }
+        for s in [404, 410] {
+            assert_eq!(status_category(s), ErrorCategory::NotFound, "{s}");
+        }
+        for s in [0, 200, 301, 400, 402, 409, 422, 499, 600, u16::MAX] {
+            assert_eq!(status_category(s), ErrorCategory::Permanent, "{s}");
+        }
+    }
+
+    #[test]
+    fn retry_after_seconds() {
+        assert_eq!(parse_retry_after("0", now()), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after(" 30 ", now()), Some(Duration::from_secs(30)));
+        assert_eq!(
+            parse_retry_after("18446744073709551615", now()),
+            Some(Duration::from_secs(u64::MAX))
+        );
+    }
+
+    #[test]
+    fn retry_after_dates_in_all_three_formats() {
+        let in_30s = Some(Duration::from_secs(30));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now()), in_30s);
+        assert_eq!(parse_retry_after("Wednesday, 21-Oct-15 07:28:30 GMT", now()), in_30s);
+        assert_eq!(parse_retry_after("Wed Oct 21 07:28:30 2015", now()), in_30s);
+    }
+
+    #[test]
+    fn retry_after_date_in_the_past_is_zero() {
+        assert_eq!(
+            parse_retry_after("Tue, 20 Oct 2015 07:28:00 GMT", now()),
+            Some(Duration::ZERO)
+        );
+    }
+
+    #[test]
+    fn retry_after_garbage_negative_and_overflow_are_none() {
+        for bad in [
+            "", "soon", "-1", "+5", "1.5", "1e3", "18446744073709551616",
+            "99999999999999999999999", "Wed, 32 Oct 2015 07:28:00 GMT", "\u{0}",
+        ] {
+            assert_eq!(parse_retry_after(bad, now()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn millisecond_hints() {
+        assert_eq!(parse_millis("1500"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_millis("2.5"), Some(Duration::from_micros(2500)));
+        for bad in ["", "-5", "inf", "NaN", "1e400", "1.2.3", "."] {
+            assert_eq!(parse_millis(bad), None, "{bad:?}");
+        }
+        let huge = "9".repeat(400);
+        assert_eq!(parse_millis(&huge), None);
+    }
+
+    #[test]
+    fn hint_headers_in_precedence_order() {
+        let all = [
+            ("Retry-After", "9"),
+            ("grpc-retry-pushback-ms", "3000"),
+            ("X-Amz-Retry-After", "2000"),
+            ("retry-after-ms", "1000"),
+        ];
+        assert_eq!(retry_hint(&all, now()), Some(Duration::from_millis(1000)));
+        assert_eq!(retry_hint(&all[..3], now()), Some(Duration::from_millis(2000)));
+        assert_eq!(retry_hint(&all[..2], now()), Some(Duration::from_millis(3000)));
+        assert_eq!(retry_hint(&all[..1], now()), Some(Duration::from_secs(9)));
+        assert_eq!(retry_hint(&all[..0], now()), None);
+    }
+
+    #[test]
+    fn an_invalid_hint_falls_through_to_the_next() {
+        let headers = vec![("retry-after-ms", "-1"), ("retry-after", "4")];
+        assert_eq!(retry_hint(&headers, now()), Some(Duration::from_secs(4)));
+        let map: HashMap<&str, &[u8]> = [("retry-after", &b"\xff"[..])].into_iter().collect();
+        assert_eq!(retry_hint(&map, now()), None);
+    }
+}

@@ -1,0 +1,85 @@
+//! [`Layer`]: the architectural layers of ADR-019, each owning its retry policy.
+
+use core::fmt;
+use core::str::FromStr;
+
+/// The layer that owns a retry loop (ADR-019).
+///
+/// | layer | owner | retries by default |
+/// |---|---|---|
+/// | [`Http`](Layer::Http) (L1) | the HTTP transport | connect / DNS / TLS failures, 503 |
+/// | [`Provider`](Layer::Provider) (L2) | the verb crates calling LLM APIs | 5xx and 429 |
+/// | [`Tool`](Layer::Tool) (L2) | the tool executor | nothing: tool failures are semantic |
+/// | [`Task`](Layer::Task) (L2) | the task runtime | what the task's `retry:` block says |
+///
+/// ```
+/// use nika_retry::Layer;
+///
+/// assert_eq!(Layer::Provider.to_string(), "provider");
+/// assert_eq!("http".parse(), Ok(Layer::Http));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Layer {
+    /// L1: the HTTP transport (`nika-http`).
+    Http,
+    /// L2: provider calls from the verb crates.
+    Provider,
+    /// L2: tool execution. Never retried unless a task opts in.
+    Tool,
+    /// L2: a workflow task as the runtime runs it.
+    Task,
+}
+
+impl Layer {
+    /// Every layer, from the lowest up.
+    pub const ALL: [Layer; 4] = [Layer::Http, Layer::Provider, Layer::Tool, Layer::Task];
+
+    /// The lowercase name, as `Display` writes it and `#[retry(layer = "…")]` spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Layer::Http => "http",
+            Layer::Provider => "provider",
+            Layer::Tool => "tool",
+            Layer::Task => "task",
+        }
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of parsing a [`Layer`] from a string that names none.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown layer `{0}`; expected one of http, provider, tool, task")]
+pub struct ParseLayerError(pub String);
+
+impl FromStr for Layer {
+    type Err = ParseLayerError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Layer::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| ParseLayerError(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_and_from_str_round_trip_every_layer() {
+        for l in Layer::ALL {
+            assert_eq!(l.to_string().parse::<Layer>(), Ok(l));
+        }
+        assert_eq!(
+            "Http".parse::<Layer>(),
+            Err(ParseLayerError("Http".to_owned()))
+        );
+    }
+}

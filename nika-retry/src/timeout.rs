@@ -1,0 +1,122 @@
+//! [`TimeoutError`]: which time limit expired, how long it was and whose it was.
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::Layer;
+
+/// The boundary a time limit guards (ADR-019 "Timeout ownership").
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Boundary {
+    /// Establishing a connection: what the body wraps in [`connect`](crate::connect).
+    Connect,
+    /// Reading one response: bounds each attempt (`#[timeout(read = …)]`).
+    Read,
+    /// One attempt of any kind (`#[timeout(attempt = …)]`).
+    Attempt,
+    /// The whole call, its retries and its sleeps (`#[timeout(total = …)]`).
+    Total,
+}
+
+impl Boundary {
+    /// The lowercase name, as the attribute key spells it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Boundary::Connect => "connect",
+            Boundary::Read => "read",
+            Boundary::Attempt => "attempt",
+            Boundary::Total => "total",
+        }
+    }
+
+    /// Whether the limit applies to one attempt (so a retry gets a fresh one).
+    pub const fn is_per_attempt(self) -> bool {
+        !matches!(self, Boundary::Total)
+    }
+}
+
+impl fmt::Display for Boundary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A time limit expired.
+///
+/// A per-attempt boundary ([`Connect`](Boundary::Connect), [`Read`](Boundary::Read),
+/// [`Attempt`](Boundary::Attempt)) classifies as
+/// [`Transient`](crate::ErrorCategory::Transient): the next attempt may be
+/// faster. [`Total`](Boundary::Total) classifies as
+/// [`Permanent`](crate::ErrorCategory::Permanent): there is no time left to retry in.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::{Boundary, Classify, ErrorCategory, Layer, TimeoutError};
+///
+/// let err = TimeoutError::new(Boundary::Read, Duration::from_secs(120), Layer::Http);
+/// assert_eq!(err.to_string(), "read timeout of 2m expired (layer http)");
+/// assert_eq!(err.category(), ErrorCategory::Transient);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TimeoutError {
+    boundary: Boundary,
+    limit: Duration,
+    layer: Layer,
+}
+
+impl TimeoutError {
+    /// A timeout of `boundary` after `limit`, owned by `layer`.
+    pub const fn new(boundary: Boundary, limit: Duration, layer: Layer) -> TimeoutError {
+        TimeoutError {
+            boundary,
+            limit,
+            layer,
+        }
+    }
+
+    /// Which boundary expired.
+    pub const fn boundary(&self) -> Boundary {
+        self.boundary
+    }
+
+    /// The limit that expired.
+    pub const fn limit(&self) -> Duration {
+        self.limit
+    }
+
+    /// The layer whose limit it was.
+    pub const fn layer(&self) -> Layer {
+        self.layer
+    }
+}
+
+impl fmt::Display for TimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} timeout of {} expired (layer {})",
+            self.boundary,
+            humantime::format_duration(self.limit),
+            self.layer
+        )
+    }
+}
+
+impl std::error::Error for TimeoutError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_boundary_limit_and_layer() {
+        let err = TimeoutError::new(Boundary::Total, Duration::from_millis(1500), Layer::Provider);
+        assert_eq!(
+            err.to_string(),
+            "total timeout of 1s 500ms expired (layer provider)"
+        );
+        assert!(!Boundary::Total.is_per_attempt());
+        assert!(Boundary::Connect.is_per_attempt());
+    }
+}

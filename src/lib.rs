@@ -1,0 +1,1 @@
+//! Shared helpers for the integration tests and examples of nika-retry.
