@@ -15,3 +15,13 @@ pub use classify::{Classify, io_kind_category};
 pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use layer::{Layer, ParseLayerError};
 pub use timeout::{Boundary, TimeoutError};
+
+mod connect;
+mod timer;
+pub use connect::{Connect, connect};
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use nika_retry_macros::{Classify, retry, timeout};

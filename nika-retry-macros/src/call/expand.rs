@@ -1,0 +1,179 @@
+//! Generates the retry loop from a validated [`Plan`]. Cannot fail.
+//!
+//! The shape, for `async fn f(args) -> R { body }`:
+//!
+//! ```text
+//! async fn f(args) -> R {
+//!     const __NIKA_SITE: &Site = &Overrides { .. }.site(layer, "module::f");
+//!     let mut call = Call::new(__NIKA_SITE, config, timeouts);
+//!     loop {
+//!         let arg = arg.clone();                      // for each clone(arg)
+//!         let result = call.timed(attempt::<R, _>(async { body })).await;
+//!         match call.next(&result) {
+//!             Some(delay) => sleep(delay).await,
+//!             None => return result,
+//!         }
+//!     }
+//! }
+//! ```
+//!
+//! The body stays a non-`move` `async` block, so it can borrow `&mut self`
+//! and the arguments afresh on every attempt; the user's signature, docs and
+//! attributes are re-emitted untouched.
+
+use std::time::Duration;
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Ident, ItemFn};
+
+use super::item::Body;
+use super::validate::{AttemptBoundary, Category, Layer, Limit, Plan, Settings, Timeouts};
+
+pub(crate) fn expand(plan: Plan) -> TokenStream {
+    let Plan {
+        item,
+        body,
+        output,
+        settings,
+        timeouts,
+        absorbed,
+    } = plan;
+    let ItemFn { attrs, vis, sig, block } = item;
+
+    let call = Ident::new("__nika_call", Span::mixed_site());
+    let result = Ident::new("__nika_result", Span::mixed_site());
+    let delay = Ident::new("__nika_delay", Span::mixed_site());
+
+    let site = site(&settings, &sig.ident);
+    let config = match &settings.config {
+        Some(expr) => quote_spanned!(expr.span()=> ::nika_retry::__private::IntoConfig::into_config(#expr)),
+        None => quote!(::core::option::Option::None),
+    };
+    let limits = timeouts.as_ref().map_or_else(
+        || quote!(::nika_retry::__private::Timeouts::NONE),
+        timeouts_tokens,
+    );
+    let clones = settings.clones.iter().map(|(name, is_mut)| {
+        let mutability = is_mut.then(|| quote!(mut));
+        quote_spanned!(name.span()=> let #mutability #name = ::core::clone::Clone::clone(&#name);)
+    });
+    let attempt_block = match &body {
+        Body::Async { block } => quote!(async #block),
+        Body::AsyncTrait { rest, .. } => quote!(async { #(#rest)* }),
+    };
+    // Spanned at the return type, so a non-`Result` return type or an error
+    // type without `Classify` is reported there.
+    let span = output.span();
+    let mut attempt = quote_spanned!(span=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
+    if timeouts.is_some() {
+        attempt = quote_spanned!(span=> #call.timed(#attempt));
+    }
+    let next = quote_spanned!(span=> #call.next(&#result));
+
+    let retry_loop = quote! {
+        #(#[allow(unused_imports)] use #absorbed as _;)*
+        #site
+        let mut #call = ::nika_retry::__private::Call::new(__NIKA_SITE, #config, #limits);
+        loop {
+            #(#clones)*
+            let #result = #attempt.await;
+            match #next {
+                ::core::option::Option::Some(#delay) => ::nika_retry::__private::sleep(#delay).await,
+                ::core::option::Option::None => return #result,
+            }
+        }
+    };
+    let new_body = match body {
+        Body::Async { .. } => retry_loop,
+        Body::AsyncTrait { prologue, .. } => quote! {
+            ::std::boxed::Box::pin(async move {
+                #(#prologue)*
+                #retry_loop
+            })
+        },
+    };
+    let brace = block.brace_token;
+    let mut out = quote!(#(#attrs)* #vis #sig);
+    brace.surround(&mut out, |tokens| tokens.extend(new_body));
+    out
+}
+
+/// The `const` holding the layer defaults with the literals applied.
+fn site(settings: &Settings, name: &Ident) -> TokenStream {
+    let layer = layer(settings.layer);
+    let some = |value: Option<TokenStream>| match value {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    };
+    let attempts = some(settings.attempts.map(|n| Literal::u32_suffixed(n).into_token_stream()));
+    let backoff = some(settings.backoff.map(duration));
+    let max_backoff = some(settings.max_backoff.map(duration));
+    let multiplier = some(settings.multiplier.map(|m| Literal::f64_suffixed(m).into_token_stream()));
+    let jitter = some(settings.jitter.map(|j| Literal::f32_suffixed(j).into_token_stream()));
+    let on = some(settings.on.as_ref().map(|on| {
+        let names = on.iter().map(|c| match c {
+            Category::Transient => quote!(Transient),
+            Category::RateLimited => quote!(RateLimited),
+        });
+        quote!(::nika_retry::CategorySet::EMPTY #(.with(::nika_retry::ErrorCategory::#names))*)
+    }));
+    let name = name.to_string();
+    quote! {
+        const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+            max_attempts: #attempts,
+            initial_backoff: #backoff,
+            max_backoff: #max_backoff,
+            multiplier: #multiplier,
+            jitter: #jitter,
+            retry_on: #on,
+        }
+        .site(#layer, ::core::concat!(::core::module_path!(), "::", #name));
+    }
+}
+
+fn timeouts_tokens(timeouts: &Timeouts) -> TokenStream {
+    let limit = |limit: Option<&Limit>| match limit {
+        None => quote!(::core::option::Option::None),
+        Some(Limit::Literal(d)) => {
+            let d = duration(*d);
+            quote!(::core::option::Option::Some(#d))
+        }
+        Some(Limit::Expr(expr)) => {
+            quote_spanned!(expr.span()=> ::nika_retry::__private::IntoLimit::into_limit(#expr))
+        }
+    };
+    let connect = limit(timeouts.connect.as_ref());
+    let attempt = limit(timeouts.attempt.as_ref().map(|(l, _)| l));
+    let boundary = match timeouts.attempt.as_ref().map(|(_, b)| *b) {
+        Some(AttemptBoundary::Read) => quote!(Read),
+        _ => quote!(Attempt),
+    };
+    let total = limit(timeouts.total.as_ref());
+    quote! {
+        ::nika_retry::__private::Timeouts {
+            connect: #connect,
+            attempt: #attempt,
+            attempt_boundary: ::nika_retry::Boundary::#boundary,
+            total: #total,
+        }
+    }
+}
+
+fn layer(layer: Layer) -> TokenStream {
+    match layer {
+        Layer::Http => quote!(::nika_retry::Layer::Http),
+        Layer::Provider => quote!(::nika_retry::Layer::Provider),
+        Layer::Tool => quote!(::nika_retry::Layer::Tool),
+        Layer::Task => quote!(::nika_retry::Layer::Task),
+    }
+}
+
+fn duration(d: Duration) -> TokenStream {
+    let secs = Literal::u64_suffixed(d.as_secs());
+    let nanos = Literal::u32_suffixed(d.subsec_nanos());
+    quote!(::core::time::Duration::new(#secs, #nanos))
+}
+
+use quote::ToTokens as _;
