@@ -1,24 +1,39 @@
-use nika_retry::{retry, timeout, Classify, ErrorCategory, TimeoutError};
+use nika_retry::{Classify, TimeoutError, retry, timeout};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-#[derive(Debug)]
-enum E { Flaky, Timeout(TimeoutError) }
-impl From<TimeoutError> for E { fn from(t: TimeoutError) -> Self { E::Timeout(t) } }
-impl Classify for E { fn category(&self) -> ErrorCategory { match self { E::Flaky => ErrorCategory::Transient, E::Timeout(t) => t.category() } } }
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum ProviderError {
+    #[error("rate limited")]
+    #[category(rate_limited, retry_after_ms = retry_after_ms)]
+    RateLimited { retry_after_ms: Option<u64> },
+    #[error("api error {status}: {message}")]
+    #[category(http_status = status)]
+    Api { status: u16, message: String },
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
 
 static N: AtomicU32 = AtomicU32::new(0);
 
-/// docs kept
-#[retry(layer = "http", backoff = "10ms")]
-#[timeout(total = "5s")]
-async fn flaky(x: &str) -> Result<String, E> {
-    if N.fetch_add(1, Ordering::SeqCst) < 2 { return Err(E::Flaky); }
-    let s = x.to_owned();
-    Ok(s)
+struct Client;
+impl Client {
+    /// docs kept
+    #[retry(layer = "provider", backoff = "10ms")]
+    #[timeout(read = "120s")]
+    async fn complete(&self, x: &str) -> Result<String, ProviderError> {
+        if N.fetch_add(1, Ordering::SeqCst) < 2 {
+            return Err(ProviderError::Api {
+                status: 503,
+                message: "busy".into(),
+            });
+        }
+        Ok(x.to_owned())
+    }
 }
 
 #[tokio::main]
 async fn main() {
-    println!("{:?}", flaky("hi").await.map_err(|_| ()));
+    println!("{:?}", Client.complete("hi").await);
     println!("attempts {}", N.load(Ordering::SeqCst));
 }

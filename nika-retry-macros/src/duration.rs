@@ -9,7 +9,9 @@ use std::time::Duration;
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err("empty duration; write a number with a unit, e.g. \"250ms\", \"4s\", \"2m\"".into());
+        return Err(
+            "empty duration; write a number with a unit, e.g. \"250ms\", \"4s\", \"2m\"".into(),
+        );
     }
     if trimmed.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(

@@ -74,7 +74,9 @@ impl fmt::Display for ErrorCategory {
 
 /// The error of parsing an [`ErrorCategory`] from a string that names none.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown error category `{0}`; expected one of transient, rate_limited, auth, not_found, permanent")]
+#[error(
+    "unknown error category `{0}`; expected one of transient, rate_limited, auth, not_found, permanent"
+)]
 pub struct ParseCategoryError(pub String);
 
 impl FromStr for ErrorCategory {
@@ -129,7 +131,9 @@ impl CategorySet {
 
     /// The categories in the set, in declaration order.
     pub fn iter(self) -> impl Iterator<Item = ErrorCategory> {
-        ErrorCategory::ALL.into_iter().filter(move |c| self.contains(*c))
+        ErrorCategory::ALL
+            .into_iter()
+            .filter(move |c| self.contains(*c))
     }
 
     /// The first category in the set that may never be retried, if any.

@@ -127,12 +127,32 @@ mod tests {
             K::WouldBlock,
         ];
         for kind in transient {
-            assert_eq!(io::Error::from(kind).category(), ErrorCategory::Transient, "{kind:?}");
+            assert_eq!(
+                io::Error::from(kind).category(),
+                ErrorCategory::Transient,
+                "{kind:?}"
+            );
         }
-        assert_eq!(io::Error::from(K::NotFound).category(), ErrorCategory::NotFound);
-        assert_eq!(io::Error::from(K::PermissionDenied).category(), ErrorCategory::Auth);
-        for kind in [K::InvalidInput, K::InvalidData, K::UnexpectedEof, K::AlreadyExists, K::Other] {
-            assert_eq!(io::Error::from(kind).category(), ErrorCategory::Permanent, "{kind:?}");
+        assert_eq!(
+            io::Error::from(K::NotFound).category(),
+            ErrorCategory::NotFound
+        );
+        assert_eq!(
+            io::Error::from(K::PermissionDenied).category(),
+            ErrorCategory::Auth
+        );
+        for kind in [
+            K::InvalidInput,
+            K::InvalidData,
+            K::UnexpectedEof,
+            K::AlreadyExists,
+            K::Other,
+        ] {
+            assert_eq!(
+                io::Error::from(kind).category(),
+                ErrorCategory::Permanent,
+                "{kind:?}"
+            );
         }
         assert_eq!(io::Error::from(K::TimedOut).retry_after(), None);
     }
@@ -141,11 +161,14 @@ mod tests {
     fn timeouts_are_transient_per_attempt_and_permanent_in_total() {
         let d = Duration::from_secs(1);
         for b in [Boundary::Connect, Boundary::Read, Boundary::Attempt] {
-            assert_eq!(TimeoutError::new(b, d, Layer::Http).category(), ErrorCategory::Transient);
+            assert_eq!(
+                TimeoutError::new(b, d, Layer::Http).category(),
+                ErrorCategory::Transient
+            );
         }
         let total = TimeoutError::new(Boundary::Total, d, Layer::Http);
         assert_eq!(total.category(), ErrorCategory::Permanent);
-        assert_eq!((&total).category(), ErrorCategory::Permanent);
+        assert_eq!(Classify::category(&&total), ErrorCategory::Permanent);
         assert_eq!(Box::new(total).category(), ErrorCategory::Permanent);
     }
 

@@ -100,7 +100,11 @@ impl RetryConfig {
                 max_retry_after: ms(30_000),
             },
             Layer::Provider | Layer::Tool | Layer::Task => RetryConfig {
-                max_attempts: if matches!(layer, Layer::Provider) { 3 } else { 1 },
+                max_attempts: if matches!(layer, Layer::Provider) {
+                    3
+                } else {
+                    1
+                },
                 initial_backoff: ms(1_000),
                 max_backoff: ms(16_000),
                 multiplier: 4.0,
@@ -241,7 +245,11 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub(crate) fn new(field: &'static str, value: impl ToString, reason: &'static str) -> ConfigError {
+    pub(crate) fn new(
+        field: &'static str,
+        value: impl ToString,
+        reason: &'static str,
+    ) -> ConfigError {
         ConfigError {
             field,
             value: value.to_string(),
@@ -268,7 +276,13 @@ mod tests {
     fn layer_defaults_match_adr_019() {
         let http = RetryConfig::for_layer(Layer::Http);
         assert_eq!(
-            (http.max_attempts, http.initial_backoff, http.max_backoff, http.multiplier, http.jitter),
+            (
+                http.max_attempts,
+                http.initial_backoff,
+                http.max_backoff,
+                http.multiplier,
+                http.jitter
+            ),
             (3, ms(250), ms(4000), 4.0, 0.5)
         );
         assert_eq!(http.retry_on, CategorySet::TRANSIENT);
@@ -276,7 +290,11 @@ mod tests {
 
         let provider = RetryConfig::for_layer(Layer::Provider);
         assert_eq!(
-            (provider.max_attempts, provider.initial_backoff, provider.max_backoff),
+            (
+                provider.max_attempts,
+                provider.initial_backoff,
+                provider.max_backoff
+            ),
             (3, ms(1000), ms(16_000))
         );
         assert_eq!(provider.retry_on, CategorySet::RETRYABLE);
@@ -298,15 +316,34 @@ mod tests {
             (cfg.clone().with_jitter(-0.1), "jitter", "-0.1"),
             (cfg.clone().with_jitter(f32::NAN), "jitter", "NaN"),
             (cfg.clone().with_multiplier(0.5), "multiplier", "0.5"),
-            (cfg.clone().with_multiplier(f64::INFINITY), "multiplier", "inf"),
-            (cfg.clone().with_initial_backoff(ms(5000)), "initial_backoff", "5s"),
-            (cfg.clone().with_max_backoff(ms(100)), "max_backoff", "100ms"),
-            (cfg.clone().with_retry_on([ErrorCategory::Permanent]), "retry_on", "permanent"),
+            (
+                cfg.clone().with_multiplier(f64::INFINITY),
+                "multiplier",
+                "inf",
+            ),
+            (
+                cfg.clone().with_initial_backoff(ms(5000)),
+                "initial_backoff",
+                "5s",
+            ),
+            (
+                cfg.clone().with_max_backoff(ms(100)),
+                "max_backoff",
+                "100ms",
+            ),
+            (
+                cfg.clone().with_retry_on([ErrorCategory::Permanent]),
+                "retry_on",
+                "permanent",
+            ),
         ];
         for (result, field, value) in cases {
             let err = result.expect_err(field);
             assert_eq!((err.field(), err.value()), (field, value));
-            assert!(err.to_string().starts_with(&format!("invalid {field} `{value}`")));
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("invalid {field} `{value}`"))
+            );
         }
     }
 

@@ -101,6 +101,10 @@ mod tests {
         let err = fut.await.unwrap_err();
         assert_eq!(err.boundary(), Boundary::Connect);
         assert_eq!(start.elapsed(), Duration::from_secs(10));
-        assert_eq!(CONNECT_LIMIT.with(Cell::get), None, "restored after the scope");
+        assert_eq!(
+            CONNECT_LIMIT.with(Cell::get),
+            None,
+            "restored after the scope"
+        );
     }
 }

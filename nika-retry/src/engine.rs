@@ -128,7 +128,11 @@ impl fmt::Display for GiveUp {
             GiveUp::AttemptsExhausted => f.write_str("attempts exhausted"),
             GiveUp::BudgetExhausted => f.write_str("attempt budget exhausted"),
             GiveUp::HintTooLong { hint } => {
-                write!(f, "server asked to wait {}", humantime::format_duration(*hint))
+                write!(
+                    f,
+                    "server asked to wait {}",
+                    humantime::format_duration(*hint)
+                )
             }
             GiveUp::PastDeadline { delay } => write!(
                 f,
@@ -260,7 +264,11 @@ fn effective_multiplier(m: f64) -> f64 {
 }
 
 fn effective_jitter(j: f32) -> f64 {
-    if j.is_nan() { 0.0 } else { f64::from(j.clamp(0.0, 1.0)) }
+    if j.is_nan() {
+        0.0
+    } else {
+        f64::from(j.clamp(0.0, 1.0))
+    }
 }
 
 /// Seeds the current thread's jitter generator, which every [`RetryState::new`]
@@ -302,7 +310,10 @@ mod tests {
 
     #[test]
     fn http_leaves_rate_limits_to_the_provider_layer() {
-        assert_eq!(schedule(&exact(Layer::Http), RL), (vec![], GiveUp::NotRetryable));
+        assert_eq!(
+            schedule(&exact(Layer::Http), RL),
+            (vec![], GiveUp::NotRetryable)
+        );
         let (delays, _) = schedule(&exact(Layer::Provider), RL);
         assert_eq!(delays, [Duration::from_secs(1), Duration::from_secs(4)]);
     }
@@ -310,7 +321,10 @@ mod tests {
     #[test]
     fn tool_and_task_layers_do_not_retry_by_default() {
         for layer in [Layer::Tool, Layer::Task] {
-            assert_eq!(schedule(&exact(layer), T), (vec![], GiveUp::AttemptsExhausted));
+            assert_eq!(
+                schedule(&exact(layer), T),
+                (vec![], GiveUp::AttemptsExhausted)
+            );
         }
     }
 
@@ -318,7 +332,11 @@ mod tests {
     fn never_retries_auth_not_found_or_permanent_even_if_configured() {
         let mut cfg = exact(Layer::Provider);
         cfg.retry_on = ErrorCategory::ALL.into_iter().collect();
-        for c in [ErrorCategory::Auth, ErrorCategory::NotFound, ErrorCategory::Permanent] {
+        for c in [
+            ErrorCategory::Auth,
+            ErrorCategory::NotFound,
+            ErrorCategory::Permanent,
+        ] {
             let (delays, why) = schedule(&cfg, Failure::new(c, None));
             assert_eq!((delays.len(), why), (0, GiveUp::NotRetryable), "{c}");
         }
@@ -331,7 +349,10 @@ mod tests {
         let cfg = exact(Layer::Provider);
         assert_eq!(
             state.decide(&cfg, hint, Limits::NONE),
-            Decision::Retry { delay: Duration::from_secs(7), from_hint: true }
+            Decision::Retry {
+                delay: Duration::from_secs(7),
+                from_hint: true
+            }
         );
         assert_eq!(state.attempt(), 2);
     }
@@ -348,19 +369,33 @@ mod tests {
     fn no_sleep_reaches_the_deadline() {
         let cfg = exact(Layer::Provider);
         let mut state = RetryState::with_seed(1);
-        let limits = Limits { time_left: Some(Duration::from_secs(1)), budget_left: None };
+        let limits = Limits {
+            time_left: Some(Duration::from_secs(1)),
+            budget_left: None,
+        };
         assert_eq!(
             state.decide(&cfg, T, limits),
-            Decision::GiveUp(GiveUp::PastDeadline { delay: Duration::from_secs(1) })
+            Decision::GiveUp(GiveUp::PastDeadline {
+                delay: Duration::from_secs(1)
+            })
         );
-        let roomy = Limits { time_left: Some(Duration::from_millis(1001)), budget_left: None };
-        assert_eq!(state.decide(&cfg, T, roomy), Decision::retry(Duration::from_secs(1)));
+        let roomy = Limits {
+            time_left: Some(Duration::from_millis(1001)),
+            budget_left: None,
+        };
+        assert_eq!(
+            state.decide(&cfg, T, roomy),
+            Decision::retry(Duration::from_secs(1))
+        );
     }
 
     #[test]
     fn a_spent_budget_stops_retries() {
         let cfg = exact(Layer::Provider);
-        let limits = Limits { time_left: None, budget_left: Some(0) };
+        let limits = Limits {
+            time_left: None,
+            budget_left: Some(0),
+        };
         assert_eq!(
             RetryState::with_seed(1).decide(&cfg, T, limits),
             Decision::GiveUp(GiveUp::BudgetExhausted)
@@ -399,7 +434,10 @@ mod tests {
         let run = || {
             seed_thread_jitter(42);
             let mut s = RetryState::new();
-            [s.decide(&cfg, T, Limits::NONE), s.decide(&cfg, T, Limits::NONE)]
+            [
+                s.decide(&cfg, T, Limits::NONE),
+                s.decide(&cfg, T, Limits::NONE),
+            ]
         };
         assert_eq!(run(), run());
     }

@@ -87,11 +87,19 @@ fn parse_millis(value: &str) -> Option<Duration> {
 /// assert_eq!(retry_hint(&headers[..], SystemTime::now()), Some(Duration::from_millis(1500)));
 /// ```
 pub fn retry_hint<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<Duration> {
-    let text = |name| headers.header(name).and_then(|v| core::str::from_utf8(v).ok());
-    ["retry-after-ms", "x-amz-retry-after", "grpc-retry-pushback-ms"]
-        .into_iter()
-        .find_map(|name| text(name).and_then(parse_millis))
-        .or_else(|| text("retry-after").and_then(|v| parse_retry_after(v, now)))
+    let text = |name| {
+        headers
+            .header(name)
+            .and_then(|v| core::str::from_utf8(v).ok())
+    };
+    [
+        "retry-after-ms",
+        "x-amz-retry-after",
+        "grpc-retry-pushback-ms",
+    ]
+    .into_iter()
+    .find_map(|name| text(name).and_then(parse_millis))
+    .or_else(|| text("retry-after").and_then(|v| parse_retry_after(v, now)))
 }
 
 /// Response headers that [`retry_hint`] can read.
@@ -161,7 +169,10 @@ mod tests {
     #[test]
     fn retry_after_seconds() {
         assert_eq!(parse_retry_after("0", now()), Some(Duration::ZERO));
-        assert_eq!(parse_retry_after(" 30 ", now()), Some(Duration::from_secs(30)));
+        assert_eq!(
+            parse_retry_after(" 30 ", now()),
+            Some(Duration::from_secs(30))
+        );
         assert_eq!(
             parse_retry_after("18446744073709551615", now()),
             Some(Duration::from_secs(u64::MAX))
@@ -171,8 +182,14 @@ mod tests {
     #[test]
     fn retry_after_dates_in_all_three_formats() {
         let in_30s = Some(Duration::from_secs(30));
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now()), in_30s);
-        assert_eq!(parse_retry_after("Wednesday, 21-Oct-15 07:28:30 GMT", now()), in_30s);
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now()),
+            in_30s
+        );
+        assert_eq!(
+            parse_retry_after("Wednesday, 21-Oct-15 07:28:30 GMT", now()),
+            in_30s
+        );
         assert_eq!(parse_retry_after("Wed Oct 21 07:28:30 2015", now()), in_30s);
     }
 
@@ -187,8 +204,16 @@ mod tests {
     #[test]
     fn retry_after_garbage_negative_and_overflow_are_none() {
         for bad in [
-            "", "soon", "-1", "+5", "1.5", "1e3", "18446744073709551616",
-            "99999999999999999999999", "Wed, 32 Oct 2015 07:28:00 GMT", "\u{0}",
+            "",
+            "soon",
+            "-1",
+            "+5",
+            "1.5",
+            "1e3",
+            "18446744073709551616",
+            "99999999999999999999999",
+            "Wed, 32 Oct 2015 07:28:00 GMT",
+            "\u{0}",
         ] {
             assert_eq!(parse_retry_after(bad, now()), None, "{bad:?}");
         }
@@ -214,8 +239,14 @@ mod tests {
             ("retry-after-ms", "1000"),
         ];
         assert_eq!(retry_hint(&all, now()), Some(Duration::from_millis(1000)));
-        assert_eq!(retry_hint(&all[..3], now()), Some(Duration::from_millis(2000)));
-        assert_eq!(retry_hint(&all[..2], now()), Some(Duration::from_millis(3000)));
+        assert_eq!(
+            retry_hint(&all[..3], now()),
+            Some(Duration::from_millis(2000))
+        );
+        assert_eq!(
+            retry_hint(&all[..2], now()),
+            Some(Duration::from_millis(3000))
+        );
         assert_eq!(retry_hint(&all[..1], now()), Some(Duration::from_secs(9)));
         assert_eq!(retry_hint(&all[..0], now()), None);
     }

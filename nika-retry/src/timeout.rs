@@ -111,7 +111,11 @@ mod tests {
 
     #[test]
     fn display_names_boundary_limit_and_layer() {
-        let err = TimeoutError::new(Boundary::Total, Duration::from_millis(1500), Layer::Provider);
+        let err = TimeoutError::new(
+            Boundary::Total,
+            Duration::from_millis(1500),
+            Layer::Provider,
+        );
         assert_eq!(
             err.to_string(),
             "total timeout of 1s 500ms expired (layer provider)"

@@ -111,13 +111,17 @@ mod tests {
         let start = Instant::now();
         let after = Some((Duration::from_secs(2), err(Boundary::Read)));
         let at = Some((start + Duration::from_secs(3), err(Boundary::Total)));
-        let fut = Deadline::new(core::future::pending::<()>()).after(after.clone()).at(at);
+        let fut = Deadline::new(core::future::pending::<()>())
+            .after(after.clone())
+            .at(at);
         assert_eq!(fut.await, Err(err(Boundary::Read)));
         assert_eq!(start.elapsed(), Duration::from_secs(2));
 
         let start = Instant::now();
         let at = Some((start + Duration::from_secs(1), err(Boundary::Total)));
-        let fut = Deadline::new(core::future::pending::<()>()).after(after).at(at);
+        let fut = Deadline::new(core::future::pending::<()>())
+            .after(after)
+            .at(at);
         assert_eq!(fut.await, Err(err(Boundary::Total)));
         assert_eq!(start.elapsed(), Duration::from_secs(1));
     }

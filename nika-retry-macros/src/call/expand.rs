@@ -40,7 +40,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         timeouts,
         absorbed,
     } = plan;
-    let ItemFn { attrs, vis, sig, block } = item;
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = item;
 
     let call = Ident::new("__nika_call", Span::mixed_site());
     let result = Ident::new("__nika_result", Span::mixed_site());
@@ -48,7 +53,9 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
 
     let site = site(&settings, &sig.ident);
     let config = match &settings.config {
-        Some(expr) => quote_spanned!(expr.span()=> ::nika_retry::__private::IntoConfig::into_config(#expr)),
+        Some(expr) => {
+            quote_spanned!(expr.span()=> ::nika_retry::__private::IntoConfig::into_config(#expr))
+        }
         None => quote!(::core::option::Option::None),
     };
     let limits = timeouts.as_ref().map_or_else(
@@ -60,13 +67,14 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         quote_spanned!(name.span()=> let #mutability #name = ::core::clone::Clone::clone(&#name);)
     });
     let attempt_block = match &body {
-        Body::Async { block } => quote!(async #block),
+        Body::Async => quote!(async #block),
         Body::AsyncTrait { rest, .. } => quote!(async { #(#rest)* }),
     };
     // Spanned at the return type, so a non-`Result` return type or an error
     // type without `Classify` is reported there.
     let span = output.span();
-    let mut attempt = quote_spanned!(span=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
+    let mut attempt =
+        quote_spanned!(span=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
     if timeouts.is_some() {
         attempt = quote_spanned!(span=> #call.timed(#attempt));
     }
@@ -86,7 +94,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         }
     };
     let new_body = match body {
-        Body::Async { .. } => retry_loop,
+        Body::Async => retry_loop,
         Body::AsyncTrait { prologue, .. } => quote! {
             ::std::boxed::Box::pin(async move {
                 #(#prologue)*
@@ -107,11 +115,23 @@ fn site(settings: &Settings, name: &Ident) -> TokenStream {
         Some(v) => quote!(::core::option::Option::Some(#v)),
         None => quote!(::core::option::Option::None),
     };
-    let attempts = some(settings.attempts.map(|n| Literal::u32_suffixed(n).into_token_stream()));
+    let attempts = some(
+        settings
+            .attempts
+            .map(|n| Literal::u32_suffixed(n).into_token_stream()),
+    );
     let backoff = some(settings.backoff.map(duration));
     let max_backoff = some(settings.max_backoff.map(duration));
-    let multiplier = some(settings.multiplier.map(|m| Literal::f64_suffixed(m).into_token_stream()));
-    let jitter = some(settings.jitter.map(|j| Literal::f32_suffixed(j).into_token_stream()));
+    let multiplier = some(
+        settings
+            .multiplier
+            .map(|m| Literal::f64_suffixed(m).into_token_stream()),
+    );
+    let jitter = some(
+        settings
+            .jitter
+            .map(|j| Literal::f32_suffixed(j).into_token_stream()),
+    );
     let on = some(settings.on.as_ref().map(|on| {
         let names = on.iter().map(|c| match c {
             Category::Transient => quote!(Transient),

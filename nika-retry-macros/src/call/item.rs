@@ -3,8 +3,8 @@
 
 use syn::visit_mut::VisitMut;
 use syn::{
-    Attribute, Block, Expr, FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Stmt,
-    Type, TypeParamBound,
+    Attribute, Expr, FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Stmt, Type,
+    TypeParamBound,
 };
 
 /// Which of the two attributes an attribute is.
@@ -54,14 +54,14 @@ pub(crate) fn take_sibling_attrs(item: &mut ItemFn) -> Vec<(Kind, Attribute)> {
 
 /// How the body is to be run once per attempt.
 pub(crate) enum Body {
-    /// A native `async fn`: the whole block is the attempt.
-    Async { block: Block },
+    /// A native `async fn`: the fn's whole block is the attempt.
+    Async,
     /// An `#[async_trait]` method: `Box::pin(async move { prologue; rest })`;
     /// the prologue (argument moves) runs once, `rest` once per attempt.
     AsyncTrait {
         prologue: Vec<Stmt>,
         rest: Vec<Stmt>,
-        output: Type,
+        output: Box<Type>,
     },
 }
 
@@ -73,7 +73,12 @@ pub(crate) fn async_trait_body(item: &ItemFn) -> Option<Body> {
     let Expr::Path(func) = &*call.func else {
         return None;
     };
-    let names: Vec<String> = func.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let names: Vec<String> = func
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
     if !names.ends_with(&["Box".to_owned(), "pin".to_owned()]) || call.args.len() != 1 {
         return None;
     }
@@ -83,11 +88,14 @@ pub(crate) fn async_trait_body(item: &ItemFn) -> Option<Body> {
     block.capture?;
     let output = future_output(&item.sig.output)?;
     let stmts = &block.block.stmts;
-    let split = stmts.iter().position(|s| !is_prologue(s)).unwrap_or(stmts.len());
+    let split = stmts
+        .iter()
+        .position(|s| !is_prologue(s))
+        .unwrap_or(stmts.len());
     Some(Body::AsyncTrait {
         prologue: stmts[..split].to_vec(),
         rest: stmts[split..].to_vec(),
-        output,
+        output: Box::new(output),
     })
 }
 
@@ -95,11 +103,13 @@ pub(crate) fn async_trait_body(item: &ItemFn) -> Option<Body> {
 /// (async-trait's type hint): the statements that must run once, not per attempt.
 fn is_prologue(stmt: &Stmt) -> bool {
     match stmt {
-        Stmt::Local(local) => local
-            .init
-            .as_ref()
-            .is_some_and(|init| init.diverge.is_none() && matches!(&*init.expr, Expr::Path(p) if p.path.get_ident().is_some())),
-        Stmt::Expr(Expr::If(expr_if), _) => matches!(&*expr_if.cond, Expr::Let(_)) && expr_if.else_branch.is_none(),
+        Stmt::Local(local) => local.init.as_ref().is_some_and(|init| {
+            init.diverge.is_none()
+                && matches!(&*init.expr, Expr::Path(p) if p.path.get_ident().is_some())
+        }),
+        Stmt::Expr(Expr::If(expr_if), _) => {
+            matches!(&*expr_if.cond, Expr::Let(_)) && expr_if.else_branch.is_none()
+        }
         _ => false,
     }
 }
@@ -234,6 +244,9 @@ mod tests {
     #[test]
     fn impl_trait_is_erased() {
         let ty: Type = syn::parse_quote!(Result<impl Iterator<Item = u8>, E>);
-        assert_eq!(erase_impl_trait(&ty).to_token_stream().to_string(), "Result < _ , E >");
+        assert_eq!(
+            erase_impl_trait(&ty).to_token_stream().to_string(),
+            "Result < _ , E >"
+        );
     }
 }

@@ -1,9 +1,9 @@
 //! Parses the arguments of `#[retry(...)]` and `#[timeout(...)]` into raw,
 //! spanned key/value pairs. What the values mean is `validate`'s job.
 
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::ext::IdentExt;
 use syn::{Expr, Ident, Token};
 
 /// One `key = value`, `key(a, b)` or bare `key` argument.
@@ -60,7 +60,10 @@ mod tests {
         )
         .unwrap();
         let keys: Vec<_> = args.0.iter().map(|a| a.key.to_string()).collect();
-        assert_eq!(keys, ["layer", "attempts", "on", "clone", "config", "verbose"]);
+        assert_eq!(
+            keys,
+            ["layer", "attempts", "on", "clone", "config", "verbose"]
+        );
         assert!(matches!(args.0[3].value, Value::List(ref l) if l.len() == 2));
         assert!(matches!(args.0[5].value, Value::Flag));
         assert!(matches!(args.0[4].value, Value::Expr(Expr::MethodCall(_))));

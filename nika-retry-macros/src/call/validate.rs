@@ -15,10 +15,24 @@ use crate::suggest::did_you_mean;
 
 const LAYERS: [&str; 4] = ["http", "provider", "tool", "task"];
 const RETRY_KEYS: [&str; 9] = [
-    "layer", "attempts", "backoff", "max_backoff", "multiplier", "jitter", "on", "config", "clone",
+    "layer",
+    "attempts",
+    "backoff",
+    "max_backoff",
+    "multiplier",
+    "jitter",
+    "on",
+    "config",
+    "clone",
 ];
 const TIMEOUT_KEYS: [&str; 4] = ["connect", "read", "attempt", "total"];
-const CATEGORIES: [&str; 5] = ["transient", "rate_limited", "auth", "not_found", "permanent"];
+const CATEGORIES: [&str; 5] = [
+    "transient",
+    "rate_limited",
+    "auth",
+    "not_found",
+    "permanent",
+];
 /// Mirrors `nika_retry::MAX_ATTEMPTS`.
 const MAX_ATTEMPTS: u64 = 10;
 
@@ -125,13 +139,28 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
     let mut written: Vec<(Kind, Written)> = Vec::new();
     if let Some(args) = errors.take(syn::parse2(own.1)) {
         let name = Ident::new(own.0.name(), Span::call_site());
-        written.push((own.0, Written { span: quote::quote!(#name), args }));
+        written.push((
+            own.0,
+            Written {
+                span: quote::quote!(#name),
+                args,
+            },
+        ));
     }
     let siblings = item::take_sibling_attrs(&mut item);
-    let absorbed = siblings.iter().map(|(_, attr)| attr.path().clone()).collect();
+    let absorbed = siblings
+        .iter()
+        .map(|(_, attr)| attr.path().clone())
+        .collect();
     for (kind, attr) in siblings {
         if let Some(args) = errors.take(sibling_args(&attr)) {
-            written.push((kind, Written { span: quote::quote!(#attr), args }));
+            written.push((
+                kind,
+                Written {
+                    span: quote::quote!(#attr),
+                    args,
+                },
+            ));
         }
     }
 
@@ -145,7 +174,9 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
             let name = kind.name();
             errors.spanned(
                 &attr.span,
-                format!("#[{name}] appears twice on this fn; merge the two into one #[{name}(...)]"),
+                format!(
+                    "#[{name}] appears twice on this fn; merge the two into one #[{name}(...)]"
+                ),
             );
         } else {
             *slot = Some(attr);
@@ -162,7 +193,10 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
             );
         }
         return Err(errors.finish(()).err().unwrap_or_else(|| {
-            syn::Error::new(Span::call_site(), "#[timeout] needs a #[retry(layer = \"…\")]")
+            syn::Error::new(
+                Span::call_site(),
+                "#[timeout] needs a #[retry(layer = \"…\")]",
+            )
         }));
     };
     let settings = retry_settings(&mut errors, retry, &item);
@@ -201,7 +235,11 @@ fn sibling_args(attr: &Attribute) -> syn::Result<Args> {
 /// something, and finds the attempt's output type.
 fn check_fn(errors: &mut Errors, item: &ItemFn) -> Option<(Body, Type)> {
     let is_async = item.sig.asyncness.is_some();
-    let async_trait = if is_async { None } else { item::async_trait_body(item) };
+    let async_trait = if is_async {
+        None
+    } else {
+        item::async_trait_body(item)
+    };
     if !is_async && async_trait.is_none() {
         errors.spanned(
             item.sig.fn_token,
@@ -220,11 +258,11 @@ fn check_fn(errors: &mut Errors, item: &ItemFn) -> Option<(Body, Type)> {
         Some(body) => {
             let output = match &body {
                 Body::AsyncTrait { output, .. } => item::erase_impl_trait(output),
-                Body::Async { .. } => item::erase_impl_trait(ret),
+                Body::Async => item::erase_impl_trait(ret),
             };
             Some((body, output))
         }
-        None => Some((Body::Async { block: (*item.block).clone() }, item::erase_impl_trait(ret))),
+        None => Some((Body::Async, item::erase_impl_trait(ret))),
     }
 }
 
@@ -270,7 +308,9 @@ fn retry_settings(errors: &mut Errors, retry: Written, item: &ItemFn) -> Option<
             s.clones = clone_list(errors, arg, item);
             continue;
         }
-        let Some(expr) = value_expr(errors, arg) else { continue };
+        let Some(expr) = value_expr(errors, arg) else {
+            continue;
+        };
         match name.as_str() {
             "attempts" => s.attempts = attempts(errors, expr),
             "backoff" => {
@@ -289,9 +329,16 @@ fn retry_settings(errors: &mut Errors, retry: Written, item: &ItemFn) -> Option<
     let initial = s.backoff.unwrap_or(default_initial);
     let max = s.max_backoff.unwrap_or(default_max);
     if initial > max {
-        let whose = if s.max_backoff.is_some() { String::new() } else { format!(" (the {} default)", layer.name()) };
+        let whose = if s.max_backoff.is_some() {
+            String::new()
+        } else {
+            format!(" (the {} default)", layer.name())
+        };
         let at = backoff_expr.map(|e| quote::quote!(#e)).unwrap_or_else(|| {
-            let key = args.iter().find(|a| a.key == "max_backoff").map(|a| a.key.clone());
+            let key = args
+                .iter()
+                .find(|a| a.key == "max_backoff")
+                .map(|a| a.key.clone());
             quote::quote!(#key)
         });
         errors.spanned(
@@ -314,7 +361,11 @@ fn known_unique_keys(errors: &mut Errors, args: Args, keys: &[&str], attr: &str)
         if !keys.contains(&name.as_str()) {
             errors.spanned(
                 &arg.key,
-                format!("unknown #[{attr}] key `{name}`{}; keys: {}", did_you_mean(&name, keys), keys.join(", ")),
+                format!(
+                    "unknown #[{attr}] key `{name}`{}; keys: {}",
+                    did_you_mean(&name, keys),
+                    keys.join(", ")
+                ),
             );
         } else if kept.iter().any(|k| k.key == arg.key) {
             errors.spanned(&arg.key, format!("`{name}` is set twice; keep one"));
@@ -331,7 +382,10 @@ fn value_expr<'a>(errors: &mut Errors, arg: &'a Arg) -> Option<&'a Expr> {
     match &arg.value {
         Value::Expr(expr) => Some(expr),
         Value::Flag => {
-            errors.spanned(&arg.key, format!("`{name}` needs a value, e.g. {}", example(&name)));
+            errors.spanned(
+                &arg.key,
+                format!("`{name}` needs a value, e.g. {}", example(&name)),
+            );
             None
         }
         Value::List(list) => {
@@ -343,7 +397,10 @@ fn value_expr<'a>(errors: &mut Errors, arg: &'a Arg) -> Option<&'a Expr> {
 
 fn clone_list(errors: &mut Errors, arg: &Arg, item: &ItemFn) -> Vec<(Ident, bool)> {
     let Value::List(list) = &arg.value else {
-        errors.spanned(&arg.key, "write the arguments to clone per attempt as clone(arg, …)");
+        errors.spanned(
+            &arg.key,
+            "write the arguments to clone per attempt as clone(arg, …)",
+        );
         return Vec::new();
     };
     let arguments = item::argument_names(item);
@@ -379,10 +436,15 @@ fn example(key: &str) -> &'static str {
 
 fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
     let text = match expr {
-        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => s.value(),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => s.value(),
         Expr::Path(p) if p.path.get_ident().is_some() => {
             let name = p.path.segments[0].ident.to_string();
-            errors.spanned(expr, format!("write the layer as a string: layer = \"{name}\""));
+            errors.spanned(
+                expr,
+                format!("write the layer as a string: layer = \"{name}\""),
+            );
             return None;
         }
         _ => {
@@ -394,7 +456,11 @@ fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
     if layer.is_none() {
         errors.spanned(
             expr,
-            format!("unknown layer `{text}`{}; layers: {}", did_you_mean(&text, &LAYERS), LAYERS.join(", ")),
+            format!(
+                "unknown layer `{text}`{}; layers: {}",
+                did_you_mean(&text, &LAYERS),
+                LAYERS.join(", ")
+            ),
         );
     }
     layer
@@ -402,7 +468,9 @@ fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
 
 fn attempts(errors: &mut Errors, expr: &Expr) -> Option<u32> {
     let n = match expr {
-        Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => i.base10_parse::<u64>().ok(),
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => i.base10_parse::<u64>().ok(),
         _ => None,
     };
     match n {
@@ -415,7 +483,10 @@ fn attempts(errors: &mut Errors, expr: &Expr) -> Option<u32> {
             None
         }
         None => {
-            errors.spanned(expr, "`attempts` takes an integer literal, e.g. attempts = 3");
+            errors.spanned(
+                expr,
+                "`attempts` takes an integer literal, e.g. attempts = 3",
+            );
             None
         }
     }
@@ -423,12 +494,19 @@ fn attempts(errors: &mut Errors, expr: &Expr) -> Option<u32> {
 
 fn number(errors: &mut Errors, expr: &Expr, key: &str) -> Option<f64> {
     let n = match expr {
-        Expr::Lit(ExprLit { lit: Lit::Float(f), .. }) => f.base10_parse::<f64>().ok(),
-        Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => i.base10_parse::<f64>().ok(),
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(f), ..
+        }) => f.base10_parse::<f64>().ok(),
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => i.base10_parse::<f64>().ok(),
         _ => None,
     };
     if n.is_none() {
-        errors.spanned(expr, format!("`{key}` takes a number literal, e.g. {}", example(key)));
+        errors.spanned(
+            expr,
+            format!("`{key}` takes a number literal, e.g. {}", example(key)),
+        );
     }
     n
 }
@@ -438,7 +516,10 @@ fn multiplier(errors: &mut Errors, expr: &Expr) -> Option<f64> {
     if m.is_finite() && m >= 1.0 {
         return Some(m);
     }
-    errors.spanned(expr, format!("multiplier must be at least 1.0 (1.0 keeps the backoff constant); got {m}"));
+    errors.spanned(
+        expr,
+        format!("multiplier must be at least 1.0 (1.0 keeps the backoff constant); got {m}"),
+    );
     None
 }
 
@@ -453,7 +534,9 @@ fn jitter(errors: &mut Errors, expr: &Expr) -> Option<f32> {
 
 fn duration(errors: &mut Errors, expr: &Expr) -> Option<Duration> {
     match expr {
-        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => match parse_duration(&s.value()) {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => match parse_duration(&s.value()) {
             Ok(d) => Some(d),
             Err(message) => {
                 errors.spanned(expr, message);
@@ -461,7 +544,10 @@ fn duration(errors: &mut Errors, expr: &Expr) -> Option<Duration> {
             }
         },
         _ => {
-            errors.spanned(expr, "write the duration as a string literal, e.g. \"250ms\", \"4s\", \"2m\"");
+            errors.spanned(
+                expr,
+                "write the duration as a string literal, e.g. \"250ms\", \"4s\", \"2m\"",
+            );
             None
         }
     }
@@ -469,7 +555,10 @@ fn duration(errors: &mut Errors, expr: &Expr) -> Option<Duration> {
 
 fn categories(errors: &mut Errors, expr: &Expr, layer: Layer) -> Option<Vec<Category>> {
     let Expr::Array(array) = expr else {
-        errors.spanned(expr, "write the categories as a list: on = [transient, rate_limited]");
+        errors.spanned(
+            expr,
+            "write the categories as a list: on = [transient, rate_limited]",
+        );
         return None;
     };
     let mut out = Vec::new();
@@ -513,7 +602,9 @@ fn categories(errors: &mut Errors, expr: &Expr, layer: Layer) -> Option<Vec<Cate
 /// of type `Duration` or `Option<Duration>` evaluated per call.
 fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
     match expr {
-        Expr::Lit(ExprLit { lit: Lit::Str(_), .. }) => duration(errors, expr).map(Limit::Literal),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(_), ..
+        }) => duration(errors, expr).map(Limit::Literal),
         Expr::Lit(_) => {
             errors.spanned(expr, "write the limit as a string literal such as \"30s\", or as an expression of type `Duration`");
             None
@@ -528,7 +619,10 @@ fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) -> Timeouts
     if args.is_empty() && errors.is_empty() {
         if layer == Layer::Http {
             out.connect = Some(Limit::Literal(Duration::from_secs(10)));
-            out.attempt = Some((Limit::Literal(Duration::from_secs(120)), AttemptBoundary::Read));
+            out.attempt = Some((
+                Limit::Literal(Duration::from_secs(120)),
+                AttemptBoundary::Read,
+            ));
         } else {
             errors.spanned(
                 &timeout.span,
@@ -543,7 +637,10 @@ fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) -> Timeouts
     }
     let position = |key: &str| args.iter().position(|a| a.key == key);
     if let (Some(read), Some(attempt)) = (position("read"), position("attempt")) {
-        errors.spanned(&args[read.max(attempt)].key, "`read` and `attempt` both bound each attempt; keep one");
+        errors.spanned(
+            &args[read.max(attempt)].key,
+            "`read` and `attempt` both bound each attempt; keep one",
+        );
     }
     for arg in &args {
         let name = arg.key.to_string();
@@ -553,7 +650,11 @@ fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) -> Timeouts
             _ => true,
         };
         if !owner_ok {
-            let owners = if name == "connect" { "the http layer (L1)" } else { "the http and provider layers" };
+            let owners = if name == "connect" {
+                "the http layer (L1)"
+            } else {
+                "the http and provider layers"
+            };
             errors.spanned(
                 &arg.key,
                 format!(
@@ -564,7 +665,9 @@ fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) -> Timeouts
             );
             continue;
         }
-        let Some(value) = value_expr(errors, arg).and_then(|e| limit(errors, e)) else { continue };
+        let Some(value) = value_expr(errors, arg).and_then(|e| limit(errors, e)) else {
+            continue;
+        };
         match name.as_str() {
             "connect" => out.connect = Some(value),
             "read" => out.attempt = Some((value, AttemptBoundary::Read)),

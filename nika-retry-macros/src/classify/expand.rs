@@ -1,0 +1,135 @@
+//! Generates the `Classify` impl from validated [`Rule`]s.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Generics, Ident, Type};
+
+use super::ast::Input;
+use super::valid::{HintUnit, Rule, Source};
+
+pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
+    let binding = Ident::new("__nika_field", Span::mixed_site());
+    let path = |rule: &Rule| match rule.variant {
+        Some(v) => quote!(Self::#v),
+        None => quote!(Self),
+    };
+
+    let category_arms = rules.iter().map(|rule| {
+        let path = path(rule);
+        match &rule.source {
+            Source::Fixed(c) => {
+                let c = format_ident!("{}", c.variant());
+                quote!(#path { .. } => ::nika_retry::ErrorCategory::#c,)
+            }
+            Source::HttpStatus(field) => {
+                let member = &field.member;
+                let call = quote_spanned!(field.ty.span()=> ::nika_retry::__private::status_category(#binding));
+                quote!(#path { #member: #binding, .. } => #call,)
+            }
+            Source::Transparent(field) => {
+                let member = &field.member;
+                let call = quote_spanned!(field.ty.span()=> ::nika_retry::Classify::category(#binding));
+                quote!(#path { #member: #binding, .. } => #call,)
+            }
+        }
+    });
+
+    let mut hint_arms: Vec<TokenStream> = Vec::new();
+    for rule in rules {
+        let path = path(rule);
+        let arm = match (&rule.source, &rule.hint) {
+            (Source::Transparent(field), _) => {
+                let member = &field.member;
+                let call =
+                    quote_spanned!(field.ty.span()=> ::nika_retry::Classify::retry_after(#binding));
+                quote!(#path { #member: #binding, .. } => #call,)
+            }
+            (_, Some((unit, field))) => {
+                let member = &field.member;
+                let helper = match unit {
+                    HintUnit::Duration => quote!(hint_duration),
+                    HintUnit::Millis => quote!(hint_millis),
+                };
+                let call =
+                    quote_spanned!(field.ty.span()=> ::nika_retry::__private::#helper(#binding));
+                quote!(#path { #member: #binding, .. } => #call,)
+            }
+            _ => continue,
+        };
+        hint_arms.push(arm);
+    }
+    if hint_arms.len() < rules.len() {
+        hint_arms.push(quote!(_ => ::core::option::Option::None,));
+    }
+
+    let category_body = if rules.is_empty() {
+        quote!(match *self {})
+    } else {
+        quote!(match self { #(#category_arms)* })
+    };
+    let hint_body = if rules.is_empty() {
+        quote!(match *self {})
+    } else {
+        quote!(match self { #(#hint_arms)* })
+    };
+
+    let ident = input.ident;
+    let generics = with_bounds(input.generics, rules);
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics ::nika_retry::Classify for #ident #ty_generics #where_clause {
+            fn category(&self) -> ::nika_retry::ErrorCategory {
+                #category_body
+            }
+
+            fn retry_after(&self) -> ::core::option::Option<::core::time::Duration> {
+                #hint_body
+            }
+        }
+    }
+}
+
+/// The type's generics plus `Field: Classify` for each transparent field whose type uses a type parameter.
+fn with_bounds(generics: &Generics, rules: &[Rule]) -> Generics {
+    let params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
+    let mut generics = generics.clone();
+    for rule in rules {
+        if let Source::Transparent(field) = &rule.source {
+            if mentions_any(field.ty, &params) {
+                let ty = field.ty;
+                generics
+                    .make_where_clause()
+                    .predicates
+                    .push(syn::parse_quote_spanned!(ty.span()=> #ty: ::nika_retry::Classify));
+            }
+        }
+    }
+    generics
+}
+
+fn mentions_any(ty: &Type, params: &[&Ident]) -> bool {
+    fn walk(tokens: TokenStream, params: &[&Ident]) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            proc_macro2::TokenTree::Ident(i) => params.iter().any(|p| **p == i),
+            proc_macro2::TokenTree::Group(g) => walk(g.stream(), params),
+            _ => false,
+        })
+    }
+    walk(quote!(#ty), params)
+}
+
+/// The impl emitted beside the errors, so that uses of the type do not add a cascade of their own.
+pub(crate) fn fallback(input: &syn::DeriveInput) -> TokenStream {
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics ::nika_retry::Classify for #ident #ty_generics #where_clause {
+            fn category(&self) -> ::nika_retry::ErrorCategory {
+                ::core::unreachable!()
+            }
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! Checks the `#[category(...)]` attributes and turns each variant into a [`Rule`].
+
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::spanned::Spanned;
+use syn::{Fields, Ident, Member, Type};
+
+use super::ast::{Input, Shape, Variant};
+use super::attr::{Item, Value, category_attrs};
+use crate::errors::Errors;
+use crate::suggest::did_you_mean;
+
+const CATEGORIES: [&str; 5] = [
+    "transient",
+    "rate_limited",
+    "auth",
+    "not_found",
+    "permanent",
+];
+const KEYS: [&str; 10] = [
+    "transient",
+    "rate_limited",
+    "auth",
+    "not_found",
+    "permanent",
+    "transparent",
+    "http_status",
+    "retry_after",
+    "retry_after_ms",
+    "default",
+];
+
+/// One of the five categories, by its index in [`CATEGORIES`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Category(usize);
+
+impl Category {
+    fn from_name(name: &str) -> Option<Category> {
+        CATEGORIES.iter().position(|c| *c == name).map(Category)
+    }
+
+    /// The `ErrorCategory` variant name.
+    pub(crate) fn variant(self) -> &'static str {
+        ["Transient", "RateLimited", "Auth", "NotFound", "Permanent"][self.0]
+    }
+}
+
+/// A field named by `key = field`.
+pub(crate) struct FieldRef<'a> {
+    pub(crate) member: Member,
+    pub(crate) ty: &'a Type,
+}
+
+/// Where a variant's category comes from.
+pub(crate) enum Source<'a> {
+    Fixed(Category),
+    HttpStatus(FieldRef<'a>),
+    Transparent(FieldRef<'a>),
+}
+
+/// The unit of a hint field.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum HintUnit {
+    /// `retry_after = field`: `Duration` or `Option<Duration>`.
+    Duration,
+    /// `retry_after_ms = field`: `u64` or `Option<u64>`.
+    Millis,
+}
+
+/// How one variant (or a struct) classifies.
+pub(crate) struct Rule<'a> {
+    /// `None` for a struct.
+    pub(crate) variant: Option<&'a Ident>,
+    pub(crate) source: Source<'a>,
+    pub(crate) hint: Option<(HintUnit, FieldRef<'a>)>,
+}
+
+/// Validates every attribute of `input`, reporting all mistakes at once.
+pub(crate) fn rules<'a>(input: &Input<'a>) -> syn::Result<Vec<Rule<'a>>> {
+    let mut errors = Errors::default();
+    let (variants, default) = match &input.shape {
+        Shape::Enum(variants) => (
+            variants.iter().collect::<Vec<_>>(),
+            enum_default(&mut errors, input),
+        ),
+        Shape::Struct(body) => (vec![body], None),
+    };
+    let mut rules = Vec::new();
+    for variant in variants {
+        if let Some(rule) = variant_rule(&mut errors, variant, default, input.ident) {
+            rules.push(rule);
+        }
+    }
+    errors.finish(rules)
+}
+
+/// The enum-level `#[category(default = …)]`.
+fn enum_default(errors: &mut Errors, input: &Input) -> Option<Category> {
+    let mut default = None;
+    for parsed in category_attrs(input.attrs) {
+        let Some((_, items)) = errors.take(parsed) else {
+            continue;
+        };
+        for item in items {
+            match (item.key.to_string().as_str(), &item.value) {
+                ("default", Some(Value::Ident(name))) => match Category::from_name(&name.to_string()) {
+                    Some(c) if default.is_none() => default = Some(c),
+                    Some(_) => errors.spanned(&item.key, "`default` is set twice; keep one"),
+                    None => errors.spanned(name, unknown_category(&name.to_string())),
+                },
+                ("default", _) => errors.spanned(&item.key, "write the default as a category: #[category(default = permanent)]"),
+                _ => errors.spanned(
+                    &item.key,
+                    "on an enum, #[category(...)] only takes `default = …`; put the category on each variant",
+                ),
+            }
+        }
+    }
+    default
+}
+
+fn unknown_category(name: &str) -> String {
+    format!(
+        "unknown category `{name}`{}; categories: {}",
+        did_you_mean(name, &CATEGORIES),
+        CATEGORIES.join(", ")
+    )
+}
+
+/// What one variant's attribute said, before the combination checks.
+#[derive(Default)]
+struct Said<'a> {
+    category: Option<(Category, Ident)>,
+    transparent: Option<Ident>,
+    http_status: Option<(Ident, FieldRef<'a>)>,
+    hint: Option<(Ident, HintUnit, FieldRef<'a>)>,
+}
+
+fn variant_rule<'a>(
+    errors: &mut Errors,
+    variant: &Variant<'a>,
+    default: Option<Category>,
+    type_name: &Ident,
+) -> Option<Rule<'a>> {
+    let mut said = Said::default();
+    let mut any_attr: Option<Span> = None;
+    let mut count = 0;
+    for parsed in category_attrs(variant.attrs) {
+        let Some((attr, items)) = errors.take(parsed) else {
+            continue;
+        };
+        count += 1;
+        if count > 1 {
+            errors.spanned(
+                attr,
+                "#[category] appears twice here; merge them into one #[category(...)]",
+            );
+            continue;
+        }
+        any_attr = Some(attr.span());
+        if items.is_empty() {
+            errors.spanned(
+                attr,
+                "empty #[category()]; name a category, e.g. #[category(transient)]",
+            );
+        }
+        for item in items {
+            read_item(errors, &mut said, item, variant.fields);
+        }
+    }
+    let where_ = variant
+        .ident
+        .map_or_else(|| format!("`{type_name}`"), |v| format!("variant `{v}`"));
+    let Said {
+        category,
+        transparent,
+        http_status,
+        hint,
+    } = said;
+
+    if let Some(flag) = &transparent {
+        let others = category.is_some() || http_status.is_some() || hint.is_some();
+        if others {
+            errors.spanned(
+                flag,
+                "`transparent` takes the category and hint from the field; remove the other keys",
+            );
+        }
+        let n = variant.fields.len();
+        if n != 1 {
+            errors.spanned(
+                flag,
+                format!("`transparent` delegates to the one field of {where_}, which has {n}; classify it with a category instead"),
+            );
+            return None;
+        }
+        let field = variant.fields.iter().next()?;
+        let member = field
+            .ident
+            .clone()
+            .map_or(Member::Unnamed(0.into()), Member::Named);
+        return Some(Rule {
+            variant: variant.ident,
+            source: Source::Transparent(FieldRef {
+                member,
+                ty: &field.ty,
+            }),
+            hint: None,
+        });
+    }
+    if let (Some((c, _)), Some((key, _))) = (&category, &http_status) {
+        errors.spanned(
+            key,
+            format!("{where_} has both `{}` and `http_status`; keep one: a fixed category or the status's", CATEGORIES[c.0]),
+        );
+        return None;
+    }
+    let source = match (category, http_status) {
+        (Some((c, _)), None) => Source::Fixed(c),
+        (None, Some((_, field))) => Source::HttpStatus(field),
+        _ => {
+            if let Some((key, ..)) = &hint {
+                errors.spanned(
+                    key,
+                    format!("`{key}` needs a category beside it, e.g. #[category(rate_limited, {key} = field)] or #[category(http_status = status, {key} = field)]"),
+                );
+                return None;
+            }
+            match (default, any_attr) {
+                (Some(c), None) => Source::Fixed(c),
+                (_, Some(_)) => return None, // an error was reported inside the attribute
+                (None, None) => {
+                    let at = variant
+                        .ident
+                        .map_or_else(|| type_name.to_token_stream(), |v| v.to_token_stream());
+                    errors.spanned(
+                        at,
+                        format!(
+                            "{where_} has no #[category(...)]; add one (e.g. #[category(transient)]), \
+                             or set a default for the unmarked variants on the enum: #[category(default = permanent)]"
+                        ),
+                    );
+                    return None;
+                }
+            }
+        }
+    };
+    Some(Rule {
+        variant: variant.ident,
+        source,
+        hint: hint.map(|(_, unit, field)| (unit, field)),
+    })
+}
+
+fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, fields: &'a Fields) {
+    let key = item.key.to_string();
+    if let Some(category) = Category::from_name(&key) {
+        if item.value.is_some() {
+            errors.spanned(
+                &item.key,
+                format!("`{key}` is a category and takes no value: #[category({key})]"),
+            );
+        } else if said.category.is_some() {
+            errors.spanned(&item.key, "a variant has one category; keep one");
+        } else {
+            said.category = Some((category, item.key));
+        }
+        return;
+    }
+    match key.as_str() {
+        "transparent" => match item.value {
+            Some(_) => errors.spanned(
+                &item.key,
+                "`transparent` takes no value: #[category(transparent)]",
+            ),
+            None => said.transparent = Some(item.key),
+        },
+        "http_status" | "retry_after" | "retry_after_ms" => {
+            let Some(value) = &item.value else {
+                errors.spanned(
+                    &item.key,
+                    format!("`{key}` names a field: #[category({key} = field)]"),
+                );
+                return;
+            };
+            let Some(field) = resolve(errors, value, fields) else {
+                return;
+            };
+            let slot_taken = if key == "http_status" {
+                said.http_status.is_some()
+            } else {
+                said.hint.is_some()
+            };
+            if slot_taken {
+                errors.spanned(
+                    &item.key,
+                    format!("`{key}` is set twice (or beside another hint); keep one"),
+                );
+            } else if key == "http_status" {
+                said.http_status = Some((item.key, field));
+            } else {
+                let unit = if key == "retry_after" {
+                    HintUnit::Duration
+                } else {
+                    HintUnit::Millis
+                };
+                said.hint = Some((item.key, unit, field));
+            }
+        }
+        "default" => errors.spanned(
+            &item.key,
+            "`default` belongs on the enum, for the variants without a #[category]",
+        ),
+        _ => errors.spanned(
+            &item.key,
+            format!(
+                "unknown #[category] key `{key}`{}; keys: {}",
+                did_you_mean(&key, &KEYS),
+                KEYS.join(", ")
+            ),
+        ),
+    }
+}
+
+/// The field `value` names, or an error listing the fields there are.
+fn resolve<'a>(errors: &mut Errors, value: &Value, fields: &'a Fields) -> Option<FieldRef<'a>> {
+    let found = match value {
+        Value::Ident(name) => fields
+            .iter()
+            .find(|f| f.ident.as_ref() == Some(name))
+            .map(|f| FieldRef {
+                member: Member::Named(name.clone()),
+                ty: &f.ty,
+            }),
+        Value::Index(index) => index.base10_parse::<usize>().ok().and_then(|i| {
+            let field = fields.iter().nth(i).filter(|f| f.ident.is_none())?;
+            Some(FieldRef {
+                member: Member::Unnamed(syn::Index {
+                    index: i as u32,
+                    span: index.span(),
+                }),
+                ty: &field.ty,
+            })
+        }),
+    };
+    if found.is_none() {
+        let names: Vec<String> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                f.ident
+                    .as_ref()
+                    .map_or_else(|| i.to_string(), Ident::to_string)
+            })
+            .collect();
+        let there = if names.is_empty() {
+            "it has no fields".to_owned()
+        } else {
+            format!("fields: {}", names.join(", "))
+        };
+        let shown = match value {
+            Value::Ident(i) => i.to_string(),
+            Value::Index(i) => i.to_string(),
+        };
+        let at = match value {
+            Value::Ident(i) => i.to_token_stream(),
+            Value::Index(i) => i.to_token_stream(),
+        };
+        errors.spanned(at, format!("no field `{shown}` here; {there}"));
+    }
+    found
+}
