@@ -1,1 +1,89 @@
-//! Shared helpers for the integration tests and examples of nika-retry.
+//! Shared pieces of the integration tests and examples of nika-retry: an
+//! error type written as a verb crate would write it, and an attempt counter.
+#![forbid(unsafe_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use nika_retry::{Classify, TimeoutError};
+
+/// A provider-style error, as ADR-019 describes `ProviderError`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Classify)]
+pub enum ProviderError {
+    /// HTTP 429 with the provider's hint.
+    #[error("rate limited")]
+    #[category(rate_limited, retry_after_ms = retry_after_ms)]
+    RateLimited {
+        /// The wait the provider asked for.
+        retry_after_ms: Option<u64>,
+    },
+    /// Any other API failure, classified by its status.
+    #[error("api error {status}: {message}")]
+    #[category(http_status = status)]
+    Api {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// A time limit expired.
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+impl ProviderError {
+    /// An `Api` error of `status`.
+    pub fn status(status: u16) -> ProviderError {
+        ProviderError::Api {
+            status,
+            message: format!("status {status}"),
+        }
+    }
+
+    /// A 429 with an optional hint.
+    pub fn rate_limited(hint: Option<Duration>) -> ProviderError {
+        ProviderError::RateLimited {
+            retry_after_ms: hint.map(|d| d.as_millis() as u64),
+        }
+    }
+}
+
+/// Counts attempts and fails the first `failures` of them with `error`.
+#[derive(Debug)]
+pub struct Script {
+    attempts: AtomicU32,
+    failures: u32,
+    error: ProviderError,
+}
+
+impl Script {
+    /// Fails `failures` times with `error`, then succeeds.
+    pub fn new(failures: u32, error: ProviderError) -> Script {
+        Script {
+            attempts: AtomicU32::new(0),
+            failures,
+            error,
+        }
+    }
+
+    /// Always fails with `error`.
+    pub fn always(error: ProviderError) -> Script {
+        Script::new(u32::MAX, error)
+    }
+
+    /// One attempt: records it, then fails or returns the attempt number.
+    pub fn attempt(&self) -> Result<u32, ProviderError> {
+        let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        if n <= self.failures {
+            Err(self.error.clone())
+        } else {
+            Ok(n)
+        }
+    }
+
+    /// How many attempts were made.
+    pub fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::SeqCst)
+    }
+}

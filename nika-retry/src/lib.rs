@@ -1,4 +1,73 @@
 //! Layer-aware retries and timeouts for async Rust, checked at compile time.
+//!
+//! Annotate one attempt; the macros generate the retry loop, the sleeps and
+//! the timeouts, with the policy of the fn's layer (ADR-019):
+//!
+//! ```
+//! use nika_retry::{retry, timeout, Classify, TimeoutError};
+//!
+//! #[derive(Debug, thiserror::Error, Classify)]
+//! pub enum ProviderError {
+//!     #[error("rate limited")]
+//!     #[category(rate_limited, retry_after_ms = retry_after_ms)]
+//!     RateLimited { retry_after_ms: Option<u64> },
+//!     #[error("api error {status}: {message}")]
+//!     #[category(http_status = status)]
+//!     Api { status: u16, message: String },
+//!     #[error(transparent)]
+//!     #[category(transparent)]
+//!     Timeout(#[from] TimeoutError),
+//! }
+//!
+//! struct Client;
+//!
+//! impl Client {
+//!     /// One attempt; 5xx and 429 are retried 3 times in all, 1 s then 4 s apart
+//!     /// (or as long as the server's hint says), each attempt bounded to 120 s.
+//!     #[retry(layer = "provider")]
+//!     #[timeout(read = "120s")]
+//!     pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
+//!         Ok(format!("echo: {prompt}"))
+//!     }
+//! }
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! assert_eq!(Client.complete("hi").await.unwrap(), "echo: hi");
+//! # }
+//! ```
+//!
+//! The compiler refuses a policy that breaks the layer rules:
+//!
+//! ```compile_fail
+//! # use nika_retry::retry;
+//! # #[derive(Debug)] struct ToolError;
+//! # impl nika_retry::Classify for ToolError { fn category(&self) -> nika_retry::ErrorCategory { nika_retry::ErrorCategory::Permanent } }
+//! // error: layer `tool` never retries by itself: tool failures are semantic …
+//! #[retry(layer = "tool", attempts = 3)]
+//! async fn run_tool() -> Result<(), ToolError> { Ok(()) }
+//! ```
+//!
+//! # The layers
+//!
+//! | layer | attempts | backoff before attempts 2, 3 | retries | timeouts |
+//! |---|---|---|---|---|
+//! | `http` | 3 | 250 ms, 1 s (×4, cap 4 s), 50 % jitter | Transient | connect 10 s, read 120 s with a bare `#[timeout]` |
+//! | `provider` | 3 | 1 s, 4 s (×4, cap 16 s), 50 % jitter | Transient, RateLimited | — |
+//! | `tool` | 1 | — | nothing unless the task opts in | per call |
+//! | `task` | 1 | — | the task's `retry:` block | the task's `timeout:` |
+//!
+//! `max_attempts` counts every attempt, so "3 attempts" sleeps twice. A
+//! server hint (`Retry-After`, `retry_after_ms`) replaces the backoff; one
+//! above `max_retry_after` (30 s for http, 60 s for the others) makes the
+//! call give up at once rather than sleep on it.
+//!
+//! # Pieces
+//!
+//! - [`macro@retry`], [`macro@timeout`] and [`derive@Classify`]: the macros.
+//! - [`ErrorCategory`], [`Classify`], [`Layer`], [`RetryConfig`], [`TimeoutError`]: the vocabulary.
+//! - [`engine`]: the decision state machine the generated loops drive, usable by hand.
+//! - [`http`]: status classification and `Retry-After` parsing.
+//! - [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -24,4 +93,119 @@ pub use connect::{Connect, connect};
 #[path = "private.rs"]
 pub mod __private;
 
-pub use nika_retry_macros::{Classify, retry, timeout};
+/// Retries an `async fn` by the policy of its layer.
+///
+/// ```text
+/// #[retry(layer = "http" | "provider" | "tool" | "task",
+///         attempts = 3, backoff = "250ms", max_backoff = "4s", multiplier = 4.0,
+///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …))]
+/// ```
+///
+/// `layer` is required; the other keys override that layer's defaults
+/// ([`RetryConfig::for_layer`]) and are checked at compile time. `config = EXPR`
+/// takes a [`RetryConfig`] or `Option<RetryConfig>` at run time and, when
+/// present, replaces the literals. The fn must return `Result<T, E>` with
+/// `E: Classify`; only `Transient` and `RateLimited` errors are ever retried.
+///
+/// The body runs once per attempt, as written: it may borrow `&self`,
+/// `&mut self` and the arguments, and use `?` and `return`. An argument it
+/// moves is cloned for each attempt when listed in `clone(…)`:
+///
+/// ```
+/// use nika_retry::{retry, Classify};
+///
+/// #[derive(Debug, Classify)]
+/// #[category(transient)]
+/// struct Busy;
+///
+/// #[retry(layer = "provider", attempts = 2, backoff = "1ms", clone(body))]
+/// async fn send(body: String) -> Result<usize, Busy> {
+///     let owned: String = body; // moved: needs clone(body)
+///     Ok(owned.len())
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() { assert_eq!(send("four".into()).await.unwrap(), 4); }
+/// ```
+///
+/// Layer `tool` takes no retry keys: tool failures are semantic, and a task
+/// opts in to retrying them from its workflow `retry:` block.
+#[doc(inline)]
+pub use nika_retry_macros::retry;
+
+/// Bounds each attempt and the whole call of a `#[retry]` fn in time.
+///
+/// ```text
+/// #[timeout(connect = "10s", read = "120s" | attempt = "30s", total = "5m" | total = EXPR)]
+/// ```
+///
+/// `read` / `attempt` bound each attempt (a retry gets a fresh limit),
+/// `total` bounds the call with its retries and sleeps (no sleep is started
+/// that would end past it), and `connect` bounds what the body wraps in
+/// [`connect`]. Literals are checked at compile time; any other expression is a
+/// `Duration` or `Option<Duration>` (`None`: no limit) evaluated per call. A
+/// bare `#[timeout]` on an `http` fn means connect 10 s, read 120 s.
+///
+/// Expiry becomes the fn's own error through `From<TimeoutError>`: per-attempt
+/// expiries are transient (and retried), a `total` expiry is permanent.
+/// Whether `#[timeout]` is written above or below `#[retry]` makes no difference.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::{retry, timeout, Classify, TimeoutError};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum ToolError {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Timeout(#[from] TimeoutError),
+/// }
+///
+/// #[timeout(attempt = limit)]
+/// #[retry(layer = "tool")]
+/// async fn run(limit: Option<Duration>) -> Result<(), ToolError> {
+///     tokio::time::sleep(Duration::from_secs(60)).await;
+///     Ok(())
+/// }
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let err = run(Some(Duration::from_secs(1))).await.unwrap_err();
+/// assert_eq!(err.to_string(), "attempt timeout of 1s expired (layer tool)");
+/// # }
+/// ```
+#[doc(inline)]
+pub use nika_retry_macros::timeout;
+
+/// Derives [`Classify`](trait@Classify) from `#[category(...)]` attributes.
+///
+/// On each variant (or on a struct): one of `transient`, `rate_limited`,
+/// `auth`, `not_found`, `permanent`; or `http_status = field` (a `u16`,
+/// classified by [`http::status_category`]); or `transparent` (delegate to the
+/// variant's one field). A hint key adds the server's wait:
+/// `retry_after = field` (`Duration` / `Option<Duration>`) or
+/// `retry_after_ms = field` (`u64` / `Option<u64>`). Tuple fields are named by
+/// index. `#[category(default = …)]` on the enum classifies the variants left
+/// unmarked; without it, an unmarked variant is a compile error.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::{Classify, ErrorCategory};
+///
+/// #[derive(Debug, Classify)]
+/// #[category(default = permanent)]
+/// enum HttpError {
+///     #[category(http_status = 0, retry_after = 1)]
+///     Status(u16, Option<Duration>),
+///     #[category(transparent)]
+///     Io(std::io::Error),
+///     BadUrl,
+/// }
+///
+/// let throttled = HttpError::Status(429, Some(Duration::from_secs(2)));
+/// assert_eq!(throttled.category(), ErrorCategory::RateLimited);
+/// assert_eq!(throttled.retry_after(), Some(Duration::from_secs(2)));
+/// let refused = HttpError::Io(std::io::ErrorKind::ConnectionRefused.into());
+/// assert_eq!(refused.category(), ErrorCategory::Transient);
+/// assert_eq!(HttpError::BadUrl.category(), ErrorCategory::Permanent);
+/// ```
+#[doc(inline)]
+pub use nika_retry_macros::Classify;
