@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use nika_retry::{retry, RetryConfig};
+use nika_retry::{RetryConfig, retry};
 use nika_retry_tests::{ProviderError, Script};
 use tokio::time::Instant;
 
@@ -98,7 +98,11 @@ async fn provider_never_retries_auth_not_found_or_permanent() {
         let script = Script::always(ProviderError::status(status));
         let start = Instant::now();
         assert_eq!(provider(&script).await, Err(ProviderError::status(status)));
-        assert_eq!((script.attempts(), start.elapsed()), (1, Duration::ZERO), "{status}");
+        assert_eq!(
+            (script.attempts(), start.elapsed()),
+            (1, Duration::ZERO),
+            "{status}"
+        );
     }
 }
 
@@ -112,7 +116,14 @@ async fn tool_and_task_run_one_attempt_by_default() {
     assert_eq!(script.attempts(), 1);
 }
 
-#[retry(layer = "http", attempts = 4, backoff = "100ms", max_backoff = "300ms", multiplier = 2, jitter = 0.0)]
+#[retry(
+    layer = "http",
+    attempts = 4,
+    backoff = "100ms",
+    max_backoff = "300ms",
+    multiplier = 2,
+    jitter = 0.0
+)]
 async fn http_literal(script: &Script) -> Result<u32, ProviderError> {
     script.attempt()
 }
@@ -162,7 +173,9 @@ async fn config_expr_replaces_the_literals_and_none_keeps_them() {
         .and_then(|c| c.with_initial_backoff(ms(50)))
         .and_then(|c| c.with_max_backoff(ms(50)))
         .unwrap();
-    let client = Client { retry: Some(runtime) };
+    let client = Client {
+        retry: Some(runtime),
+    };
     let script = Script::always(ProviderError::status(503));
     let start = Instant::now();
     assert!(client.call(&script).await.is_err());

@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use nika_retry::{retry, timeout, Boundary, Classify, ErrorCategory, Layer, TimeoutError};
+use nika_retry::{Boundary, Classify, ErrorCategory, Layer, TimeoutError, retry, timeout};
 use nika_retry_tests::ProviderError;
-use tokio::time::{sleep, Instant};
+use tokio::time::{Instant, sleep};
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
@@ -21,7 +21,11 @@ struct Slow {
 
 impl Slow {
     fn new(slow_attempts: u32, stall: Duration) -> Slow {
-        Slow { attempts: AtomicU32::new(0), slow_attempts, stall }
+        Slow {
+            attempts: AtomicU32::new(0),
+            slow_attempts,
+            stall,
+        }
     }
 
     async fn attempt(&self) -> Result<u32, ProviderError> {
@@ -69,8 +73,13 @@ async fn every_attempt_timing_out_surfaces_the_timeout_error() {
     let slow = Slow::new(u32::MAX, secs(3600));
     let start = Instant::now();
     let err = retry_above(&slow).await.unwrap_err();
-    let ProviderError::Timeout(timeout) = &err else { panic!("{err:?}") };
-    assert_eq!(timeout, &TimeoutError::new(Boundary::Attempt, secs(2), Layer::Provider));
+    let ProviderError::Timeout(timeout) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        timeout,
+        &TimeoutError::new(Boundary::Attempt, secs(2), Layer::Provider)
+    );
     assert_eq!(err.category(), ErrorCategory::Transient);
     assert_eq!(slow.attempts(), 3);
     // Three 2 s attempts, 1 s and 4 s apart.
@@ -88,7 +97,10 @@ async fn total_cuts_a_running_attempt_and_is_not_retried() {
     let slow = Slow::new(u32::MAX, secs(3600));
     let start = Instant::now();
     let err = with_total(&slow).await.unwrap_err();
-    assert_eq!(err, ProviderError::Timeout(TimeoutError::new(Boundary::Total, secs(4), Layer::Provider)));
+    assert_eq!(
+        err,
+        ProviderError::Timeout(TimeoutError::new(Boundary::Total, secs(4), Layer::Provider))
+    );
     assert_eq!(err.category(), ErrorCategory::Permanent);
     assert_eq!((slow.attempts(), start.elapsed()), (1, secs(4)));
 }
@@ -129,12 +141,22 @@ async fn expression_limits_apply_and_none_means_no_limit() {
     assert_eq!(start.elapsed(), secs(100));
 
     let slow = Slow::new(1, secs(100));
-    let err = with_expr_limits(&slow, Some(secs(5)), secs(1000)).await.unwrap_err();
-    assert_eq!(err, ProviderError::Timeout(TimeoutError::new(Boundary::Attempt, secs(5), Layer::Task)));
+    let err = with_expr_limits(&slow, Some(secs(5)), secs(1000))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ProviderError::Timeout(TimeoutError::new(Boundary::Attempt, secs(5), Layer::Task))
+    );
 
     let slow = Slow::new(1, secs(100));
-    let err = with_expr_limits(&slow, Some(secs(50)), secs(7)).await.unwrap_err();
-    assert_eq!(err, ProviderError::Timeout(TimeoutError::new(Boundary::Total, secs(7), Layer::Task)));
+    let err = with_expr_limits(&slow, Some(secs(50)), secs(7))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ProviderError::Timeout(TimeoutError::new(Boundary::Total, secs(7), Layer::Task))
+    );
 }
 
 #[derive(Debug, thiserror::Error, Classify)]
@@ -155,9 +177,14 @@ async fn bare_http_timeout(connect_stall: Duration, read_stall: Duration) -> Res
 #[tokio::test(start_paused = true)]
 async fn bare_timeout_on_http_means_connect_10s_and_read_120s() {
     let start = Instant::now();
-    let err = bare_http_timeout(secs(11), Duration::ZERO).await.unwrap_err();
+    let err = bare_http_timeout(secs(11), Duration::ZERO)
+        .await
+        .unwrap_err();
     let HttpError::Timeout(t) = err;
-    assert_eq!(t, TimeoutError::new(Boundary::Connect, secs(10), Layer::Http));
+    assert_eq!(
+        t,
+        TimeoutError::new(Boundary::Connect, secs(10), Layer::Http)
+    );
     // Three attempts of 10 s each, 250 ms and 1 s apart.
     assert_eq!(start.elapsed(), Duration::from_millis(31_250));
 

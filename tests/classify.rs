@@ -1,0 +1,158 @@
+//! `#[derive(Classify)]` on the shapes users write, beside `thiserror`.
+
+use std::io;
+use std::time::Duration;
+
+use nika_retry::{Boundary, Classify, ErrorCategory, Layer, TimeoutError};
+use nika_retry_tests::ProviderError;
+
+#[test]
+fn the_adr_provider_error() {
+    let rl = ProviderError::RateLimited {
+        retry_after_ms: Some(1500),
+    };
+    assert_eq!(rl.category(), ErrorCategory::RateLimited);
+    assert_eq!(rl.retry_after(), Some(Duration::from_millis(1500)));
+    assert_eq!(
+        ProviderError::RateLimited {
+            retry_after_ms: None
+        }
+        .retry_after(),
+        None
+    );
+    assert_eq!(
+        ProviderError::status(503).category(),
+        ErrorCategory::Transient
+    );
+    assert_eq!(ProviderError::status(401).category(), ErrorCategory::Auth);
+    assert_eq!(
+        ProviderError::status(404).category(),
+        ErrorCategory::NotFound
+    );
+    assert_eq!(
+        ProviderError::status(400).category(),
+        ErrorCategory::Permanent
+    );
+    assert_eq!(ProviderError::status(503).retry_after(), None);
+    let t = ProviderError::from(TimeoutError::new(
+        Boundary::Total,
+        Duration::from_secs(1),
+        Layer::Provider,
+    ));
+    assert_eq!(t.category(), ErrorCategory::Permanent);
+    // thiserror's Display is untouched.
+    assert_eq!(
+        ProviderError::status(503).to_string(),
+        "api error 503: status 503"
+    );
+}
+
+#[derive(Debug, thiserror::Error, Classify)]
+#[category(default = transient)]
+enum Mixed {
+    #[error("status {0}")]
+    #[category(http_status = 0, retry_after = 1)]
+    Status(u16, Option<Duration>),
+    #[error("throttled")]
+    #[category(rate_limited, retry_after = wait)]
+    Throttled { wait: Duration },
+    #[error(transparent)]
+    #[category(transparent)]
+    Io(#[from] io::Error),
+    #[error("source")]
+    Wrapped {
+        #[source]
+        source: io::Error,
+    },
+    #[error("flaky")]
+    Flaky,
+}
+
+#[test]
+fn tuple_indices_hints_transparent_and_the_enum_default() {
+    let s = Mixed::Status(429, Some(Duration::from_secs(3)));
+    assert_eq!(
+        (s.category(), s.retry_after()),
+        (ErrorCategory::RateLimited, Some(Duration::from_secs(3)))
+    );
+    let s = Mixed::Status(503, None);
+    assert_eq!(
+        (s.category(), s.retry_after()),
+        (ErrorCategory::Transient, None)
+    );
+    let t = Mixed::Throttled {
+        wait: Duration::from_millis(10),
+    };
+    assert_eq!(t.retry_after(), Some(Duration::from_millis(10)));
+    assert_eq!(
+        Mixed::from(io::Error::from(io::ErrorKind::NotFound)).category(),
+        ErrorCategory::NotFound
+    );
+    let wrapped = Mixed::Wrapped {
+        source: io::ErrorKind::Other.into(),
+    };
+    assert_eq!(
+        wrapped.category(),
+        ErrorCategory::Transient,
+        "the default, not the source's"
+    );
+    assert_eq!(Mixed::Flaky.category(), ErrorCategory::Transient);
+    assert_eq!(Mixed::Flaky.retry_after(), None);
+}
+
+#[derive(Debug, Classify)]
+#[category(auth)]
+struct Unauthorized;
+
+#[derive(Debug, Classify)]
+#[category(transparent)]
+struct Wrapper(io::Error);
+
+#[derive(Debug, Classify)]
+#[category(http_status = code, retry_after_ms = wait_ms)]
+struct Response {
+    code: u16,
+    wait_ms: u64,
+}
+
+#[test]
+fn structs_unit_tuple_and_named() {
+    assert_eq!(Unauthorized.category(), ErrorCategory::Auth);
+    assert_eq!(
+        Wrapper(io::ErrorKind::ConnectionReset.into()).category(),
+        ErrorCategory::Transient
+    );
+    let r = Response {
+        code: 503,
+        wait_ms: 250,
+    };
+    assert_eq!(
+        (r.category(), r.retry_after()),
+        (ErrorCategory::Transient, Some(Duration::from_millis(250)))
+    );
+}
+
+#[derive(Debug, Classify)]
+enum Generic<E> {
+    #[category(transparent)]
+    Inner(E),
+    #[category(permanent)]
+    Other,
+}
+
+#[test]
+fn generic_transparent_fields_get_the_bound() {
+    let inner: Generic<TimeoutError> = Generic::Inner(TimeoutError::new(
+        Boundary::Read,
+        Duration::from_secs(1),
+        Layer::Http,
+    ));
+    assert_eq!(inner.category(), ErrorCategory::Transient);
+    assert_eq!(
+        Generic::<TimeoutError>::Other.category(),
+        ErrorCategory::Permanent
+    );
+    let boxed: Generic<Box<io::Error>> =
+        Generic::Inner(Box::new(io::ErrorKind::PermissionDenied.into()));
+    assert_eq!(boxed.category(), ErrorCategory::Auth);
+}

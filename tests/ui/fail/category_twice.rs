@@ -1,0 +1,11 @@
+use nika_retry::Classify;
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum Error {
+    #[error("flaky")]
+    #[category(transient)]
+    #[category(permanent)]
+    Flaky,
+}
+
+fn main() {}

@@ -1,0 +1,35 @@
+//! The top example of DESIGN.md, with the types it leaves out.
+use nika_retry::{retry, timeout, Classify};
+
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum ProviderError {
+    #[error("rate limited")]
+    #[category(rate_limited, retry_after_ms = retry_after_ms)]
+    RateLimited { retry_after_ms: Option<u64> },
+    #[error("api error {status}: {message}")]
+    #[category(http_status = status)]
+    Api { status: u16, message: String },
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] nika_retry::TimeoutError),
+}
+
+pub struct Request;
+pub struct Response;
+pub struct Client;
+
+impl Client {
+    #[retry(layer = "provider")]
+    #[timeout(read = "120s")]
+    pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
+        let _ = req;
+        Ok(Response)
+    }
+}
+
+fn assert_send<T: Send>(_: &T) {}
+
+fn main() {
+    let fut = Client.complete(&Request);
+    assert_send(&fut);
+}
