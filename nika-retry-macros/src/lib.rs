@@ -9,6 +9,9 @@ mod duration;
 mod errors;
 mod suggest;
 
+#[cfg(test)]
+mod snapshots;
+
 use proc_macro::TokenStream;
 
 /// Retries an async fn by the policy of its layer. See `nika_retry::retry`.

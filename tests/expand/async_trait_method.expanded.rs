@@ -1,0 +1,69 @@
+fn run<'life0, 'async_trait>(
+    &'life0 self,
+    input: String,
+) -> ::core::pin::Pin<
+    Box<
+        dyn ::core::future::Future<
+            Output = Result<usize, ToolError>,
+        > + ::core::marker::Send + 'async_trait,
+    >,
+>
+where
+    'life0: 'async_trait,
+    Self: 'async_trait,
+{
+    ::std::boxed::Box::pin(async move {
+        if let ::core::option::Option::Some(__ret) = ::core::option::Option::None::<
+            Result<usize, ToolError>,
+        > {
+            #[allow(unreachable_code)] return __ret;
+        }
+        let __self = self;
+        let input = input;
+        #[allow(unused_imports)]
+        use retry as _;
+        const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+            max_attempts: ::core::option::Option::None,
+            initial_backoff: ::core::option::Option::None,
+            max_backoff: ::core::option::Option::None,
+            multiplier: ::core::option::Option::None,
+            jitter: ::core::option::Option::None,
+            retry_on: ::core::option::Option::None,
+        }
+            .site(
+                ::nika_retry::Layer::Tool,
+                ::core::concat!(::core::module_path!(), "::", "run"),
+            );
+        let mut __nika_call = ::nika_retry::__private::Call::new(
+            __NIKA_SITE,
+            ::core::option::Option::None,
+            ::nika_retry::__private::Timeouts {
+                connect: ::core::option::Option::None,
+                attempt: ::core::option::Option::None,
+                attempt_boundary: ::nika_retry::Boundary::Attempt,
+                total: ::core::option::Option::Some(
+                    ::core::time::Duration::new(300u64, 0u32),
+                ),
+            },
+        );
+        loop {
+            let __nika_result = __nika_call
+                .timed(
+                    ::nika_retry::__private::attempt::<
+                        Result<usize, ToolError>,
+                        _,
+                    >(async {
+                        let __ret: Result<usize, ToolError> = { Ok(input.len()) };
+                        #[allow(unreachable_code)] __ret
+                    }),
+                )
+                .await;
+            match __nika_call.next(&__nika_result) {
+                ::core::option::Option::Some(__nika_delay) => {
+                    ::nika_retry::__private::sleep(__nika_delay).await
+                }
+                ::core::option::Option::None => return __nika_result,
+            }
+        }
+    })
+}
