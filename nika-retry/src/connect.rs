@@ -4,15 +4,10 @@ use core::cell::Cell;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use core::time::Duration;
 
+use crate::context::CONNECT;
 use crate::timer::Deadline;
-use crate::{Boundary, Layer, TimeoutError};
-
-std::thread_local! {
-    /// The connect limit of the attempt being polled on this thread, if any.
-    static CONNECT_LIMIT: Cell<Option<(Duration, Layer)>> = const { Cell::new(None) };
-}
+use crate::{Boundary, TimeoutError};
 
 /// Bounds `fut` by the connect timeout of the enclosing `#[timeout(connect = …)]` fn.
 ///
@@ -43,7 +38,7 @@ std::thread_local! {
 /// }
 /// ```
 pub fn connect<F: Future>(fut: F) -> Connect<F> {
-    let limit = CONNECT_LIMIT
+    let limit = CONNECT
         .with(Cell::get)
         .map(|(limit, layer)| (limit, TimeoutError::new(Boundary::Connect, limit, layer)));
     Connect {
@@ -68,22 +63,11 @@ impl<F: Future> Future for Connect<F> {
     }
 }
 
-/// Sets the connect limit for the duration of one poll, restoring the outer
-/// value afterwards even if the poll panics.
-pub(crate) fn with_connect_limit<R>(limit: Option<(Duration, Layer)>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<(Duration, Layer)>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            CONNECT_LIMIT.with(|c| c.set(self.0));
-        }
-    }
-    let _restore = Restore(CONNECT_LIMIT.with(|c| c.replace(limit)));
-    f()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Layer;
+    use core::time::Duration;
 
     #[tokio::test(start_paused = true)]
     async fn unbounded_outside_a_connect_scope() {
@@ -96,15 +80,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn bounded_inside_a_connect_scope() {
         let limit = Some((Duration::from_secs(10), Layer::Http));
-        let fut = with_connect_limit(limit, || connect(core::future::pending::<()>()));
+        let (fut, _) =
+            crate::context::with_cell(&CONNECT, limit, || connect(core::future::pending::<()>()));
         let start = tokio::time::Instant::now();
         let err = fut.await.unwrap_err();
         assert_eq!(err.boundary(), Boundary::Connect);
         assert_eq!(start.elapsed(), Duration::from_secs(10));
-        assert_eq!(
-            CONNECT_LIMIT.with(Cell::get),
-            None,
-            "restored after the scope"
-        );
+        assert_eq!(CONNECT.with(Cell::get), None, "restored after the scope");
     }
 }

@@ -109,6 +109,8 @@ pub enum GiveUp {
     AttemptsExhausted,
     /// The attempt budget shared by nested layers is spent.
     BudgetExhausted,
+    /// The layer's [`TokenBucket`](crate::TokenBucket) cannot pay for another retry.
+    TokenBucketEmpty,
     /// The server asked for a wait above `max_retry_after`.
     HintTooLong {
         /// The wait the server asked for.
@@ -127,6 +129,7 @@ impl fmt::Display for GiveUp {
             GiveUp::NotRetryable => f.write_str("not retryable"),
             GiveUp::AttemptsExhausted => f.write_str("attempts exhausted"),
             GiveUp::BudgetExhausted => f.write_str("attempt budget exhausted"),
+            GiveUp::TokenBucketEmpty => f.write_str("retry token bucket empty"),
             GiveUp::HintTooLong { hint } => {
                 write!(
                     f,

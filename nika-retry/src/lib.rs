@@ -68,6 +68,9 @@
 //! - [`engine`]: the decision state machine the generated loops drive, usable by hand.
 //! - [`http`]: status classification and `Retry-After` parsing.
 //! - [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
+//! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
+//! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
+//! - [`TokenBucket`]: an opt-in retry budget shared across calls of a layer.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -85,8 +88,16 @@ pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use layer::{Layer, ParseLayerError};
 pub use timeout::{Boundary, TimeoutError};
 
+mod bucket;
 mod connect;
+mod context;
+pub mod events;
+#[cfg(feature = "serde")]
+mod serde_impl;
+pub mod task;
 mod timer;
+
+pub use bucket::TokenBucket;
 pub use connect::{Connect, connect};
 
 #[doc(hidden)]

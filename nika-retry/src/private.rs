@@ -8,11 +8,16 @@ use core::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::connect::with_connect_limit;
-use crate::engine::{Decision, Failure, Limits, RetryState};
+use core::cell::Cell;
+
+use crate::context::{BUDGET, Budget, CONNECT, with_cell};
+use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState};
+use crate::events::{self, Outcome, RetryEvent};
+use crate::task;
 use crate::timer::Deadline;
 use crate::{
     Boundary, CategorySet, Classify, ErrorCategory, Growth, Layer, RetryConfig, TimeoutError,
+    TokenBucket,
 };
 
 pub use core;
@@ -203,38 +208,64 @@ pub fn attempt<R: RetryResult, F: Future<Output = R>>(fut: F) -> F {
     fut
 }
 
-/// One call of an annotated fn: its config, its retry state, its deadline.
+/// One call of an annotated fn: its config, its retry state, its deadline,
+/// and its place among the retry loops around it.
 #[derive(Debug)]
 pub struct Call {
     site: &'static Site,
+    /// The task scope's `retry:` or the attribute's `config = …`, if either is given.
     config: Option<RetryConfig>,
     state: RetryState,
     timeouts: Timeouts,
     deadline: Option<Instant>,
+    /// `Some` for the outermost retried call, which owns the shared budget.
+    budget: Option<Budget>,
+    bucket: Option<TokenBucket>,
+    first_failure: Option<Instant>,
+    last_category: ErrorCategory,
 }
 
 impl Call {
     /// A call of `site`, with a runtime `config = …` if given, under `timeouts`.
     #[inline]
     pub fn new(site: &'static Site, config: Option<RetryConfig>, timeouts: Timeouts) -> Call {
+        let (config, budget_total, bucket) = match task::in_force(site.layer) {
+            Some(task) => (task.retry.or(config), task.budget, task.bucket),
+            None => (config, task::DEFAULT_BUDGET, None),
+        };
+        let nested = BUDGET.with(Cell::get).is_some();
         Call {
             site,
             config,
             state: RetryState::new(),
             deadline: timeouts.total.map(|t| Instant::now() + t),
             timeouts,
+            budget: (!nested).then_some(Budget {
+                total: budget_total,
+                used: 1,
+            }),
+            bucket,
+            first_failure: None,
+            last_category: ErrorCategory::Transient,
         }
     }
 
-    /// A call of `site` with neither a runtime config nor time limits.
+    fn config(&self) -> &RetryConfig {
+        self.config.as_ref().unwrap_or(&self.site.config)
+    }
+
+    /// Runs one attempt.
     #[inline]
-    pub fn plain(site: &'static Site) -> Call {
-        Call::new(site, None, Timeouts::NONE)
+    pub fn attempt<F: Future>(&mut self, fut: F) -> Attempt<'_, F> {
+        Attempt {
+            fut,
+            budget: &mut self.budget,
+        }
     }
 
     /// Runs one attempt under the call's time limits.
     #[inline]
-    pub fn timed<F, T, E>(&self, fut: F) -> Timed<F, E>
+    pub fn timed<F, T, E>(&mut self, fut: F) -> Timed<'_, F, E>
     where
         F: Future<Output = Result<T, E>>,
         E: FromTimeout,
@@ -251,6 +282,7 @@ impl Call {
         Timed {
             inner: Deadline::new(fut).after(attempt).at(total),
             connect: self.timeouts.connect.map(|limit| (limit, layer)),
+            budget: &mut self.budget,
             _error: core::marker::PhantomData,
         }
     }
@@ -263,22 +295,91 @@ impl Call {
         R::Error: Classify,
     {
         match result.error() {
-            None => None,
-            Some(error) => self.after_error(Failure::of(error)),
+            None => {
+                if self.state.attempt() > 1 {
+                    self.succeeded_after_retries();
+                } else if let Some(bucket) = &self.bucket {
+                    bucket.refill();
+                }
+                None
+            }
+            Some(error) => self.failed(Failure::of(error)),
         }
     }
 
-    fn after_error(&mut self, failure: Failure) -> Option<Duration> {
+    #[cold]
+    fn succeeded_after_retries(&mut self) {
+        if let Some(bucket) = &self.bucket {
+            bucket.refill();
+        }
+        let event = self.event(self.state.attempt(), self.last_category, Outcome::Recovered);
+        events::emit(&event);
+    }
+
+    #[cold]
+    fn failed(&mut self, failure: Failure) -> Option<Duration> {
+        let now = Instant::now();
+        self.first_failure.get_or_insert(now);
+        self.last_category = failure.category;
+        let budget = self.budget.or_else(|| BUDGET.with(Cell::get));
         let limits = Limits {
-            time_left: self
-                .deadline
-                .map(|at| at.saturating_duration_since(Instant::now())),
-            budget_left: None,
+            time_left: self.deadline.map(|at| at.saturating_duration_since(now)),
+            budget_left: budget.map(Budget::left),
         };
-        let config = self.config.as_ref().unwrap_or(&self.site.config);
-        match self.state.decide(config, failure, limits) {
-            Decision::Retry { delay, .. } => Some(delay),
-            Decision::GiveUp(_) => None,
+        let attempt = self.state.attempt();
+        let site = self.site;
+        let config = self.config.as_ref().unwrap_or(&site.config);
+        let mut decision = self.state.decide(config, failure, limits);
+        if matches!(decision, Decision::Retry { .. })
+            && self.bucket.as_ref().is_some_and(|b| !b.try_acquire())
+        {
+            decision = Decision::GiveUp(GiveUp::TokenBucketEmpty);
+        }
+        let (outcome, delay, from_hint, reason) = match decision {
+            Decision::Retry { delay, from_hint } => {
+                self.take_from_budget();
+                (Outcome::Retrying, Some(delay), from_hint, None)
+            }
+            Decision::GiveUp(why @ (GiveUp::BudgetExhausted | GiveUp::TokenBucketEmpty)) => {
+                (Outcome::BudgetExhausted, None, false, Some(why))
+            }
+            Decision::GiveUp(why) => (Outcome::GaveUp, None, false, Some(why)),
+        };
+        let mut event = self.event(attempt, failure.category, outcome);
+        event.delay = delay;
+        event.from_hint = from_hint;
+        event.reason = reason;
+        events::emit(&event);
+        delay
+    }
+
+    /// Counts one retry against the budget of the outermost call.
+    fn take_from_budget(&mut self) {
+        match &mut self.budget {
+            Some(own) => own.used = own.used.saturating_add(1),
+            None => BUDGET.with(|b| {
+                if let Some(mut shared) = b.get() {
+                    shared.used = shared.used.saturating_add(1);
+                    b.set(Some(shared));
+                }
+            }),
+        }
+    }
+
+    fn event(&self, attempt: u32, category: ErrorCategory, outcome: Outcome) -> RetryEvent {
+        let budget = self.budget.or_else(|| BUDGET.with(Cell::get));
+        RetryEvent {
+            layer: self.site.layer,
+            operation: self.site.operation,
+            attempt,
+            max_attempts: self.config().effective_attempts(),
+            category,
+            delay: None,
+            from_hint: false,
+            outcome,
+            reason: None,
+            since_first_failure: self.first_failure.map_or(Duration::ZERO, |t| t.elapsed()),
+            total_attempts: budget.map_or(attempt, |b| b.used),
         }
     }
 }
@@ -289,17 +390,53 @@ pub fn sleep(delay: Duration) -> tokio::time::Sleep {
     tokio::time::sleep(delay)
 }
 
+/// Polls `poll` with the outermost call's budget installed for the loops nested inside.
+#[inline]
+fn with_budget<R>(budget: &mut Option<Budget>, poll: impl FnOnce() -> R) -> R {
+    match budget {
+        None => poll(),
+        Some(own) => {
+            let (out, inner) = with_cell(&BUDGET, Some(*own), poll);
+            if let Some(inner) = inner {
+                *own = inner;
+            }
+            out
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt, polled with the call's context installed.
+    pub struct Attempt<'a, F> {
+        #[pin]
+        fut: F,
+        budget: &'a mut Option<Budget>,
+    }
+}
+
+impl<F: Future> Future for Attempt<'_, F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let fut = this.fut;
+        with_budget(this.budget, || fut.poll(cx))
+    }
+}
+
 pin_project_lite::pin_project! {
     /// One attempt under its time limits; an expiry becomes the fn's error.
-    pub struct Timed<F, E> {
+    pub struct Timed<'a, F, E> {
         #[pin]
         inner: Deadline<F>,
         connect: Option<(Duration, Layer)>,
+        budget: &'a mut Option<Budget>,
         _error: core::marker::PhantomData<fn() -> E>,
     }
 }
 
-impl<F, T, E> Future for Timed<F, E>
+impl<F, T, E> Future for Timed<'_, F, E>
 where
     F: Future<Output = Result<T, E>>,
     E: FromTimeout,
@@ -310,10 +447,11 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let inner = this.inner;
-        let polled = match *this.connect {
-            Some(limit) => with_connect_limit(Some(limit), || inner.poll(cx)),
+        let connect = *this.connect;
+        let polled = with_budget(this.budget, || match connect {
+            Some(limit) => with_cell(&CONNECT, Some(limit), || inner.poll(cx)).0,
             None => inner.poll(cx),
-        };
+        });
         polled.map(|out| out.unwrap_or_else(|e| Err(E::from_timeout(e))))
     }
 }

@@ -8,7 +8,7 @@
 //!     let mut call = Call::new(__NIKA_SITE, config, timeouts);
 //!     loop {
 //!         let arg = arg.clone();                      // for each clone(arg)
-//!         let result = call.timed(attempt::<R, _>(async { body })).await;
+//!         let result = call.timed(attempt::<R, _>(async { body })).await; // or call.attempt(…)
 //!         match call.next(&result) {
 //!             Some(delay) => sleep(delay).await,
 //!             None => return result,

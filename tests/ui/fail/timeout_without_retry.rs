@@ -1,10 +1,7 @@
-use nika_retry::{retry, timeout, Classify, TimeoutError};
+use nika_retry::{timeout, Classify, TimeoutError};
 
 #[derive(Debug, thiserror::Error, Classify)]
 enum Error {
-    #[error("flaky")]
-    #[category(transient)]
-    Flaky,
     #[error(transparent)]
     #[category(transparent)]
     Timeout(#[from] TimeoutError),

@@ -1,0 +1,149 @@
+//! What a retry loop needs to know about the loops and scopes around it.
+//!
+//! Each piece lives in a thread-local that the future owning it installs
+//! only for the duration of its own `poll` (as `tokio::task_local!` does),
+//! so it follows the future across `.await`s and threads, costs no
+//! allocation, and is never shared by two tasks. Generated code reads it
+//! synchronously, from inside those polls.
+
+use core::cell::{Cell, RefCell};
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+use std::thread::LocalKey;
+
+use crate::Layer;
+
+/// The attempts shared by the nested retry loops under one outermost call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Budget {
+    /// Attempts that can reach the innermost layer: one plus every retry allowed.
+    pub(crate) total: u32,
+    /// Attempts so far: one plus every retry taken, at any layer.
+    pub(crate) used: u32,
+}
+
+impl Budget {
+    pub(crate) fn left(self) -> u32 {
+        self.total.saturating_sub(self.used)
+    }
+}
+
+std::thread_local! {
+    /// The connect limit of the attempt being polled.
+    pub(crate) static CONNECT: Cell<Option<(Duration, Layer)>> = const { Cell::new(None) };
+    /// The budget of the outermost retried call being polled.
+    pub(crate) static BUDGET: Cell<Option<Budget>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with `value` in `key`, then puts the outer value back (even if `f` panics).
+pub(crate) fn with_cell<T: Copy + 'static, R>(
+    key: &'static LocalKey<Cell<T>>,
+    value: T,
+    f: impl FnOnce() -> R,
+) -> (R, T) {
+    struct Restore<T: Copy + 'static> {
+        key: &'static LocalKey<Cell<T>>,
+        outer: T,
+    }
+    impl<T: Copy + 'static> Drop for Restore<T> {
+        fn drop(&mut self) {
+            self.key.with(|c| c.set(self.outer));
+        }
+    }
+    let outer = key.with(|c| c.replace(value));
+    let restore = Restore { key, outer };
+    let out = f();
+    let inner = key.with(Cell::get);
+    drop(restore);
+    (out, inner)
+}
+
+pin_project_lite::pin_project! {
+    /// A future that installs `value` in `key` while it is polled: the
+    /// mechanism of `task::scope`, `task::carry` and `events::observe`.
+    pub struct Scoped<T: 'static, F> {
+        #[pin]
+        fut: F,
+        value: Option<T>,
+        key: &'static LocalKey<RefCell<Option<T>>>,
+    }
+}
+
+impl<T: 'static, F> Scoped<T, F> {
+    /// `fut` with `value` installed in `key` (`None` hides an outer value).
+    pub(crate) fn new(
+        key: &'static LocalKey<RefCell<Option<T>>>,
+        value: Option<T>,
+        fut: F,
+    ) -> Self {
+        Scoped { fut, value, key }
+    }
+}
+
+impl<T: 'static, F: Future> Future for Scoped<T, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        struct SwapBack<'a, T: 'static> {
+            key: &'static LocalKey<RefCell<Option<T>>>,
+            slot: &'a mut Option<T>,
+        }
+        impl<T: 'static> Drop for SwapBack<'_, T> {
+            fn drop(&mut self) {
+                self.key
+                    .with(|c| core::mem::swap(&mut *c.borrow_mut(), self.slot));
+            }
+        }
+        let this = self.project();
+        let key = *this.key;
+        key.with(|c| core::mem::swap(&mut *c.borrow_mut(), this.value));
+        let _back = SwapBack {
+            key,
+            slot: this.value,
+        };
+        this.fut.poll(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    std::thread_local! {
+        static NAME: RefCell<Option<&'static str>> = const { RefCell::new(None) };
+    }
+
+    fn current() -> Option<&'static str> {
+        NAME.with(|c| *c.borrow())
+    }
+
+    #[tokio::test]
+    async fn scopes_nest_and_restore_across_awaits() {
+        let inner = async {
+            tokio::task::yield_now().await;
+            current()
+        };
+        let outer = async {
+            let before = current();
+            let nested = Scoped::new(&NAME, Some("inner"), inner).await;
+            tokio::task::yield_now().await;
+            (before, nested, current())
+        };
+        let got = Scoped::new(&NAME, Some("outer"), outer).await;
+        assert_eq!(got, (Some("outer"), Some("inner"), Some("outer")));
+        assert_eq!(current(), None);
+    }
+
+    #[test]
+    fn with_cell_returns_the_inner_value_and_restores_the_outer() {
+        let budget = Budget { total: 9, used: 1 };
+        let ((), inner) = with_cell(&BUDGET, Some(budget), || {
+            BUDGET.with(|c| c.set(Some(Budget { total: 9, used: 4 })));
+        });
+        assert_eq!(inner, Some(Budget { total: 9, used: 4 }));
+        assert_eq!(BUDGET.with(Cell::get), None);
+        assert_eq!(budget.left(), 8);
+    }
+}

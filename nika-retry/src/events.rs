@@ -1,0 +1,257 @@
+//! Retry events: every decision of every retry loop, tagged with its layer.
+//!
+//! ADR-019 accepts three retry layers on the condition that the user can
+//! always tell which one is firing. Each decision becomes a [`RetryEvent`],
+//! sent to `tracing` (feature `tracing`, on by default: target `nika_retry`,
+//! WARN for retries and give-ups, DEBUG for recoveries) and to the
+//! [`RetryObserver`]s installed with [`observe`] — the engine's EventLog.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use nika_retry::events::{observe, Outcome, RetryEvent, RetryObserver};
+//! use nika_retry::{retry, Classify};
+//!
+//! #[derive(Default)]
+//! struct Log(Mutex<Vec<(String, u32, Outcome)>>);
+//!
+//! impl RetryObserver for Log {
+//!     fn on_event(&self, e: &RetryEvent) {
+//!         self.0.lock().unwrap().push((e.layer.to_string(), e.attempt, e.outcome));
+//!     }
+//! }
+//!
+//! #[derive(Debug, Classify)]
+//! #[category(transient)]
+//! struct Reset;
+//!
+//! #[retry(layer = "http", backoff = "1ms")]
+//! async fn fetch(fail: &std::sync::atomic::AtomicBool) -> Result<(), Reset> {
+//!     if fail.swap(false, std::sync::atomic::Ordering::SeqCst) { Err(Reset) } else { Ok(()) }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let log = Arc::new(Log::default());
+//! let fail = std::sync::atomic::AtomicBool::new(true);
+//! observe(log.clone(), fetch(&fail)).await.unwrap();
+//! let seen = log.0.lock().unwrap().clone();
+//! assert_eq!(seen, [("http".into(), 1, Outcome::Retrying), ("http".into(), 2, Outcome::Recovered)]);
+//! # }
+//! ```
+
+use core::cell::RefCell;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+use std::sync::Arc;
+
+use crate::engine::GiveUp;
+use crate::{ErrorCategory, Layer};
+
+/// How a decision ended.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The attempt failed and the loop sleeps `delay`, then tries again.
+    Retrying,
+    /// The attempt failed and the loop returns the error (see `reason`).
+    GaveUp,
+    /// The attempt failed and would have been retried, but the attempt budget
+    /// shared by the nested layers (or the layer's token bucket) is spent.
+    BudgetExhausted,
+    /// An attempt after one or more retries succeeded.
+    Recovered,
+}
+
+impl Outcome {
+    /// The snake-case name, as the `tracing` field shows it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Retrying => "retrying",
+            Outcome::GaveUp => "gave_up",
+            Outcome::BudgetExhausted => "budget_exhausted",
+            Outcome::Recovered => "recovered",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One decision of one retry loop.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryEvent {
+    /// The layer whose loop decided.
+    pub layer: Layer,
+    /// `module::path::fn_name` of the annotated fn.
+    pub operation: &'static str,
+    /// The 1-based attempt that just ended.
+    pub attempt: u32,
+    /// The attempts the loop allows in all.
+    pub max_attempts: u32,
+    /// The category of the attempt's error (for `Recovered`, of the last error before it).
+    pub category: ErrorCategory,
+    /// The sleep before the next attempt (`Retrying` only).
+    pub delay: Option<Duration>,
+    /// Whether `delay` is the server's hint rather than the computed backoff.
+    pub from_hint: bool,
+    /// What the loop does next.
+    pub outcome: Outcome,
+    /// Why it stopped (`GaveUp` and `BudgetExhausted` only).
+    pub reason: Option<GiveUp>,
+    /// Time since this call's first failure.
+    pub since_first_failure: Duration,
+    /// Attempts so far under the outermost retried call, across every layer:
+    /// one plus every retry taken.
+    pub total_attempts: u32,
+}
+
+impl fmt::Display for RetryEvent {
+    /// One log line: `[provider] my::op attempt 1/3 rate_limited: retrying in 7s (server hint)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{}] {} attempt {}/{} {}: {}",
+            self.layer,
+            self.operation,
+            self.attempt,
+            self.max_attempts,
+            self.category,
+            self.outcome
+        )?;
+        if let Some(delay) = self.delay {
+            write!(f, " in {}", humantime::format_duration(delay))?;
+            if self.from_hint {
+                f.write_str(" (server hint)")?;
+            }
+        }
+        if let Some(reason) = self.reason {
+            write!(f, " ({reason})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Receives every [`RetryEvent`] of the futures it observes.
+///
+/// Called synchronously from inside the retry loop: keep it quick (push to
+/// a log or a channel).
+pub trait RetryObserver: Send + Sync {
+    /// One decision.
+    fn on_event(&self, event: &RetryEvent);
+}
+
+std::thread_local! {
+    /// The observers of the futures being polled, outermost first.
+    static OBSERVERS: RefCell<Vec<Arc<dyn RetryObserver>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `fut` with `observer` receiving the events of every retry loop inside
+/// it, across `.await`s, in addition to any observer installed around it.
+///
+/// A `tokio::spawn`ed task starts without observers; wrap what you spawn in
+/// [`task::carry`](crate::task::carry) to keep them.
+pub fn observe<F: Future>(observer: Arc<dyn RetryObserver>, fut: F) -> Observed<F> {
+    Observed {
+        fut,
+        observers: vec![observer],
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future [`observe`] returns.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Observed<F> {
+        #[pin]
+        fut: F,
+        observers: Vec<Arc<dyn RetryObserver>>,
+    }
+}
+
+impl<F: Future> Future for Observed<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        with_observers(this.observers, || this.fut.poll(cx))
+    }
+}
+
+/// Pushes `observers` for the duration of `f` and takes them back after,
+/// even if `f` panics. Moves the `Arc`s rather than cloning them.
+pub(crate) fn with_observers<R>(
+    observers: &mut Vec<Arc<dyn RetryObserver>>,
+    f: impl FnOnce() -> R,
+) -> R {
+    if observers.is_empty() {
+        return f();
+    }
+    struct TakeBack<'a> {
+        observers: &'a mut Vec<Arc<dyn RetryObserver>>,
+        depth: usize,
+    }
+    impl Drop for TakeBack<'_> {
+        fn drop(&mut self) {
+            OBSERVERS.with(|o| self.observers.extend(o.borrow_mut().drain(self.depth..)));
+        }
+    }
+    let depth = OBSERVERS.with(|o| {
+        let mut stack = o.borrow_mut();
+        let depth = stack.len();
+        stack.append(observers);
+        depth
+    });
+    let _back = TakeBack { observers, depth };
+    f()
+}
+
+/// The observers in force on this thread right now, outermost first.
+pub(crate) fn current() -> Vec<Arc<dyn RetryObserver>> {
+    OBSERVERS.with(|o| o.borrow().clone())
+}
+
+/// Sends `event` to `tracing` and to every observer in force, innermost first.
+pub(crate) fn emit(event: &RetryEvent) {
+    #[cfg(feature = "tracing")]
+    trace(event);
+    OBSERVERS.with(|o| {
+        for observer in o.borrow().iter().rev() {
+            observer.on_event(event);
+        }
+    });
+}
+
+#[cfg(feature = "tracing")]
+fn trace(e: &RetryEvent) {
+    let delay_ms = e.delay.map(|d| d.as_millis() as u64);
+    let reason = e.reason.map(tracing::field::display);
+    macro_rules! event {
+        ($level:expr) => {
+            tracing::event!(
+                target: "nika_retry",
+                $level,
+                layer = e.layer.as_str(),
+                operation = e.operation,
+                attempt = e.attempt,
+                max_attempts = e.max_attempts,
+                category = e.category.as_str(),
+                outcome = e.outcome.as_str(),
+                delay_ms,
+                from_hint = e.from_hint,
+                total_attempts = e.total_attempts,
+                reason,
+                "{e}"
+            )
+        };
+    }
+    match e.outcome {
+        Outcome::Recovered => event!(tracing::Level::DEBUG),
+        _ => event!(tracing::Level::WARN),
+    }
+}

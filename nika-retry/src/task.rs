@@ -1,0 +1,283 @@
+//! The task scope: a workflow task's `retry:` and `timeout:` in force for
+//! everything the task runs.
+//!
+//! Inside [`scope`], the task's `retry:` replaces the provider layer's policy
+//! and is the only thing that turns tool- and task-layer retries on; it never
+//! touches the http layer, which is set per request (ADR-019). The scope also
+//! sets the attempt budget that nested retry loops share (default 9, the
+//! ADR's 3 × 3) and the task's `timeout:`.
+//!
+//! ```
+//! use nika_retry::task::{scope, TaskPolicy};
+//! use nika_retry::{retry, Classify, Layer, RetryConfig, TimeoutError};
+//!
+//! #[derive(Debug, thiserror::Error, Classify)]
+//! enum ToolError {
+//!     #[error("tool busy")]
+//!     #[category(transient)]
+//!     Busy,
+//!     #[error(transparent)]
+//!     #[category(transparent)]
+//!     Timeout(#[from] TimeoutError),
+//! }
+//!
+//! #[retry(layer = "tool")]
+//! async fn run_tool(tries: &std::sync::atomic::AtomicU32) -> Result<u32, ToolError> {
+//!     let n = tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+//!     if n < 3 { Err(ToolError::Busy) } else { Ok(n) }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let tries = std::sync::atomic::AtomicU32::new(0);
+//! // Alone, a tool fn makes one attempt.
+//! assert!(run_tool(&tries).await.is_err());
+//!
+//! // The task opts in with its retry: block.
+//! let retry = RetryConfig::for_layer(Layer::Task).with_max_attempts(3)?;
+//! let tries = std::sync::atomic::AtomicU32::new(0);
+//! let n = scope(TaskPolicy::new().with_retry(retry), run_tool(&tries)).await?;
+//! assert_eq!(n, 3);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Across `tokio::spawn`
+//!
+//! The scope is carried by the future it wraps, so it follows that future
+//! across `.await`s and worker threads, but a task started with
+//! `tokio::spawn` inside it starts without one. Wrap what you spawn in
+//! [`carry`] to keep the task's policy and observers; the spawned work gets
+//! its own attempt budget.
+
+use core::cell::RefCell;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::context::Scoped;
+use crate::events::{self, RetryObserver};
+use crate::timer::Deadline;
+use crate::{Boundary, Layer, RetryConfig, TimeoutError, TokenBucket};
+
+/// The attempt budget nested retry loops share by default: ADR-019's 3 × 3.
+pub const DEFAULT_BUDGET: u32 = 9;
+
+/// What a workflow task says about retries and time.
+///
+/// Deserialises (feature `serde`) from the task's YAML mapping, reading its
+/// optional `retry:`, `timeout:` and `budget:` keys and ignoring the task's
+/// other keys (so it can be `#[serde(flatten)]`ed into a task type); the
+/// `retry:` block itself rejects unknown keys:
+///
+/// ```yaml
+/// retry: { max_attempts: 3, delay_ms: 500, backoff: exponential }
+/// timeout: 30s
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+pub struct TaskPolicy {
+    /// The task's `retry:` block: replaces the provider, tool and task layers' policies.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub retry: Option<RetryConfig>,
+    /// The task's `timeout:`: bounds the whole scope.
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            default,
+            with = "crate::serde_impl::opt_duration",
+            skip_serializing_if = "Option::is_none"
+        )
+    )]
+    pub timeout: Option<Duration>,
+    /// Attempts the nested retry loops of one outermost call may make in all.
+    #[cfg_attr(feature = "serde", serde(default = "default_budget"))]
+    pub budget: u32,
+    #[cfg_attr(feature = "serde", serde(skip))]
+    buckets: [Option<TokenBucket>; 4],
+}
+
+#[cfg(feature = "serde")]
+fn default_budget() -> u32 {
+    DEFAULT_BUDGET
+}
+
+impl Default for TaskPolicy {
+    fn default() -> Self {
+        TaskPolicy::new()
+    }
+}
+
+impl TaskPolicy {
+    /// No `retry:`, no `timeout:`, the default budget of 9.
+    pub const fn new() -> TaskPolicy {
+        TaskPolicy {
+            retry: None,
+            timeout: None,
+            budget: DEFAULT_BUDGET,
+            buckets: [None, None, None, None],
+        }
+    }
+
+    /// Sets the task's `retry:` policy.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryConfig) -> TaskPolicy {
+        self.retry = Some(retry);
+        self
+    }
+
+    /// Sets the task's `timeout:`.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> TaskPolicy {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the attempt budget of the nested retry loops (at least 1).
+    #[must_use]
+    pub fn with_budget(mut self, budget: u32) -> TaskPolicy {
+        self.budget = budget.max(1);
+        self
+    }
+
+    /// Shares `bucket` among every call of `layer` in the scope.
+    #[must_use]
+    pub fn with_token_bucket(mut self, layer: Layer, bucket: TokenBucket) -> TaskPolicy {
+        self.buckets[layer as usize] = Some(bucket);
+        self
+    }
+
+    /// The token bucket of `layer`, if one is set.
+    pub fn token_bucket(&self, layer: Layer) -> Option<&TokenBucket> {
+        self.buckets[layer as usize].as_ref()
+    }
+}
+
+std::thread_local! {
+    static POLICY: RefCell<Option<TaskPolicy>> = const { RefCell::new(None) };
+}
+
+/// What a retry loop of `layer` takes from the task policy in force.
+pub(crate) struct InForce {
+    pub(crate) retry: Option<RetryConfig>,
+    pub(crate) budget: u32,
+    pub(crate) bucket: Option<TokenBucket>,
+}
+
+/// The task policy in force for a loop of `layer`, if any.
+pub(crate) fn in_force(layer: Layer) -> Option<InForce> {
+    POLICY.with(|p| {
+        p.borrow().as_ref().map(|p| InForce {
+            // L1 is set per request: the task's retry: never reaches it.
+            retry: if layer == Layer::Http {
+                None
+            } else {
+                p.retry.clone()
+            },
+            budget: p.budget,
+            bucket: p.token_bucket(layer).cloned(),
+        })
+    })
+}
+
+/// Runs `fut`, a task's work, with `policy` in force.
+///
+/// Scopes nest (the innermost wins) and follow `fut` across `.await`s. The
+/// policy's `timeout:` bounds the whole of `fut`; its expiry is a
+/// [`TimeoutError`] of boundary `Total` at layer `task`.
+pub fn scope<F, T, E>(policy: TaskPolicy, fut: F) -> TaskScope<F, E>
+where
+    F: Future<Output = Result<T, E>>,
+    E: From<TimeoutError>,
+{
+    let deadline = policy.timeout.map(|limit| {
+        let error = TimeoutError::new(Boundary::Total, limit, Layer::Task);
+        (Instant::now() + limit, error)
+    });
+    TaskScope {
+        inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut)).at(deadline),
+        _error: core::marker::PhantomData,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future [`scope`] returns.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct TaskScope<F, E> {
+        #[pin]
+        inner: Deadline<Scoped<TaskPolicy, F>>,
+        _error: core::marker::PhantomData<fn() -> E>,
+    }
+}
+
+impl<F, T, E> Future for TaskScope<F, E>
+where
+    F: Future<Output = Result<T, E>>,
+    E: From<TimeoutError>,
+{
+    type Output = Result<T, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project()
+            .inner
+            .poll(cx)
+            .map(|out| out.unwrap_or_else(|e| Err(E::from(e))))
+    }
+}
+
+/// Wraps `fut` so that it runs with the task policy and the event observers
+/// in force where `carry` is called: for work handed to `tokio::spawn`.
+///
+/// ```
+/// use nika_retry::task::{carry, scope, TaskPolicy};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let policy = TaskPolicy::new().with_budget(4);
+/// let out: Result<u32, nika_retry::TimeoutError> = scope(policy, async {
+///     let handle = tokio::spawn(carry(async { Ok::<u32, nika_retry::TimeoutError>(7) }));
+///     handle.await.unwrap()
+/// })
+/// .await;
+/// assert_eq!(out.unwrap(), 7);
+/// # }
+/// ```
+pub fn carry<F: Future>(fut: F) -> Carried<F> {
+    let policy = POLICY.with(|p| p.borrow().clone());
+    Carried {
+        inner: Scoped::new(&POLICY, policy, fut),
+        observers: events::current(),
+    }
+}
+
+/// The task policy in force on this thread right now (for tests and diagnostics).
+pub fn current() -> Option<TaskPolicy> {
+    POLICY.with(|p| p.borrow().clone())
+}
+
+pin_project_lite::pin_project! {
+    /// The future [`carry`] returns.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Carried<F> {
+        #[pin]
+        inner: Scoped<TaskPolicy, F>,
+        observers: Vec<Arc<dyn RetryObserver>>,
+    }
+}
+
+impl<F: Future> Future for Carried<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let inner = this.inner;
+        events::with_observers(this.observers, || inner.poll(cx))
+    }
+}

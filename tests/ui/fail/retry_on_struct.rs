@@ -1,0 +1,6 @@
+use nika_retry::retry;
+
+#[retry(layer = "provider")]
+struct Client;
+
+fn main() {}
