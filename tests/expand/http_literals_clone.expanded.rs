@@ -22,10 +22,13 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
     );
     loop {
         let body = ::core::clone::Clone::clone(&body);
-        let __nika_result = ::nika_retry::__private::attempt::<
-            Result<(), HttpError>,
-            _,
-        >(async { send(body).await })
+        let __nika_result = __nika_call
+            .attempt(
+                ::nika_retry::__private::attempt::<
+                    Result<(), HttpError>,
+                    _,
+                >(async { send(body).await }),
+            )
             .await;
         match __nika_call.next(&__nika_result) {
             ::core::option::Option::Some(__nika_delay) => {

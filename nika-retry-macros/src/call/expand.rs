@@ -73,11 +73,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     // Spanned at the return type, so a non-`Result` return type or an error
     // type without `Classify` is reported there.
     let span = output.span();
-    let mut attempt =
+    let attempt =
         quote_spanned!(span=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
-    if timeouts.is_some() {
-        attempt = quote_spanned!(span=> #call.timed(#attempt));
-    }
+    let attempt = match timeouts {
+        Some(_) => quote_spanned!(span=> #call.timed(#attempt)),
+        None => quote_spanned!(span=> #call.attempt(#attempt)),
+    };
     let next = quote_spanned!(span=> #call.next(&#result));
 
     let retry_loop = quote! {
