@@ -17,6 +17,15 @@ pub(crate) fn did_you_mean(input: &str, candidates: &[&str]) -> String {
         .unwrap_or_default()
 }
 
+/// "unknown {what} `{input}` ({label}: a, b, c); did you mean `b`?"
+pub(crate) fn unknown(what: &str, input: &str, label: &str, candidates: &[&str]) -> String {
+    format!(
+        "unknown {what} `{input}` ({label}: {}){}",
+        candidates.join(", "),
+        did_you_mean(input, candidates)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -28,5 +37,9 @@ mod tests {
         assert_eq!(nearest("htp", &layers), Some("http"));
         assert_eq!(nearest("database", &layers), None);
         assert_eq!(did_you_mean("tsk", &layers), "; did you mean `task`?");
+        assert_eq!(
+            unknown("layer", "providr", "layers", &layers),
+            "unknown layer `providr` (layers: http, provider, tool, task); did you mean `provider`?"
+        );
     }
 }

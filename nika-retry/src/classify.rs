@@ -23,9 +23,10 @@ use crate::{Boundary, ErrorCategory, TimeoutError};
 /// assert_eq!(Throttled { wait_ms: 5 }.retry_after(), Some(Duration::from_millis(5)));
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` does not implement `nika_retry::Classify`, so `#[retry]` cannot tell which of its errors to retry",
+    message = "`{Self}` does not implement `nika_retry::Classify`, so its errors cannot be classified for retrying",
     label = "this error type needs a retry classification",
-    note = "add `#[derive(nika_retry::Classify)]` to `{Self}` with a `#[category(...)]` on each variant, or implement `Classify` by hand"
+    note = "derive it with `#[derive(nika_retry::Classify)]` and a `#[category(...)]` on each variant, or implement `Classify` by hand",
+    note = "for a type from another crate, classify the variant that holds it with a category instead of `transparent`"
 )]
 pub trait Classify {
     /// The kind of failure this error is.

@@ -204,7 +204,7 @@ impl<T, E> RetryResult for Result<T, E> {
 /// Fixes the output type of an attempt's `async` block to the fn's return
 /// type, so that `?` and `return` in the body infer as they do in the fn.
 #[inline(always)]
-pub fn attempt<R: RetryResult, F: Future<Output = R>>(fut: F) -> F {
+pub fn attempt<R, F: Future<Output = R>>(fut: F) -> F {
     fut
 }
 
@@ -283,7 +283,7 @@ impl Call {
             inner: Deadline::new(fut).after(attempt).at(total),
             connect: self.timeouts.connect.map(|limit| (limit, layer)),
             budget: &mut self.budget,
-            _error: core::marker::PhantomData,
+            into_error: E::from_timeout,
         }
     }
 
@@ -432,14 +432,15 @@ pin_project_lite::pin_project! {
         inner: Deadline<F>,
         connect: Option<(Duration, Layer)>,
         budget: &'a mut Option<Budget>,
-        _error: core::marker::PhantomData<fn() -> E>,
+        // A fn pointer rather than an `E: FromTimeout` bound here, so that a
+        // missing `From<TimeoutError>` is reported once, at `timed`.
+        into_error: fn(TimeoutError) -> E,
     }
 }
 
 impl<F, T, E> Future for Timed<'_, F, E>
 where
     F: Future<Output = Result<T, E>>,
-    E: FromTimeout,
 {
     type Output = Result<T, E>;
 
@@ -452,7 +453,8 @@ where
             Some(limit) => with_cell(&CONNECT, Some(limit), || inner.poll(cx)).0,
             None => inner.poll(cx),
         });
-        polled.map(|out| out.unwrap_or_else(|e| Err(E::from_timeout(e))))
+        let into_error = *this.into_error;
+        polled.map(|out| out.unwrap_or_else(|e| Err(into_error(e))))
     }
 }
 

@@ -58,7 +58,7 @@ where
                     }),
                 )
                 .await;
-            match __nika_call.next(&__nika_result) {
+            match __nika_call.next({ &__nika_result }) {
                 ::core::option::Option::Some(__nika_delay) => {
                     ::nika_retry::__private::sleep(__nika_delay).await
                 }

@@ -4,20 +4,20 @@ impl ::nika_retry::Classify for ProviderError {
         match self {
             Self::RateLimited { .. } => ::nika_retry::ErrorCategory::RateLimited,
             Self::Api { status: __nika_field, .. } => {
-                ::nika_retry::__private::status_category(__nika_field)
+                ::nika_retry::__private::status_category({ __nika_field })
             }
             Self::Timeout { 0: __nika_field, .. } => {
-                ::nika_retry::Classify::category(__nika_field)
+                ::nika_retry::Classify::category({ __nika_field })
             }
         }
     }
     fn retry_after(&self) -> ::core::option::Option<::core::time::Duration> {
         match self {
             Self::RateLimited { retry_after_ms: __nika_field, .. } => {
-                ::nika_retry::__private::hint_millis(__nika_field)
+                ::nika_retry::__private::hint_millis({ __nika_field })
             }
             Self::Timeout { 0: __nika_field, .. } => {
-                ::nika_retry::Classify::retry_after(__nika_field)
+                ::nika_retry::Classify::retry_after({ __nika_field })
             }
             _ => ::core::option::Option::None,
         }

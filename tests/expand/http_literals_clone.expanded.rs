@@ -30,7 +30,7 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
                 >(async { send(body).await }),
             )
             .await;
-        match __nika_call.next(&__nika_result) {
+        match __nika_call.next({ &__nika_result }) {
             ::core::option::Option::Some(__nika_delay) => {
                 ::nika_retry::__private::sleep(__nika_delay).await
             }

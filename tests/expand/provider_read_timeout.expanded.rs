@@ -36,7 +36,7 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                 >(async { self.send(req).await }),
             )
             .await;
-        match __nika_call.next(&__nika_result) {
+        match __nika_call.next({ &__nika_result }) {
             ::core::option::Option::Some(__nika_delay) => {
                 ::nika_retry::__private::sleep(__nika_delay).await
             }

@@ -26,7 +26,7 @@ use std::time::Duration;
 use proc_macro2::{Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Ident, ItemFn};
+use syn::{FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Signature, Stmt, Type};
 
 use super::item::Body;
 use super::validate::{AttemptBoundary, Category, Layer, Limit, Plan, Settings, Timeouts};
@@ -43,12 +43,18 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let ItemFn {
         attrs,
         vis,
-        sig,
+        mut sig,
         block,
     } = item;
+    let mut body = body;
+    // A cloned argument is re-bound per attempt (`let mut x = x.clone()`), so
+    // the binding it came from no longer needs `mut`: drop it there to avoid
+    // an unused-mut warning on the user's signature.
+    for (name, _) in settings.clones.iter().filter(|(_, is_mut)| *is_mut) {
+        unmut(&mut sig, &mut body, name);
+    }
 
     let call = Ident::new("__nika_call", Span::mixed_site());
-    let result = Ident::new("__nika_result", Span::mixed_site());
     let delay = Ident::new("__nika_delay", Span::mixed_site());
 
     let site = site(&settings, &sig.ident);
@@ -70,16 +76,19 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         Body::Async => quote!(async #block),
         Body::AsyncTrait { rest, .. } => quote!(async { #(#rest)* }),
     };
-    // Spanned at the return type, so a non-`Result` return type or an error
-    // type without `Classify` is reported there.
-    let span = output.span();
-    let attempt =
-        quote_spanned!(span=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
+    // Spanned at the error type of `Result<T, E>` (or at the return type),
+    // so that a missing `Classify` or `From<TimeoutError>` is reported there.
+    let span = error_type(&output).unwrap_or(&output).span();
+    let result = Ident::new("__nika_result", Span::mixed_site().located_at(span));
+    let attempt = quote_spanned!(output.span()=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
+    // The receiver is located there too: a method call's error is reported at its first token.
+    let call_at = Ident::new("__nika_call", Span::mixed_site().located_at(span));
     let attempt = match timeouts {
-        Some(_) => quote_spanned!(span=> #call.timed(#attempt)),
-        None => quote_spanned!(span=> #call.attempt(#attempt)),
+        Some(_) => quote_spanned!(span=> #call_at.timed(#attempt)),
+        None => quote_spanned!(span=> #call_at.attempt(#attempt)),
     };
-    let next = quote_spanned!(span=> #call.next(&#result));
+    // A braced argument: its span is the user's, where rustc reports a bound on it.
+    let next = quote_spanned!(span=> #call_at.next({ &#result }));
 
     let retry_loop = quote! {
         #(#[allow(unused_imports)] use #absorbed as _;)*
@@ -107,6 +116,50 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let mut out = quote!(#(#attrs)* #vis #sig);
     brace.surround(&mut out, |tokens| tokens.extend(new_body));
     out
+}
+
+/// `E` in a return type written `Result<T, E>` (or `path::Result<T, E>`).
+fn error_type(output: &Type) -> Option<&Type> {
+    let Type::Path(path) = output else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args
+        .args
+        .iter()
+        .filter(|a| matches!(a, GenericArgument::Type(_)))
+        .nth(1)?
+    {
+        GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    }
+}
+
+/// Removes `mut` from the binding of argument `name`: in the signature, or in
+/// the `#[async_trait]` prologue that moves it into the future.
+fn unmut(sig: &mut Signature, body: &mut Body, name: &Ident) {
+    let unmut_pat = |pat: &mut Pat| {
+        if let Pat::Ident(p) = pat {
+            if p.ident == *name {
+                p.mutability = None;
+            }
+        }
+    };
+    for input in &mut sig.inputs {
+        if let FnArg::Typed(typed) = input {
+            unmut_pat(&mut typed.pat);
+        }
+    }
+    if let Body::AsyncTrait { prologue, .. } = body {
+        for stmt in prologue {
+            if let Stmt::Local(local) = stmt {
+                unmut_pat(&mut local.pat);
+            }
+        }
+    }
 }
 
 /// The `const` holding the layer defaults with the literals applied.

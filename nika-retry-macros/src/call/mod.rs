@@ -23,27 +23,55 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, input: TokenStream) -> Token
     };
     match validate::plan((kind, args), item.clone()) {
         Ok(plan) => expand::expand(plan),
-        Err(error) => with_fallback(error, strip_own_attrs(item)),
+        Err(error) => with_fallback(error, fallback(item)),
     }
 }
 
 /// The fn as written, without nika-retry attributes: emitted beside the
-/// errors so that the rest of the crate (and the IDE) still sees it.
-fn strip_own_attrs(mut item: ItemFn) -> ItemFn {
-    item::take_sibling_attrs(&mut item);
+/// errors so that the rest of the crate (and the IDE) still sees it. The
+/// paths of the removed attributes are still named, so their imports do not
+/// turn into unused-import warnings on top of the error.
+fn fallback(mut item: ItemFn) -> ItemFn {
+    for (_, attr) in item::take_sibling_attrs(&mut item) {
+        let path = attr.path();
+        item.block.stmts.insert(
+            0,
+            syn::parse_quote!(#[allow(unused_imports)] use #path as _;),
+        );
+    }
     item
 }
 
-/// A clearer error for a trait method declaration without a body.
+/// A clearer error for an attribute on something other than a fn with a body.
 fn not_a_fn(kind: Kind, input: &TokenStream) -> Option<syn::Error> {
-    let decl: syn::TraitItemFn = syn::parse2(input.clone()).ok()?;
-    decl.default.is_none().then(|| {
-        syn::Error::new_spanned(
-            &decl.sig,
-            format!(
-                "#[{}] goes on the method in the `impl` block, which has the body to retry, not on the trait's declaration",
-                kind.name()
-            ),
-        )
+    let name = kind.name();
+    if let Ok(decl) = syn::parse2::<syn::TraitItemFn>(input.clone()) {
+        return decl.default.is_none().then(|| {
+            syn::Error::new_spanned(
+                &decl.sig,
+                format!("#[{name}] goes on the method in the `impl` block, which has the body to retry, not on the trait's declaration"),
+            )
+        });
+    }
+    let item: syn::Item = syn::parse2(input.clone()).ok()?;
+    Some(syn::Error::new_spanned(
+        item_keyword(&item)?,
+        format!("#[{name}] goes on an `async fn`, not on this item"),
+    ))
+}
+
+/// The token that says what kind of item `item` is (`struct`, `impl`, …).
+fn item_keyword(item: &syn::Item) -> Option<TokenStream> {
+    use quote::ToTokens;
+    Some(match item {
+        syn::Item::Struct(i) => i.struct_token.to_token_stream(),
+        syn::Item::Enum(i) => i.enum_token.to_token_stream(),
+        syn::Item::Impl(i) => i.impl_token.to_token_stream(),
+        syn::Item::Trait(i) => i.trait_token.to_token_stream(),
+        syn::Item::Mod(i) => i.mod_token.to_token_stream(),
+        syn::Item::Const(i) => i.const_token.to_token_stream(),
+        syn::Item::Static(i) => i.static_token.to_token_stream(),
+        syn::Item::Type(i) => i.type_token.to_token_stream(),
+        _ => return None,
     })
 }

@@ -11,7 +11,7 @@ use super::item::{self, Body, Kind};
 use super::parse::{Arg, Args, Value};
 use crate::duration::parse_duration;
 use crate::errors::Errors;
-use crate::suggest::did_you_mean;
+use crate::suggest::{did_you_mean, unknown};
 
 const LAYERS: [&str; 4] = ["http", "provider", "tool", "task"];
 const RETRY_KEYS: [&str; 9] = [
@@ -329,26 +329,32 @@ fn retry_settings(errors: &mut Errors, retry: Written, item: &ItemFn) -> Option<
     let initial = s.backoff.unwrap_or(default_initial);
     let max = s.max_backoff.unwrap_or(default_max);
     if initial > max {
-        let whose = if s.max_backoff.is_some() {
-            String::new()
-        } else {
-            format!(" (the {} default)", layer.name())
-        };
-        let at = backoff_expr.map(|e| quote::quote!(#e)).unwrap_or_else(|| {
-            let key = args
-                .iter()
-                .find(|a| a.key == "max_backoff")
-                .map(|a| a.key.clone());
-            quote::quote!(#key)
-        });
-        errors.spanned(
-            at,
-            format!(
-                "backoff `{}` exceeds max_backoff `{}`{whose}; lower backoff or raise max_backoff",
-                humantime::format_duration(initial),
-                humantime::format_duration(max),
-            ),
+        let (initial, max) = (
+            humantime::format_duration(initial),
+            humantime::format_duration(max),
         );
+        let layer = layer.name();
+        match (backoff_expr, args.iter().find(|a| a.key == "max_backoff")) {
+            (Some(expr), _) => {
+                let whose = if s.max_backoff.is_some() {
+                    String::new()
+                } else {
+                    format!(" (the {layer} default)")
+                };
+                errors.spanned(
+                    expr,
+                    format!("backoff `{initial}` exceeds max_backoff `{max}`{whose}; lower backoff or raise max_backoff"),
+                );
+            }
+            (None, Some(key)) => errors.spanned(
+                &key.key,
+                format!(
+                    "max_backoff `{max}` is below the {layer} default backoff `{initial}`; \
+                     raise max_backoff to at least {initial} or set a smaller backoff"
+                ),
+            ),
+            (None, None) => {}
+        }
     }
     Some(s)
 }
@@ -361,11 +367,7 @@ fn known_unique_keys(errors: &mut Errors, args: Args, keys: &[&str], attr: &str)
         if !keys.contains(&name.as_str()) {
             errors.spanned(
                 &arg.key,
-                format!(
-                    "unknown #[{attr}] key `{name}`{}; keys: {}",
-                    did_you_mean(&name, keys),
-                    keys.join(", ")
-                ),
+                unknown(&format!("#[{attr}] key"), &name, "keys", keys),
             );
         } else if kept.iter().any(|k| k.key == arg.key) {
             errors.spanned(&arg.key, format!("`{name}` is set twice; keep one"));
@@ -454,14 +456,7 @@ fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
     };
     let layer = Layer::from_name(&text);
     if layer.is_none() {
-        errors.spanned(
-            expr,
-            format!(
-                "unknown layer `{text}`{}; layers: {}",
-                did_you_mean(&text, &LAYERS),
-                LAYERS.join(", ")
-            ),
-        );
+        errors.spanned(expr, unknown("layer", &text, "layers", &LAYERS));
     }
     layer
 }
@@ -493,7 +488,7 @@ fn attempts(errors: &mut Errors, expr: &Expr) -> Option<u32> {
 }
 
 fn number(errors: &mut Errors, expr: &Expr, key: &str) -> Option<f64> {
-    let n = match expr {
+    let literal = |expr: &Expr| match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
         }) => f.base10_parse::<f64>().ok(),
@@ -501,6 +496,15 @@ fn number(errors: &mut Errors, expr: &Expr, key: &str) -> Option<f64> {
             lit: Lit::Int(i), ..
         }) => i.base10_parse::<f64>().ok(),
         _ => None,
+    };
+    let n = match expr {
+        // `-0.5` parses as a negation: read it, so that the range check can say what is wrong.
+        Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => literal(expr).map(|n| -n),
+        _ => literal(expr),
     };
     if n.is_none() {
         errors.spanned(
@@ -561,6 +565,14 @@ fn categories(errors: &mut Errors, expr: &Expr, layer: Layer) -> Option<Vec<Cate
         );
         return None;
     };
+    if array.elems.is_empty() {
+        errors.spanned(
+            expr,
+            "`on = []` retries nothing; name what to retry (on = [transient]), \
+             or use layer \"task\" for a single attempt",
+        );
+        return None;
+    }
     let mut out = Vec::new();
     let before = errors.is_empty();
     for elem in &array.elems {
@@ -589,7 +601,7 @@ fn categories(errors: &mut Errors, expr: &Expr, layer: Layer) -> Option<Vec<Cate
             _ => errors.spanned(
                 elem,
                 format!(
-                    "unknown category `{name}`{}; `on` takes transient and rate_limited",
+                    "unknown category `{name}` (`on` takes transient and rate_limited){}",
                     did_you_mean(&name, &CATEGORIES)
                 ),
             ),

@@ -9,7 +9,8 @@ use super::ast::Input;
 use super::valid::{HintUnit, Rule, Source};
 
 pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
-    let binding = Ident::new("__nika_field", Span::mixed_site());
+    // Located at the field's type, so a type error in a generated call points there.
+    let bind = |ty: &Type| Ident::new("__nika_field", Span::mixed_site().located_at(ty.span()));
     let path = |rule: &Rule| match rule.variant {
         Some(v) => quote!(Self::#v),
         None => quote!(Self),
@@ -23,13 +24,13 @@ pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
                 quote!(#path { .. } => ::nika_retry::ErrorCategory::#c,)
             }
             Source::HttpStatus(field) => {
-                let member = &field.member;
-                let call = quote_spanned!(field.ty.span()=> ::nika_retry::__private::status_category(#binding));
+                let (member, binding) = (&field.member, bind(field.ty));
+                let call = quote_spanned!(field.ty.span()=> ::nika_retry::__private::status_category({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
             Source::Transparent(field) => {
-                let member = &field.member;
-                let call = quote_spanned!(field.ty.span()=> ::nika_retry::Classify::category(#binding));
+                let (member, binding) = (&field.member, bind(field.ty));
+                let call = quote_spanned!(field.ty.span()=> ::nika_retry::Classify::category({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
         }
@@ -40,19 +41,18 @@ pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
         let path = path(rule);
         let arm = match (&rule.source, &rule.hint) {
             (Source::Transparent(field), _) => {
-                let member = &field.member;
-                let call =
-                    quote_spanned!(field.ty.span()=> ::nika_retry::Classify::retry_after(#binding));
+                let (member, binding) = (&field.member, bind(field.ty));
+                let call = quote_spanned!(field.ty.span()=> ::nika_retry::Classify::retry_after({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
             (_, Some((unit, field))) => {
-                let member = &field.member;
+                let (member, binding) = (&field.member, bind(field.ty));
                 let helper = match unit {
-                    HintUnit::Duration => quote!(hint_duration),
-                    HintUnit::Millis => quote!(hint_millis),
+                    HintUnit::Duration => "hint_duration",
+                    HintUnit::Millis => "hint_millis",
                 };
-                let call =
-                    quote_spanned!(field.ty.span()=> ::nika_retry::__private::#helper(#binding));
+                let helper = Ident::new(helper, field.ty.span());
+                let call = quote_spanned!(field.ty.span()=> ::nika_retry::__private::#helper({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
             _ => continue,

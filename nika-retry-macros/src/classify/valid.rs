@@ -8,7 +8,7 @@ use syn::{Fields, Ident, Member, Type};
 use super::ast::{Input, Shape, Variant};
 use super::attr::{Item, Value, category_attrs};
 use crate::errors::Errors;
-use crate::suggest::did_you_mean;
+use crate::suggest::unknown;
 
 const CATEGORIES: [&str; 5] = [
     "transient",
@@ -85,9 +85,13 @@ pub(crate) fn rules<'a>(input: &Input<'a>) -> syn::Result<Vec<Rule<'a>>> {
         ),
         Shape::Struct(body) => (vec![body], None),
     };
+    // A mistake in the enum's `#[category(default = …)]` is reported once,
+    // not again at every variant it would have classified.
+    let default_failed = !errors.is_empty();
     let mut rules = Vec::new();
     for variant in variants {
-        if let Some(rule) = variant_rule(&mut errors, variant, default, input.ident) {
+        if let Some(rule) = variant_rule(&mut errors, variant, default, input.ident, default_failed)
+        {
             rules.push(rule);
         }
     }
@@ -120,11 +124,7 @@ fn enum_default(errors: &mut Errors, input: &Input) -> Option<Category> {
 }
 
 fn unknown_category(name: &str) -> String {
-    format!(
-        "unknown category `{name}`{}; categories: {}",
-        did_you_mean(name, &CATEGORIES),
-        CATEGORIES.join(", ")
-    )
+    unknown("category", name, "categories", &CATEGORIES)
 }
 
 /// What one variant's attribute said, before the combination checks.
@@ -141,6 +141,7 @@ fn variant_rule<'a>(
     variant: &Variant<'a>,
     default: Option<Category>,
     type_name: &Ident,
+    default_failed: bool,
 ) -> Option<Rule<'a>> {
     let mut said = Said::default();
     let mut any_attr: Option<Span> = None;
@@ -179,11 +180,15 @@ fn variant_rule<'a>(
     } = said;
 
     if let Some(flag) = &transparent {
-        let others = category.is_some() || http_status.is_some() || hint.is_some();
-        if others {
+        let others = [
+            category.as_ref().map(|(_, key)| key),
+            http_status.as_ref().map(|(key, _)| key),
+            hint.as_ref().map(|(key, ..)| key),
+        ];
+        for key in others.into_iter().flatten() {
             errors.spanned(
-                flag,
-                "`transparent` takes the category and hint from the field; remove the other keys",
+                key,
+                format!("`transparent` takes the category and hint from the field; remove `{key}`"),
             );
         }
         let n = variant.fields.len();
@@ -228,7 +233,9 @@ fn variant_rule<'a>(
             }
             match (default, any_attr) {
                 (Some(c), None) => Source::Fixed(c),
-                (_, Some(_)) => return None, // an error was reported inside the attribute
+                // An error was reported inside the attribute, or in the enum's default.
+                (_, Some(_)) => return None,
+                (None, None) if default_failed => return None,
                 (None, None) => {
                     let at = variant
                         .ident
@@ -311,14 +318,7 @@ fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, fields: &
             &item.key,
             "`default` belongs on the enum, for the variants without a #[category]",
         ),
-        _ => errors.spanned(
-            &item.key,
-            format!(
-                "unknown #[category] key `{key}`{}; keys: {}",
-                did_you_mean(&key, &KEYS),
-                KEYS.join(", ")
-            ),
-        ),
+        _ => errors.spanned(&item.key, unknown("#[category] key", &key, "keys", &KEYS)),
     }
 }
 
