@@ -1,2 +1,388 @@
-//! Placeholder replaced by the benchmark suite.
-fn main() {}
+//! The cost of `#[retry]` and `#[timeout]` against the same loop written by
+//! hand, backon and tokio-retry (Issue 7; results in BENCHMARKS.md).
+//!
+//! Before criterion runs, the binary prints two tables: the size of each
+//! contender's future (`size_of_val`, not awaited) and the heap allocations
+//! per call, counted by the `#[global_allocator]` below. Then two criterion
+//! groups, every contender side by side:
+//!
+//! - `success`: the attempt succeeds at once, on a current-thread runtime;
+//! - `failure`: two transient failures then success (3 attempts, sleeps of
+//!   2 ms then 4 ms, no jitter, for every contender) on a paused clock, which
+//!   auto-advances, so the sleeps cost their timer work but no wall time.
+//!
+//! ```sh
+//! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench retry_paths
+//! ```
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::future::Future;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group};
+use nika_retry::{Boundary, Classify, Layer, TimeoutError, retry, timeout};
+use nika_retry_tests::ProviderError;
+use tokio::runtime::Runtime;
+use tokio_retry::strategy::ExponentialBackoff;
+
+// ---------------------------------------------------------------------------
+// Counting allocator (bench binary only: the crates themselves forbid unsafe).
+
+/// Counts every allocation and reallocation made through it.
+struct Counting;
+
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged; the counter has no effect on the memory handed out.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded contract of `GlobalAlloc::alloc`.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded contract of `GlobalAlloc::alloc_zeroed`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded contract of `GlobalAlloc::realloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded contract of `GlobalAlloc::dealloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+// ---------------------------------------------------------------------------
+// The operations.
+
+type Res = Result<u32, ProviderError>;
+
+/// The attempt of the success path: trivially `Ok`.
+async fn op(n: u32) -> Res {
+    Ok(black_box(n))
+}
+
+/// Attempts made by `flaky`, over all calls.
+static FLAKY: AtomicU32 = AtomicU32::new(0);
+
+/// The attempt of the failure path: of every three attempts, the first two
+/// fail with a 503 (transient; its empty message does not allocate).
+async fn flaky(n: u32) -> Res {
+    if FLAKY.fetch_add(1, Ordering::Relaxed) % 3 < 2 {
+        Err(ProviderError::Api {
+            status: 503,
+            message: String::new(),
+        })
+    } else {
+        Ok(black_box(n))
+    }
+}
+
+/// The per-attempt limit of the `#[timeout]` contenders.
+const LIMIT: Duration = Duration::from_secs(30);
+/// The provider layer's backoff (1 s, ×4): what the success-path hand loops use.
+const PROVIDER_BACKOFF: (Duration, u32) = (Duration::from_secs(1), 4);
+/// The failure path's schedule for everyone: 2 ms, then 4 ms.
+const FAIL_BACKOFF: (Duration, u32) = (Duration::from_millis(2), 2);
+
+/// The loop `#[retry]` stands for, written by hand with tokio: 3 attempts,
+/// retryable categories only, exponential backoff without jitter.
+macro_rules! hand_loop {
+    ($attempt:expr, $schedule:expr) => {{
+        let (initial, multiplier) = $schedule;
+        let mut attempt = 1u32;
+        loop {
+            match $attempt {
+                Err(e) if attempt < 3 && e.category().is_retryable() => {
+                    tokio::time::sleep(initial * multiplier.pow(attempt - 1)).await;
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }};
+}
+
+/// `$attempt` under `tokio::time::timeout(LIMIT, …)`, expiry mapped to the error.
+macro_rules! tokio_timeout {
+    ($attempt:expr) => {
+        match tokio::time::timeout(LIMIT, $attempt).await {
+            Ok(result) => result,
+            Err(_elapsed) => Err(ProviderError::Timeout(TimeoutError::new(
+                Boundary::Attempt,
+                LIMIT,
+                Layer::Provider,
+            ))),
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------
+// Success-path contenders: `fn(u32) -> impl Future<Output = Res>`.
+
+async fn plain_ok(n: u32) -> Res {
+    op(n).await
+}
+
+#[retry(layer = "provider")]
+async fn retry_ok(n: u32) -> Res {
+    op(n).await
+}
+
+async fn hand_ok(n: u32) -> Res {
+    hand_loop!(op(n).await, PROVIDER_BACKOFF)
+}
+
+fn backon_ok(n: u32) -> impl Future<Output = Res> {
+    (move || op(n)).retry(ExponentialBuilder::default())
+}
+
+fn tokio_retry_ok(n: u32) -> impl Future<Output = Res> {
+    tokio_retry::Retry::start(ExponentialBackoff::from_millis(2).take(2), move || op(n))
+}
+
+#[retry(layer = "provider")]
+#[timeout(attempt = "30s")]
+async fn retry_timeout_ok(n: u32) -> Res {
+    op(n).await
+}
+
+async fn hand_timeout_ok(n: u32) -> Res {
+    hand_loop!(tokio_timeout!(op(n)), PROVIDER_BACKOFF)
+}
+
+// ---------------------------------------------------------------------------
+// Failure-path contenders: the same, around `flaky`, with the 2 ms / 4 ms schedule.
+
+async fn plain_fail(n: u32) -> Res {
+    // No retry: returns the first error. Shown for the size and allocation tables only.
+    flaky(n).await
+}
+
+#[retry(layer = "provider", backoff = "2ms", multiplier = 2.0, jitter = 0.0)]
+async fn retry_fail(n: u32) -> Res {
+    flaky(n).await
+}
+
+async fn hand_fail(n: u32) -> Res {
+    hand_loop!(flaky(n).await, FAIL_BACKOFF)
+}
+
+fn backon_fail(n: u32) -> impl Future<Output = Res> {
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(FAIL_BACKOFF.0)
+        .with_factor(2.0)
+        .with_max_times(2);
+    (move || flaky(n)).retry(backoff)
+}
+
+fn tokio_retry_fail(n: u32) -> impl Future<Output = Res> {
+    tokio_retry::Retry::start(ExponentialBackoff::from_millis(2).take(2), move || flaky(n))
+}
+
+#[retry(layer = "provider", backoff = "2ms", multiplier = 2.0, jitter = 0.0)]
+#[timeout(attempt = "30s")]
+async fn retry_timeout_fail(n: u32) -> Res {
+    flaky(n).await
+}
+
+async fn hand_timeout_fail(n: u32) -> Res {
+    hand_loop!(tokio_timeout!(flaky(n)), FAIL_BACKOFF)
+}
+
+/// Calls `$cb!(name, contender)` for each success-path contender.
+macro_rules! success_contenders {
+    ($cb:ident) => {
+        $cb!("plain", plain_ok);
+        $cb!("retry", retry_ok);
+        $cb!("hand_loop", hand_ok);
+        $cb!("backon", backon_ok);
+        $cb!("tokio_retry", tokio_retry_ok);
+        $cb!("retry_timeout", retry_timeout_ok);
+        $cb!("hand_timeout", hand_timeout_ok);
+    };
+}
+
+/// Calls `$cb!(name, contender)` for each failure-path contender that retries.
+macro_rules! failure_contenders {
+    ($cb:ident) => {
+        $cb!("retry", retry_fail);
+        $cb!("hand_loop", hand_fail);
+        $cb!("backon", backon_fail);
+        $cb!("tokio_retry", tokio_retry_fail);
+        $cb!("retry_timeout", retry_timeout_fail);
+        $cb!("hand_timeout", hand_timeout_fail);
+    };
+}
+
+// ---------------------------------------------------------------------------
+// Runtimes.
+
+/// The success path's runtime: current thread, real clock.
+fn live_runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"))
+}
+
+/// The failure path's runtime: current thread, paused clock that auto-advances.
+fn paused_runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"))
+}
+
+// ---------------------------------------------------------------------------
+// Tables printed before criterion runs.
+
+const WARM_UP_CALLS: u32 = 1_000;
+const COUNTED_CALLS: u32 = 10_000;
+
+/// Heap allocations per call of `f`, after a warm-up, checking every call succeeds.
+fn allocs_per_call<F, Fut>(rt: &Runtime, name: &str, f: F) -> f64
+where
+    F: Fn(u32) -> Fut,
+    Fut: Future<Output = Res>,
+{
+    rt.block_on(async {
+        for i in 0..WARM_UP_CALLS {
+            let out = f(black_box(i)).await;
+            assert_eq!(out, Ok(i), "{name}: warm-up call {i}");
+        }
+        let before = ALLOCS.load(Ordering::SeqCst);
+        for i in 0..COUNTED_CALLS {
+            let out = f(black_box(i)).await;
+            if out.is_err() {
+                panic!("{name}: call {i} failed");
+            }
+        }
+        let after = ALLOCS.load(Ordering::SeqCst);
+        (after - before) as f64 / f64::from(COUNTED_CALLS)
+    })
+}
+
+fn print_tables() {
+    let live = live_runtime();
+    let paused = paused_runtime();
+
+    println!("\n## Future sizes (bytes, `size_of_val` of the unawaited future)\n");
+    println!("| contender | success path | failure path |");
+    println!("|---|---:|---:|");
+    let mut sizes: Vec<(&str, usize, Option<usize>)> = Vec::new();
+    macro_rules! size_ok {
+        ($name:expr, $f:ident) => {
+            sizes.push(($name, std::mem::size_of_val(&$f(1)), None));
+        };
+    }
+    success_contenders!(size_ok);
+    sizes[0].2 = Some(std::mem::size_of_val(&plain_fail(1)));
+    macro_rules! size_fail {
+        ($name:expr, $f:ident) => {
+            let size = std::mem::size_of_val(&$f(1));
+            if let Some(row) = sizes.iter_mut().find(|row| row.0 == $name) {
+                row.2 = Some(size);
+            }
+        };
+    }
+    failure_contenders!(size_fail);
+    for (name, ok, fail) in &sizes {
+        let fail = fail.map_or_else(|| "—".to_owned(), |s| s.to_string());
+        println!("| {name} | {ok} | {fail} |");
+    }
+    println!(
+        "\n(`op`'s own future: {} bytes; `flaky`'s: {} bytes; `tokio::time::Sleep`: {} bytes)",
+        std::mem::size_of_val(&op(1)),
+        std::mem::size_of_val(&flaky(1)),
+        std::mem::size_of::<tokio::time::Sleep>(),
+    );
+
+    println!("\n## Heap allocations ({COUNTED_CALLS} calls after {WARM_UP_CALLS} warm-up calls)\n");
+    println!("| contender | success: per call | failure: per call | failure: per attempt |");
+    println!("|---|---:|---:|---:|");
+    let mut allocs: Vec<(&str, f64, Option<f64>)> = Vec::new();
+    macro_rules! allocs_ok {
+        ($name:expr, $f:ident) => {
+            allocs.push(($name, allocs_per_call(&live, $name, $f), None));
+        };
+    }
+    success_contenders!(allocs_ok);
+    macro_rules! allocs_fail {
+        ($name:expr, $f:ident) => {
+            let per_call = allocs_per_call(&paused, $name, $f);
+            if let Some(row) = allocs.iter_mut().find(|row| row.0 == $name) {
+                row.2 = Some(per_call);
+            }
+        };
+    }
+    failure_contenders!(allocs_fail);
+    for (name, ok, fail) in &allocs {
+        let (call, attempt) = fail.map_or_else(
+            || ("—".to_owned(), "—".to_owned()),
+            |a| (format!("{a:.3}"), format!("{:.3}", a / 3.0)),
+        );
+        println!("| {name} | {ok:.3} | {call} | {attempt} |");
+    }
+    println!();
+}
+
+// ---------------------------------------------------------------------------
+// Criterion groups.
+
+fn configure(group: &mut BenchmarkGroup<'_, WallTime>) {
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(50);
+}
+
+fn success_path(c: &mut Criterion) {
+    let rt = live_runtime();
+    let mut group = c.benchmark_group("success");
+    configure(&mut group);
+    macro_rules! bench {
+        ($name:expr, $f:ident) => {
+            group.bench_function($name, |b| b.to_async(&rt).iter(|| $f(black_box(1))));
+        };
+    }
+    success_contenders!(bench);
+    group.finish();
+}
+
+fn failure_path(c: &mut Criterion) {
+    let rt = paused_runtime();
+    let mut group = c.benchmark_group("failure");
+    configure(&mut group);
+    macro_rules! bench {
+        ($name:expr, $f:ident) => {
+            group.bench_function($name, |b| b.to_async(&rt).iter(|| $f(black_box(1))));
+        };
+    }
+    failure_contenders!(bench);
+    group.finish();
+}
+
+criterion_group!(benches, success_path, failure_path);
+
+fn main() {
+    print_tables();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

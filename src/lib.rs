@@ -1,6 +1,10 @@
-//! Shared pieces of the integration tests and examples of nika-retry: an
-//! error type written as a verb crate would write it, and an attempt counter.
+//! Shared pieces of the integration tests and examples of nika-retry: a
+//! loopback fault server, a verb crate written as a user would write it, an
+//! error type and an attempt counter.
 #![forbid(unsafe_code)]
+
+pub mod fault;
+pub mod verb;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

@@ -10,6 +10,9 @@ use std::time::SystemTime;
 
 use crate::ErrorCategory;
 
+#[cfg(feature = "reqwest")]
+pub use crate::reqwest_impl::classify_response;
+
 /// The category of an HTTP status code.
 ///
 /// 429 → `RateLimited`; 408 and 500–599 → `Transient`; 401 and 403 → `Auth`;

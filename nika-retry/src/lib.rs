@@ -80,6 +80,8 @@ mod config;
 pub mod engine;
 pub mod http;
 mod layer;
+#[cfg(feature = "reqwest")]
+mod reqwest_impl;
 mod timeout;
 
 pub use category::{CategorySet, ErrorCategory, ParseCategoryError};

@@ -1,0 +1,74 @@
+//! `reqwest` support (feature `reqwest`): classify its errors and responses.
+
+use std::time::SystemTime;
+
+use reqwest::header::HeaderMap;
+
+use crate::http::{Headers, retry_hint, status_category};
+use crate::{Classify, ErrorCategory};
+
+impl Classify for reqwest::Error {
+    /// A status error by its status; a failure of the connection itself
+    /// (refused, reset, stalled: an `io::Error` anywhere in the source chain,
+    /// or a connect, timeout, request or body error) is transient; a builder,
+    /// redirect or decode error is permanent.
+    fn category(&self) -> ErrorCategory {
+        if let Some(status) = self.status() {
+            return status_category(status.as_u16());
+        }
+        // A body cut by a reset surfaces as a decode error whose source is the io error.
+        if let Some(io) = io_source(self) {
+            return crate::io_kind_category(io.kind());
+        }
+        if self.is_builder() || self.is_redirect() || self.is_decode() {
+            return ErrorCategory::Permanent;
+        }
+        if self.is_connect() || self.is_timeout() || self.is_request() || self.is_body() {
+            return ErrorCategory::Transient;
+        }
+        ErrorCategory::Permanent
+    }
+}
+
+/// The first `io::Error` in the source chain of `error`.
+fn io_source(error: &reqwest::Error) -> Option<&std::io::Error> {
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        source = e.source();
+    }
+    None
+}
+
+impl Headers for HeaderMap {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.get(name).map(|v| v.as_bytes())
+    }
+}
+
+impl crate::__private::HttpStatus for reqwest::StatusCode {
+    fn code(&self) -> u16 {
+        self.as_u16()
+    }
+}
+
+/// The category of a response's status and the server's wait hint from its
+/// headers (`retry-after-ms`, `x-amz-retry-after`, `grpc-retry-pushback-ms`,
+/// then `Retry-After` in either form), for a transport that turns a non-success
+/// response into its own error.
+///
+/// ```
+/// # async fn demo(response: reqwest::Response) {
+/// let (category, hint) = nika_retry::http::classify_response(&response);
+/// # }
+/// ```
+pub fn classify_response(
+    response: &reqwest::Response,
+) -> (ErrorCategory, Option<std::time::Duration>) {
+    (
+        status_category(response.status().as_u16()),
+        retry_hint(response.headers(), SystemTime::now()),
+    )
+}

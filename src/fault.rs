@@ -1,0 +1,290 @@
+//! A loopback HTTP/1.1 server that fails on purpose, one scripted fault per
+//! request: for the integration tests and the demo.
+//!
+//! It binds `127.0.0.1:0`, serves at most `max_requests` requests, and stops
+//! by itself when its lifetime ends or when it is dropped.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// What the server does with one request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// `200 OK` with this body.
+    Ok(String),
+    /// This status with an empty body (401, 404, 400, 500, …).
+    Status(u16),
+    /// `503 Service Unavailable` with `Retry-After: <seconds>`.
+    UnavailableFor(u64),
+    /// `503 Service Unavailable` with `Retry-After: <HTTP-date>` this far ahead.
+    UnavailableUntil(Duration),
+    /// `429 Too Many Requests` with a provider-style JSON body carrying
+    /// `retry_after_ms` (and no header: the provider crate reads the body).
+    RateLimited {
+        /// The wait asked for.
+        retry_after_ms: u64,
+    },
+    /// Starts a `200` response, then resets the connection mid-body.
+    Reset,
+    /// Waits this long, then answers `200 OK` with this body.
+    Stall(Duration, String),
+    /// Accepts the request and never answers.
+    Hang,
+}
+
+impl Fault {
+    /// `200 OK` with `body`.
+    pub fn ok(body: &str) -> Fault {
+        Fault::Ok(body.to_owned())
+    }
+}
+
+/// One request the server saw.
+#[derive(Clone, Debug)]
+pub struct Hit {
+    /// When it arrived (tokio's clock).
+    pub at: Instant,
+    /// The request path.
+    pub path: String,
+    /// The fault served.
+    pub fault: Fault,
+}
+
+/// A running fault server.
+pub struct FaultServer {
+    addr: SocketAddr,
+    hits: Arc<Mutex<Vec<Hit>>>,
+    task: JoinHandle<()>,
+}
+
+/// How long a server lives at most.
+pub const LIFETIME: Duration = Duration::from_secs(60);
+
+impl FaultServer {
+    /// Starts a server that serves `script` in order, then repeats its last
+    /// fault; at most 1 000 requests and [`LIFETIME`].
+    pub async fn start(script: impl IntoIterator<Item = Fault>) -> FaultServer {
+        FaultServer::start_bounded(script, 1_000, LIFETIME).await
+    }
+
+    /// Like [`start`](FaultServer::start) with explicit bounds.
+    pub async fn start_bounded(
+        script: impl IntoIterator<Item = Fault>,
+        max_requests: usize,
+        lifetime: Duration,
+    ) -> FaultServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let script: Vec<Fault> = script.into_iter().collect();
+        let hits = Arc::new(Mutex::new(Vec::new()));
+        let state = Arc::new(State {
+            script,
+            hits: hits.clone(),
+            max_requests,
+        });
+        let task = tokio::spawn(async move {
+            let accept = async {
+                let mut connections = tokio::task::JoinSet::new();
+                while let Ok((stream, _)) = listener.accept().await {
+                    connections.spawn(serve(stream, state.clone()));
+                    if state.served() >= state.max_requests {
+                        break;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(lifetime, accept).await;
+        });
+        FaultServer { addr, hits, task }
+    }
+
+    /// The server's address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The requests seen so far.
+    pub fn hits(&self) -> Vec<Hit> {
+        self.hits.lock().expect("hits").clone()
+    }
+
+    /// How many requests arrived.
+    pub fn requests(&self) -> usize {
+        self.hits.lock().expect("hits").len()
+    }
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// An address on 127.0.0.1 where nothing listens: connecting is refused.
+pub async fn closed_port() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    addr
+}
+
+struct State {
+    script: Vec<Fault>,
+    hits: Arc<Mutex<Vec<Hit>>>,
+    max_requests: usize,
+}
+
+impl State {
+    fn served(&self) -> usize {
+        self.hits.lock().expect("hits").len()
+    }
+
+    /// Records a request and picks its fault.
+    fn next(&self, path: String) -> Option<Fault> {
+        let mut hits = self.hits.lock().expect("hits");
+        if hits.len() >= self.max_requests {
+            return None;
+        }
+        let fault = self.script.get(hits.len()).or(self.script.last())?.clone();
+        hits.push(Hit {
+            at: Instant::now(),
+            path,
+            fault: fault.clone(),
+        });
+        Some(fault)
+    }
+}
+
+/// Serves the requests of one keep-alive connection.
+async fn serve(mut stream: TcpStream, state: Arc<State>) {
+    let mut buf = Vec::with_capacity(1024);
+    loop {
+        let Some(path) = read_request(&mut stream, &mut buf).await else {
+            return;
+        };
+        let Some(fault) = state.next(path) else {
+            return;
+        };
+        let response = match fault {
+            Fault::Ok(body) => response(200, "OK", &[], &body),
+            Fault::Status(status) => response(status, reason(status), &[], ""),
+            Fault::UnavailableFor(secs) => response(
+                503,
+                "Service Unavailable",
+                &[("Retry-After", secs.to_string())],
+                "",
+            ),
+            Fault::UnavailableUntil(ahead) => {
+                let date = httpdate::fmt_http_date(std::time::SystemTime::now() + ahead);
+                response(503, "Service Unavailable", &[("Retry-After", date)], "")
+            }
+            Fault::RateLimited { retry_after_ms } => {
+                let body = format!(
+                    r#"{{"error":{{"type":"rate_limit_error","message":"slow down","retry_after_ms":{retry_after_ms}}}}}"#
+                );
+                response(
+                    429,
+                    "Too Many Requests",
+                    &[("Content-Type", "application/json".into())],
+                    &body,
+                )
+            }
+            Fault::Reset => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial";
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.flush().await;
+                // Linger 0: closing sends RST rather than FIN.
+                let _ = stream.set_zero_linger();
+                return;
+            }
+            Fault::Stall(wait, body) => {
+                tokio::time::sleep(wait).await;
+                response(200, "OK", &[], &body)
+            }
+            Fault::Hang => {
+                std::future::pending::<()>().await;
+                return;
+            }
+        };
+        if stream.write_all(response.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads one request head (and its body, if it has a length); returns its path.
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let path = head.split_whitespace().nth(1)?.to_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    buf.drain(..head_end + length);
+    Some(path)
+}
+
+fn response(status: u16, reason: &str, headers: &[(&str, String)], body: &str) -> String {
+    let mut out = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    out.push_str(body);
+    out
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}

@@ -1,0 +1,254 @@
+//! A small verb crate, written as a user of nika-retry writes one: the HTTP
+//! transport (L1), a provider calling an LLM API over it (L2), a tool that
+//! calls an HTTP service (L2), and a task runner that puts a workflow task's
+//! YAML policy in force. The integration tests and the demo drive it against
+//! the [fault server](crate::fault).
+
+use std::time::Duration;
+
+use nika_retry::task::{TaskPolicy, scope};
+use nika_retry::{Classify, RetryConfig, TimeoutError, retry, timeout};
+
+/// Per-request options of the transport (ADR-019: L1 is configured per request).
+#[derive(Clone, Debug)]
+pub struct RequestOptions {
+    /// Bounds establishing the connection (reqwest's connect phase).
+    pub connect_timeout: Duration,
+    /// Bounds each attempt: sending and reading the whole response.
+    pub read_timeout: Duration,
+    /// Replaces the http layer defaults when set.
+    pub retry: Option<RetryConfig>,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(120),
+            retry: None,
+        }
+    }
+}
+
+/// What the transport fails with.
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum HttpError {
+    /// Refused, reset, timed out in reqwest, or a broken body.
+    #[error("request failed: {0}")]
+    #[category(transparent)]
+    Request(#[from] reqwest::Error),
+    /// A non-success status, with the server's wait hint.
+    #[error("HTTP {status}")]
+    #[category(http_status = status, retry_after = retry_after)]
+    Status {
+        /// The status code.
+        status: u16,
+        /// From `Retry-After` and friends.
+        retry_after: Option<Duration>,
+        /// The response body.
+        body: String,
+    },
+    /// The read timeout of an attempt, or a total deadline.
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+/// The L1 transport.
+pub struct Transport {
+    client: reqwest::Client,
+    base: String,
+    options: RequestOptions,
+}
+
+impl Transport {
+    /// A transport to `base` (`http://127.0.0.1:PORT`).
+    pub fn new(base: impl Into<String>, options: RequestOptions) -> Transport {
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .build()
+            .expect("a plain HTTP client builds");
+        Transport {
+            client,
+            base: base.into(),
+            options,
+        }
+    }
+
+    /// One POST: connect, send, read. Retried on connection failures and 5xx,
+    /// waiting at least `Retry-After`; 429 is left to the provider layer.
+    #[retry(layer = "http", config = self.options.retry.clone())]
+    #[timeout(read = self.options.read_timeout)]
+    pub async fn post(&self, path: &str, body: &str) -> Result<String, HttpError> {
+        let url = format!("{}{path}", self.base);
+        let response = self.client.post(url).body(body.to_owned()).send().await?;
+        let (_, retry_after) = nika_retry::http::classify_response(&response);
+        let status = response.status();
+        let body = response.text().await?;
+        if status.is_success() {
+            return Ok(body);
+        }
+        Err(HttpError::Status {
+            status: status.as_u16(),
+            retry_after,
+            body,
+        })
+    }
+}
+
+/// What the provider fails with: ADR-019's `ProviderError`.
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum ProviderError {
+    /// HTTP 429, with the provider's hint from its JSON body.
+    #[error("rate limited")]
+    #[category(rate_limited, retry_after_ms = retry_after_ms)]
+    RateLimited {
+        /// The wait the provider asked for.
+        retry_after_ms: Option<u64>,
+    },
+    /// Any other API failure.
+    #[error("api error {status}: {message}")]
+    #[category(http_status = status)]
+    Api {
+        /// The status.
+        status: u16,
+        /// The body.
+        message: String,
+    },
+    /// The transport gave up (its own retries spent).
+    #[error(transparent)]
+    #[category(transparent)]
+    Transport(HttpError),
+    /// A time limit of the provider call.
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+impl From<HttpError> for ProviderError {
+    fn from(error: HttpError) -> Self {
+        match error {
+            HttpError::Status {
+                status: 429, body, ..
+            } => ProviderError::RateLimited {
+                retry_after_ms: serde_json::from_str::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v["error"]["retry_after_ms"].as_u64()),
+            },
+            HttpError::Status { status, body, .. } => ProviderError::Api {
+                status,
+                message: body,
+            },
+            other => ProviderError::Transport(other),
+        }
+    }
+}
+
+/// An LLM provider over the transport.
+pub struct Provider {
+    transport: Transport,
+}
+
+impl Provider {
+    /// A provider over `transport`.
+    pub fn new(transport: Transport) -> Provider {
+        Provider { transport }
+    }
+
+    /// One completion. Retries 5xx and 429 (waiting out `retry_after_ms`),
+    /// 3 attempts, 1 s then 4 s; a task's `retry:` block replaces that.
+    #[retry(layer = "provider")]
+    pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
+        Ok(self.transport.post("/v1/complete", prompt).await?)
+    }
+}
+
+/// What a tool fails with.
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum ToolError {
+    /// The tool's service is down: transient, but tool failures are not
+    /// retried unless the task opts in.
+    #[error("tool unavailable: {0}")]
+    #[category(transient)]
+    Unavailable(String),
+    /// The tool refused its input.
+    #[error("tool failed: {0}")]
+    #[category(permanent)]
+    Failed(String),
+    /// The tool took too long.
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+/// A tool behind an HTTP service.
+pub struct HttpTool {
+    transport: Transport,
+}
+
+impl HttpTool {
+    /// A tool over `transport`.
+    pub fn new(transport: Transport) -> HttpTool {
+        HttpTool { transport }
+    }
+
+    /// Runs the tool once; never retried by itself (ADR-019).
+    #[retry(layer = "tool")]
+    #[timeout(attempt = "5s")]
+    pub async fn run(&self, input: &str) -> Result<String, ToolError> {
+        match self.transport.post("/tool", input).await {
+            Ok(out) => Ok(out),
+            Err(HttpError::Status { status, body, .. }) if status < 500 => {
+                Err(ToolError::Failed(body))
+            }
+            Err(e) => Err(ToolError::Unavailable(e.to_string())),
+        }
+    }
+}
+
+/// A workflow task, as the YAML gives it.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct Task {
+    /// The task's name.
+    pub id: String,
+    /// `infer` (the provider) or `tool`.
+    pub verb: String,
+    /// The prompt or tool input.
+    pub input: String,
+    /// The task's `retry:`, `timeout:` and `budget:`.
+    #[serde(flatten)]
+    pub policy: TaskPolicy,
+}
+
+/// What a task fails with.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The provider failed.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// The tool failed.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+    /// The task's `timeout:` expired.
+    #[error(transparent)]
+    Timeout(#[from] TimeoutError),
+    /// The verb is not known.
+    #[error("unknown verb `{0}`")]
+    UnknownVerb(String),
+}
+
+/// Runs `task` with its policy in force.
+pub async fn run_task(
+    task: &Task,
+    provider: &Provider,
+    tool: &HttpTool,
+) -> Result<String, TaskError> {
+    scope(task.policy.clone(), async {
+        match task.verb.as_str() {
+            "infer" => Ok(provider.complete(&task.input).await?),
+            "tool" => Ok(tool.run(&task.input).await?),
+            other => Err(TaskError::UnknownVerb(other.to_owned())),
+        }
+    })
+    .await
+}

@@ -1,0 +1,344 @@
+//! The verb crate against a real HTTP server on 127.0.0.1 with a real
+//! reqwest client: every fault, which layer retried, the waits honoured.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
+use nika_retry::{Boundary, Classify, ErrorCategory, Layer, RetryConfig};
+use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
+use nika_retry_tests::verb::{
+    HttpError, HttpTool, Provider, ProviderError, RequestOptions, Task, TaskError, ToolError,
+    Transport, run_task,
+};
+use tokio::time::Instant;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Fast http-layer retries so the suite stays quick: 3 attempts, 20 ms apart.
+fn fast() -> RequestOptions {
+    let retry = RetryConfig::for_layer(Layer::Http)
+        .with_initial_backoff(ms(20))
+        .and_then(|c| c.with_jitter(0.0))
+        .unwrap();
+    RequestOptions {
+        read_timeout: ms(300),
+        retry: Some(retry),
+        ..RequestOptions::default()
+    }
+}
+
+#[derive(Default)]
+struct EventLog(Mutex<Vec<RetryEvent>>);
+
+impl RetryObserver for EventLog {
+    fn on_event(&self, event: &RetryEvent) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+impl EventLog {
+    fn events(&self) -> Vec<RetryEvent> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// `(layer, outcome)` of every event.
+    fn outline(&self) -> Vec<(Layer, Outcome)> {
+        self.events().iter().map(|e| (e.layer, e.outcome)).collect()
+    }
+}
+
+use Layer::{Http, Provider as P, Tool};
+use Outcome::{GaveUp, Recovered, Retrying};
+
+#[tokio::test]
+async fn connection_refused_is_retried_at_the_http_layer() {
+    let addr = closed_port().await;
+    let transport = Transport::new(format!("http://{addr}"), fast());
+    let log = Arc::new(EventLog::default());
+    let err = observe(log.clone(), transport.post("/", "x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, HttpError::Request(e) if e.is_connect()),
+        "{err:?}"
+    );
+    assert_eq!(err.category(), ErrorCategory::Transient);
+    assert_eq!(
+        log.outline(),
+        [(Http, Retrying), (Http, Retrying), (Http, GaveUp)]
+    );
+}
+
+#[tokio::test]
+async fn a_503_waits_at_least_its_retry_after_in_seconds() {
+    let server = FaultServer::start([Fault::UnavailableFor(1), Fault::ok("fine")]).await;
+    let transport = Transport::new(server.url(""), fast());
+    assert_eq!(transport.post("/", "x").await.unwrap(), "fine");
+    let hits = server.hits();
+    assert_eq!(hits.len(), 2);
+    assert!(
+        hits[1].at - hits[0].at >= Duration::from_secs(1),
+        "{:?}",
+        hits[1].at - hits[0].at
+    );
+}
+
+#[tokio::test]
+async fn a_503_waits_for_its_retry_after_date() {
+    let server = FaultServer::start([
+        Fault::UnavailableUntil(Duration::from_secs(2)),
+        Fault::ok("fine"),
+    ])
+    .await;
+    let transport = Transport::new(server.url(""), fast());
+    let log = Arc::new(EventLog::default());
+    assert_eq!(
+        observe(log.clone(), transport.post("/", "x"))
+            .await
+            .unwrap(),
+        "fine"
+    );
+    let events = log.events();
+    // An HTTP-date has whole seconds: 2 s ahead is a wait of 1 to 2 s.
+    let delay = events[0].delay.unwrap();
+    assert!(
+        events[0].from_hint && delay >= ms(1000) && delay <= ms(2000),
+        "{delay:?}"
+    );
+    let hits = server.hits();
+    assert!(hits[1].at - hits[0].at >= delay);
+}
+
+#[tokio::test]
+async fn a_reset_mid_response_is_retried() {
+    let server = FaultServer::start([Fault::Reset, Fault::ok("whole")]).await;
+    let transport = Transport::new(server.url(""), fast());
+    let log = Arc::new(EventLog::default());
+    assert_eq!(
+        observe(log.clone(), transport.post("/", "x"))
+            .await
+            .unwrap(),
+        "whole"
+    );
+    assert_eq!(server.requests(), 2);
+    assert_eq!(log.outline(), [(Http, Retrying), (Http, Recovered)]);
+}
+
+#[tokio::test]
+async fn a_stall_past_the_read_timeout_is_cut_and_retried() {
+    let server = FaultServer::start([
+        Fault::Stall(Duration::from_secs(5), "late".into()),
+        Fault::ok("on time"),
+    ])
+    .await;
+    let transport = Transport::new(server.url(""), fast());
+    let log = Arc::new(EventLog::default());
+    let start = Instant::now();
+    assert_eq!(
+        observe(log.clone(), transport.post("/", "x"))
+            .await
+            .unwrap(),
+        "on time"
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(log.outline(), [(Http, Retrying), (Http, Recovered)]);
+    assert_eq!(log.events()[0].category, ErrorCategory::Transient);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_gives_read_timeouts() {
+    let server = FaultServer::start([Fault::Hang]).await;
+    let transport = Transport::new(server.url(""), fast());
+    let err = transport.post("/", "x").await.unwrap_err();
+    let HttpError::Timeout(timeout) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        (timeout.boundary(), timeout.limit(), timeout.layer()),
+        (Boundary::Read, ms(300), Http)
+    );
+    assert_eq!(server.requests(), 3);
+}
+
+#[tokio::test]
+async fn a_429_is_left_to_the_provider_which_waits_out_its_hint() {
+    let server = FaultServer::start([
+        Fault::RateLimited {
+            retry_after_ms: 400,
+        },
+        Fault::ok("done"),
+    ])
+    .await;
+    let provider = Provider::new(Transport::new(server.url(""), fast()));
+    let log = Arc::new(EventLog::default());
+    assert_eq!(
+        observe(log.clone(), provider.complete("hi")).await.unwrap(),
+        "done"
+    );
+    let events = log.events();
+    assert_eq!(
+        log.outline(),
+        [(Http, GaveUp), (P, Retrying), (P, Recovered)],
+        "{events:#?}"
+    );
+    assert_eq!(
+        (events[0].category, events[1].category),
+        (ErrorCategory::RateLimited, ErrorCategory::RateLimited)
+    );
+    assert_eq!(
+        (events[1].delay, events[1].from_hint),
+        (Some(ms(400)), true)
+    );
+    let hits = server.hits();
+    assert_eq!(hits.len(), 2, "the http layer did not retry the 429");
+    assert!(hits[1].at - hits[0].at >= ms(400));
+}
+
+#[tokio::test]
+async fn auth_not_found_and_bad_request_are_never_retried() {
+    for (status, category) in [
+        (401, ErrorCategory::Auth),
+        (404, ErrorCategory::NotFound),
+        (400, ErrorCategory::Permanent),
+    ] {
+        let server = FaultServer::start([Fault::Status(status)]).await;
+        let provider = Provider::new(Transport::new(server.url(""), fast()));
+        let err = provider.complete("hi").await.unwrap_err();
+        assert!(
+            matches!(err, ProviderError::Api { status: s, .. } if s == status),
+            "{err:?}"
+        );
+        assert_eq!(err.category(), category);
+        assert_eq!(server.requests(), 1, "{status}");
+    }
+}
+
+fn task(yaml: &str) -> Task {
+    serde_yaml::from_str(yaml).unwrap()
+}
+
+#[tokio::test]
+async fn a_tool_failure_is_not_retried_until_the_task_opts_in() {
+    let server = FaultServer::start([Fault::Status(503)]).await;
+    let tool = HttpTool::new(Transport::new(
+        server.url(""),
+        RequestOptions {
+            retry: None,
+            ..fast()
+        }
+        .with_single_attempt(),
+    ));
+    let provider = Provider::new(Transport::new(server.url(""), fast()));
+    let log = Arc::new(EventLog::default());
+    let plain = task("{ id: t1, verb: tool, input: ls }");
+    let err = observe(log.clone(), run_task(&plain, &provider, &tool))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, TaskError::Tool(ToolError::Unavailable(_))),
+        "{err:?}"
+    );
+    assert_eq!(server.requests(), 1);
+    // The transport's single attempt gives up, then the tool does not retry.
+    assert_eq!(log.outline(), [(Http, GaveUp), (Tool, GaveUp)]);
+
+    let server =
+        FaultServer::start([Fault::Status(503), Fault::Status(503), Fault::ok("listing")]).await;
+    let tool = HttpTool::new(Transport::new(
+        server.url(""),
+        RequestOptions {
+            retry: None,
+            ..fast()
+        }
+        .with_single_attempt(),
+    ));
+    let opted_in = task(
+        "{ id: t2, verb: tool, input: ls, retry: { max_attempts: 3, delay_ms: 50, backoff: constant } }",
+    );
+    assert_eq!(
+        run_task(&opted_in, &provider, &tool).await.unwrap(),
+        "listing"
+    );
+    assert_eq!(server.requests(), 3);
+}
+
+#[tokio::test]
+async fn the_task_retry_block_sets_the_provider_attempts_and_timeout_bounds_the_task() {
+    let server = FaultServer::start([Fault::Status(500)]).await;
+    let tool = HttpTool::new(Transport::new(server.url(""), fast()));
+    let provider = Provider::new(Transport::new(server.url(""), fast().with_single_attempt()));
+    let t = task("{ id: t3, verb: infer, input: hi, retry: { max_attempts: 2, delay_ms: 50 } }");
+    assert!(matches!(
+        run_task(&t, &provider, &tool).await,
+        Err(TaskError::Provider(_))
+    ));
+    assert_eq!(server.requests(), 2);
+
+    let server = FaultServer::start([Fault::Hang]).await;
+    let provider = Provider::new(Transport::new(server.url(""), RequestOptions::default()));
+    let t = task("{ id: t4, verb: infer, input: hi, timeout: 300ms }");
+    let start = Instant::now();
+    let err = run_task(&t, &provider, &tool).await.unwrap_err();
+    let TaskError::Timeout(timeout) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        (timeout.boundary(), timeout.layer()),
+        (Boundary::Total, Layer::Task)
+    );
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
+
+/// Options whose http layer makes a single attempt, to count the layer above.
+trait SingleAttempt {
+    fn with_single_attempt(self) -> Self;
+}
+
+impl SingleAttempt for RequestOptions {
+    fn with_single_attempt(mut self) -> Self {
+        self.retry = Some(
+            RetryConfig::for_layer(Layer::Http)
+                .with_max_attempts(1)
+                .unwrap(),
+        );
+        self
+    }
+}
+
+#[tokio::test]
+async fn reqwest_errors_classify_by_status_and_by_cause() {
+    let server =
+        FaultServer::start([Fault::Status(503), Fault::Status(404), Fault::Status(429)]).await;
+    let client = reqwest::Client::new();
+    let mut categories = vec![];
+    for _ in 0..3 {
+        let err = client
+            .get(server.url("/"))
+            .send()
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap_err();
+        categories.push(err.category());
+    }
+    assert_eq!(
+        categories,
+        [
+            ErrorCategory::Transient,
+            ErrorCategory::NotFound,
+            ErrorCategory::RateLimited
+        ]
+    );
+
+    let refused = client
+        .get(format!("http://{}/", closed_port().await))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(refused.category(), ErrorCategory::Transient);
+    let bad_url = client.get("http://[::1").send().await.unwrap_err();
+    assert_eq!(bad_url.category(), ErrorCategory::Permanent);
+}
