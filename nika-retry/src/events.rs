@@ -79,7 +79,7 @@ impl Outcome {
 
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -126,6 +126,8 @@ impl fmt::Display for RetryEvent {
             self.outcome
         )?;
         if let Some(delay) = self.delay {
+            // Whole milliseconds: jitter makes the rest noise in a log line.
+            let delay = Duration::from_millis(delay.as_millis().try_into().unwrap_or(u64::MAX));
             write!(f, " in {}", humantime::format_duration(delay))?;
             if self.from_hint {
                 f.write_str(" (server hint)")?;

@@ -48,7 +48,7 @@ impl Layer {
 
 impl fmt::Display for Layer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -77,6 +77,7 @@ mod tests {
         for l in Layer::ALL {
             assert_eq!(l.to_string().parse::<Layer>(), Ok(l));
         }
+        assert_eq!(format!("{:<6}|", Layer::Http), "http  |", "Display pads");
         assert_eq!(
             "Http".parse::<Layer>(),
             Err(ParseLayerError("Http".to_owned()))

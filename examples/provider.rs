@@ -1,0 +1,58 @@
+//! A provider ("verb") crate: ADR-019's `ProviderError`, classified by a
+//! derive, and a provider method whose retries and timeout are two attributes.
+//!
+//! ```text
+//! cargo run --example provider
+//! ```
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use nika_retry::{Classify, TimeoutError, retry, timeout};
+
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum ProviderError {
+    #[error("rate limited")]
+    #[category(rate_limited, retry_after_ms = retry_after_ms)]
+    RateLimited { retry_after_ms: Option<u64> },
+    #[error("api error {status}: {message}")]
+    #[category(http_status = status)]
+    Api { status: u16, message: String },
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+pub struct Client {
+    calls: AtomicU32,
+}
+
+impl Client {
+    /// One attempt of a completion. The macro generates the loop: 5xx and 429
+    /// are retried (3 attempts, 1 s then 4 s, or the server's hint), 4xx are
+    /// not, and each attempt gets 120 s.
+    #[retry(layer = "provider")]
+    #[timeout(read = "120s")]
+    pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
+        // A stand-in for the HTTP call: rate limited once, then an answer.
+        match self.calls.fetch_add(1, Ordering::SeqCst) {
+            0 => Err(ProviderError::RateLimited {
+                retry_after_ms: Some(300),
+            }),
+            _ => Ok(format!("completion of {prompt:?}")),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let client = Client {
+        calls: AtomicU32::new(0),
+    };
+    let started = std::time::Instant::now();
+    let answer = client.complete("hello").await.expect("the retry succeeds");
+    println!(
+        "{answer} after {} calls in {:.2?} (waited out retry_after_ms = 300)",
+        client.calls.load(Ordering::SeqCst),
+        started.elapsed()
+    );
+}

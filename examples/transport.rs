@@ -1,0 +1,86 @@
+//! An L1 HTTP transport: retries connection failures and 5xx (waiting at
+//! least `Retry-After`), leaves 429 to the provider layer, bounds each
+//! attempt with a read timeout taken from per-request options.
+//!
+//! ```text
+//! cargo run --example transport
+//! ```
+
+use std::time::Duration;
+
+use nika_retry::{Classify, RetryConfig, TimeoutError, retry, timeout};
+use nika_retry_tests::fault::{Fault, FaultServer};
+
+#[derive(Debug, thiserror::Error, Classify)]
+pub enum HttpError {
+    #[error("request failed: {0}")]
+    #[category(transparent)]
+    Request(#[from] reqwest::Error),
+    #[error("HTTP {status}")]
+    #[category(http_status = status, retry_after = retry_after)]
+    Status {
+        status: u16,
+        retry_after: Option<Duration>,
+    },
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+pub struct RequestOptions {
+    pub read_timeout: Duration,
+    /// `None`: the http layer defaults (3 attempts, 250 ms then 1 s, 50 % jitter).
+    pub retry: Option<RetryConfig>,
+}
+
+pub struct Transport {
+    client: reqwest::Client,
+    options: RequestOptions,
+}
+
+impl Transport {
+    #[retry(layer = "http", config = self.options.retry.clone())]
+    #[timeout(read = self.options.read_timeout)]
+    pub async fn get(&self, url: &str) -> Result<String, HttpError> {
+        let response = self.client.get(url).send().await?;
+        let (_, retry_after) = nika_retry::http::classify_response(&response);
+        let status = response.status();
+        if !status.is_success() {
+            return Err(HttpError::Status {
+                status: status.as_u16(),
+                retry_after,
+            });
+        }
+        Ok(response.text().await?)
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let server = FaultServer::start([
+        Fault::Status(502),
+        Fault::UnavailableFor(1),
+        Fault::ok("hello"),
+    ])
+    .await;
+    let transport = Transport {
+        client: reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .unwrap(),
+        options: RequestOptions {
+            read_timeout: Duration::from_secs(120),
+            retry: None,
+        },
+    };
+    let started = std::time::Instant::now();
+    let body = transport
+        .get(&server.url("/"))
+        .await
+        .expect("the third attempt succeeds");
+    println!(
+        "{body:?} after {} requests in {:.2?} (502, then 503 with Retry-After: 1)",
+        server.requests(),
+        started.elapsed()
+    );
+}
