@@ -24,6 +24,8 @@ pub enum Fault {
     UnavailableFor(u64),
     /// `503 Service Unavailable` with `Retry-After: <HTTP-date>` this far ahead.
     UnavailableUntil(Duration),
+    /// `503 Service Unavailable` with this `Retry-After` value, verbatim.
+    UnavailableRaw(String),
     /// `429 Too Many Requests` with a provider-style JSON body carrying
     /// `retry_after_ms` (and no header: the provider crate reads the body).
     RateLimited {
@@ -186,6 +188,9 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
                 &[("Retry-After", secs.to_string())],
                 "",
             ),
+            Fault::UnavailableRaw(value) => {
+                response(503, "Service Unavailable", &[("Retry-After", value)], "")
+            }
             Fault::UnavailableUntil(ahead) => {
                 let date = httpdate::fmt_http_date(std::time::SystemTime::now() + ahead);
                 response(503, "Service Unavailable", &[("Retry-After", date)], "")

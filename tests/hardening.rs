@@ -1,0 +1,132 @@
+//! Outside input never panics, never overflows and never makes a client
+//! sleep forever: property tests over the parsers, and hostile `Retry-After`
+//! values from a real server.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nika_retry::http::{parse_retry_after, retry_hint};
+use nika_retry::task::TaskPolicy;
+use nika_retry::{Layer, RetryConfig};
+use nika_retry_tests::fault::{Fault, FaultServer};
+use nika_retry_tests::verb::{HttpError, RequestOptions, Transport};
+use proptest::prelude::*;
+use tokio::time::Instant;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4_000))]
+
+    #[test]
+    fn parse_retry_after_never_panics(value in "\\PC{0,40}", secs in 0u64..(1 << 40)) {
+        let now = UNIX_EPOCH + Duration::from_secs(secs);
+        let _ = parse_retry_after(&value, now);
+    }
+
+    #[test]
+    fn delta_seconds_parse_exactly_or_overflow_to_none(digits in "[0-9]{1,40}") {
+        let parsed = parse_retry_after(&digits, SystemTime::now());
+        match digits.parse::<u64>() {
+            Ok(n) => prop_assert_eq!(parsed, Some(Duration::from_secs(n))),
+            Err(_) => prop_assert_eq!(parsed, None),
+        }
+    }
+
+    #[test]
+    fn http_dates_measure_from_now_and_the_past_is_zero(base in 0u64..4_000_000_000, offset in -1_000_000i64..1_000_000) {
+        let now = UNIX_EPOCH + Duration::from_secs(base);
+        let at = if offset >= 0 {
+            now + Duration::from_secs(offset as u64)
+        } else {
+            now.checked_sub(Duration::from_secs(offset.unsigned_abs())).filter(|t| *t >= UNIX_EPOCH).unwrap_or(UNIX_EPOCH)
+        };
+        let date = httpdate::fmt_http_date(at);
+        let expected = at.duration_since(now).unwrap_or(Duration::ZERO);
+        prop_assert_eq!(parse_retry_after(&date, now), Some(expected));
+    }
+
+    #[test]
+    fn signs_and_fractions_are_refused(n in 0u64..u64::MAX, frac in 1u32..1000) {
+        let now = SystemTime::now();
+        for value in [format!("-{n}"), format!("+{n}"), format!("{n}.{frac}"), format!("{n}e3")] {
+            prop_assert_eq!(parse_retry_after(&value, now), None, "{}", value);
+        }
+    }
+
+    #[test]
+    fn retry_hint_never_panics_on_arbitrary_header_bytes(
+        name in prop::sample::select(vec!["retry-after-ms", "x-amz-retry-after", "grpc-retry-pushback-ms", "retry-after", "x-other"]),
+        value in prop::collection::vec(any::<u8>(), 0..48),
+    ) {
+        let headers = [(name, value)];
+        let _ = retry_hint(&headers, SystemTime::now());
+    }
+
+    #[test]
+    fn task_policy_yaml_never_panics(text in "\\PC{0,120}") {
+        let _ = serde_yaml::from_str::<TaskPolicy>(&text);
+    }
+
+    #[test]
+    fn a_retry_block_is_valid_or_refused_by_name(
+        attempts in -5i64..20,
+        delay in prop::option::of(-10i64..100_000),
+        jitter in prop::option::of(-1.0f64..2.0),
+        backoff in prop::option::of(prop::sample::select(vec!["constant", "linear", "exponential", "2", "0.5", "cubic"])),
+    ) {
+        let mut yaml = format!("retry: {{ max_attempts: {attempts}");
+        if let Some(d) = delay { yaml += &format!(", delay_ms: {d}"); }
+        if let Some(j) = jitter { yaml += &format!(", jitter: {j}"); }
+        if let Some(b) = backoff { yaml += &format!(", backoff: {b}"); }
+        yaml += " }";
+        match serde_yaml::from_str::<TaskPolicy>(&yaml) {
+            Ok(policy) => {
+                let retry = policy.retry.unwrap();
+                prop_assert!((1..=10).contains(&retry.max_attempts));
+                prop_assert!((0.0..=1.0).contains(&retry.jitter));
+                prop_assert!(retry.multiplier >= 1.0);
+                prop_assert!(retry.initial_backoff <= retry.max_backoff);
+            }
+            Err(e) => {
+                let e = e.to_string();
+                let named = ["max_attempts", "delay_ms", "jitter", "backoff"].iter().any(|k| e.contains(k));
+                prop_assert!(named, "{}: {}", yaml, e);
+            }
+        }
+    }
+}
+
+fn fast() -> RequestOptions {
+    let retry = RetryConfig::for_layer(Layer::Http)
+        .with_initial_backoff(Duration::from_millis(10))
+        .and_then(|c| c.with_jitter(0.0))
+        .unwrap();
+    RequestOptions { read_timeout: Duration::from_secs(5), retry: Some(retry), ..RequestOptions::default() }
+}
+
+/// A server cannot make the client sleep forever, spin, or panic.
+#[tokio::test]
+async fn hostile_retry_after_values_from_a_real_server() {
+    let cases: [(&str, &str); 7] = [
+        ("huge", "99999999999"),
+        ("overflowing", "99999999999999999999999999"),
+        ("negative", "-30"),
+        ("non-numeric", "tomorrow"),
+        ("fractional", "1.5"),
+        ("past date", "Thu, 01 Jan 1970 00:00:00 GMT"),
+        ("far-future date", "Fri, 31 Dec 9999 23:59:59 GMT"),
+    ];
+    for (what, value) in cases {
+        let server = FaultServer::start([Fault::UnavailableRaw(value.to_owned())]).await;
+        let transport = Transport::new(server.url(""), fast());
+        let start = Instant::now();
+        let err = transport.post("/", "x").await.unwrap_err();
+        let elapsed = start.elapsed();
+        assert!(matches!(err, HttpError::Status { status: 503, .. }), "{what}: {err:?}");
+        match what {
+            // Above the 30 s cap: not slept on; the call gives up at once.
+            "huge" | "far-future date" => assert_eq!(server.requests(), 1, "{what}"),
+            // Unparsable: ignored, so the backoff applies (10 ms, 40 ms).
+            _ => assert_eq!(server.requests(), 3, "{what}"),
+        }
+        assert!(elapsed < Duration::from_secs(2), "{what}: {elapsed:?}");
+    }
+}
