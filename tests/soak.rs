@@ -1,0 +1,188 @@
+//! Fault soak and the fleet view, against the loopback fault server: many
+//! concurrent calls through provider-over-http, every fault kind mixed in.
+//! Bounded: a few hundred calls, a few seconds, loopback only.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use nika_retry::events::{observe, RetryEvent, RetryObserver};
+use nika_retry::task::{scope, TaskPolicy};
+use nika_retry::{Layer, RetryConfig, TokenBucket};
+use nika_retry_tests::fault::{Fault, FaultServer};
+use nika_retry_tests::verb::{Provider, ProviderError, RequestOptions, Transport};
+use tokio::time::Instant;
+
+const CALLS: usize = 200;
+const TASK_TIMEOUT: Duration = Duration::from_secs(3);
+
+fn fast_http() -> RequestOptions {
+    let retry = RetryConfig::for_layer(Layer::Http)
+        .with_initial_backoff(Duration::from_millis(10))
+        .unwrap();
+    RequestOptions { read_timeout: Duration::from_millis(200), retry: Some(retry), ..RequestOptions::default() }
+}
+
+/// The task's `retry:` for the provider layer: 3 attempts, 20 ms apart.
+fn task_policy() -> TaskPolicy {
+    let yaml = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }\ntimeout: 3s";
+    serde_yaml::from_str(yaml).unwrap()
+}
+
+/// The largest `total_attempts` any event of a call reported.
+#[derive(Default)]
+struct MaxAttempts(AtomicU32);
+
+impl RetryObserver for MaxAttempts {
+    fn on_event(&self, event: &RetryEvent) {
+        self.0.fetch_max(event.total_attempts, Ordering::Relaxed);
+    }
+}
+
+fn every_fault() -> Vec<Fault> {
+    let cycle = [
+        Fault::ok("ok"),
+        Fault::UnavailableFor(0),
+        Fault::Reset,
+        Fault::Stall(Duration::from_millis(400), "late".into()),
+        Fault::Status(500),
+        Fault::RateLimited { retry_after_ms: 30 },
+        Fault::Hang,
+        Fault::ok("ok"),
+        Fault::Status(401),
+        Fault::Status(404),
+        Fault::UnavailableUntil(Duration::from_secs(0)),
+        Fault::ok("ok"),
+    ];
+    cycle.iter().cycle().take(CALLS * 9).cloned().collect()
+}
+
+/// One round of `CALLS` concurrent tasks; returns (ok, failed, worst elapsed, worst attempts).
+async fn round(server: &FaultServer) -> (usize, usize, Duration, u32) {
+    let provider = Arc::new(Provider::new(Transport::new(server.url(""), fast_http())));
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let provider = provider.clone();
+            tokio::spawn(async move {
+                let counter = Arc::new(MaxAttempts::default());
+                let start = Instant::now();
+                let prompt = format!("prompt {i}");
+                let result: Result<String, ProviderError> =
+                    observe(counter.clone(), scope(task_policy(), provider.complete(&prompt))).await;
+                (result.is_ok(), start.elapsed(), counter.0.load(Ordering::Relaxed))
+            })
+        })
+        .collect();
+    let (mut ok, mut failed, mut worst, mut most) = (0, 0, Duration::ZERO, 0);
+    for call in calls {
+        let (succeeded, elapsed, attempts) = call.await.unwrap();
+        if succeeded { ok += 1 } else { failed += 1 }
+        worst = worst.max(elapsed);
+        most = most.max(attempts);
+    }
+    (ok, failed, worst, most)
+}
+
+fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soak_200_concurrent_calls_through_every_fault() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks_before = metrics.num_alive_tasks();
+    let mut rss = vec![];
+    for _ in 0..2 {
+        let server = FaultServer::start(every_fault()).await;
+        let (ok, failed, worst, most) = round(&server).await;
+        println!(
+            "soak round: {ok} ok, {failed} failed, {} requests, worst call {worst:?}, most attempts {most}, rss {} KiB",
+            server.requests(),
+            rss_kib()
+        );
+        assert_eq!(ok + failed, CALLS);
+        assert!(ok > 0 && failed > 0, "the mix has both outcomes");
+        assert!(most <= 9, "a call exceeded its attempt budget: {most}");
+        // One timer tick of slack beyond the task's deadline.
+        assert!(worst <= TASK_TIMEOUT + Duration::from_millis(50), "{worst:?}");
+        assert!(server.requests() <= CALLS * 9);
+        drop(server);
+        rss.push(rss_kib());
+    }
+    // Every spawned call and every server connection is gone.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while metrics.num_alive_tasks() > tasks_before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(metrics.num_alive_tasks(), tasks_before, "leaked tasks");
+    // The second round does not grow memory beyond noise.
+    assert!(rss[1] <= rss[0] + 16 * 1024, "rss grew from {} to {} KiB", rss[0], rss[1]);
+}
+
+/// Requests the server saw per call made, for 100 calls into a provider that
+/// fails every request.
+async fn load_multiplier(policy: Option<TaskPolicy>, http: RequestOptions, single: bool) -> f64 {
+    const N: usize = 100;
+    let server = FaultServer::start([Fault::Status(503)]).await;
+    let provider = Arc::new(Provider::new(Transport::new(server.url(""), http)));
+    let calls: Vec<_> = (0..N)
+        .map(|_| {
+            let (provider, policy) = (provider.clone(), policy.clone());
+            tokio::spawn(async move {
+                if single {
+                    let _ = provider_once(&provider).await;
+                    return;
+                }
+                let _ = match policy {
+                    Some(p) => scope(p, provider.complete("x")).await,
+                    None => provider.complete("x").await,
+                };
+            })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap();
+    }
+    server.requests() as f64 / N as f64
+}
+
+/// "No framework": one plain request per call.
+async fn provider_once(provider: &Provider) -> Result<String, ProviderError> {
+    let once = RetryConfig::for_layer(Layer::Task);
+    scope(TaskPolicy::new().with_retry(once), provider.complete("x")).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn amplification_under_a_full_outage() {
+    let fast_provider = |budget: u32| task_policy().with_budget(budget);
+    let single_http = || RequestOptions {
+        retry: Some(RetryConfig::for_layer(Layer::Http).with_max_attempts(1).unwrap()),
+        ..fast_http()
+    };
+    let no_framework = load_multiplier(None, single_http(), true).await;
+    let unbounded = load_multiplier(Some(fast_provider(1_000)), fast_http(), false).await;
+    let budget_default = load_multiplier(Some(fast_provider(9)), fast_http(), false).await;
+    let budget_5 = load_multiplier(Some(fast_provider(5)), fast_http(), false).await;
+    let bucket = TokenBucket::new(100);
+    let with_bucket = load_multiplier(
+        Some(fast_provider(9).with_token_bucket(Layer::Http, bucket.clone()).with_token_bucket(Layer::Provider, bucket)),
+        fast_http(),
+        false,
+    )
+    .await;
+    println!("| configuration | requests per call |");
+    println!("|---|---|");
+    println!("| no framework (one attempt) | {no_framework:.2} |");
+    println!("| provider 3 × http 3, no budget | {unbounded:.2} |");
+    println!("| same, cumulative budget 9 (default) | {budget_default:.2} |");
+    println!("| same, cumulative budget 5 | {budget_5:.2} |");
+    println!("| same, token bucket (100 tokens, 5 a retry) on both layers | {with_bucket:.2} |");
+    assert_eq!(no_framework, 1.0);
+    assert_eq!(unbounded, 9.0, "nested layers multiply: 3 × 3");
+    assert_eq!(budget_default, 9.0, "the default budget admits exactly ADR-019's 3 × 3");
+    assert_eq!(budget_5, 5.0, "the budget bounds every call");
+    // 100 tokens pay for 20 retries across all 100 calls.
+    assert!(with_bucket <= 1.0 + 20.0 / 100.0 + f64::EPSILON, "{with_bucket}");
+}
