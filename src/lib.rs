@@ -6,10 +6,12 @@
 pub mod fault;
 pub mod verb;
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use nika_retry::{Classify, TimeoutError};
+use nika_retry::events::{Outcome, RetryEvent, RetryObserver};
+use nika_retry::{Classify, Layer, TimeoutError};
 
 /// A provider-style error, as ADR-019 describes `ProviderError`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Classify)]
@@ -89,5 +91,32 @@ impl Script {
     /// How many attempts were made.
     pub fn attempts(&self) -> u32 {
         self.attempts.load(Ordering::SeqCst)
+    }
+}
+
+/// An observer that keeps every event: the engine's EventLog, for tests.
+#[derive(Default)]
+pub struct EventLog(Mutex<Vec<RetryEvent>>);
+
+impl RetryObserver for EventLog {
+    fn on_event(&self, event: &RetryEvent) {
+        self.0.lock().expect("event log").push(event.clone());
+    }
+}
+
+impl EventLog {
+    /// The events so far.
+    pub fn events(&self) -> Vec<RetryEvent> {
+        self.0.lock().expect("event log").clone()
+    }
+
+    /// The events so far, emptying the log.
+    pub fn take(&self) -> Vec<RetryEvent> {
+        std::mem::take(&mut self.0.lock().expect("event log"))
+    }
+
+    /// `(layer, outcome)` of every event so far.
+    pub fn outline(&self) -> Vec<(Layer, Outcome)> {
+        self.events().iter().map(|e| (e.layer, e.outcome)).collect()
     }
 }

@@ -99,7 +99,11 @@ fn fast() -> RequestOptions {
         .with_initial_backoff(Duration::from_millis(10))
         .and_then(|c| c.with_jitter(0.0))
         .unwrap();
-    RequestOptions { read_timeout: Duration::from_secs(5), retry: Some(retry), ..RequestOptions::default() }
+    RequestOptions {
+        read_timeout: Duration::from_secs(5),
+        retry: Some(retry),
+        ..RequestOptions::default()
+    }
 }
 
 /// A server cannot make the client sleep forever, spin, or panic.
@@ -120,7 +124,10 @@ async fn hostile_retry_after_values_from_a_real_server() {
         let start = Instant::now();
         let err = transport.post("/", "x").await.unwrap_err();
         let elapsed = start.elapsed();
-        assert!(matches!(err, HttpError::Status { status: 503, .. }), "{what}: {err:?}");
+        assert!(
+            matches!(err, HttpError::Status { status: 503, .. }),
+            "{what}: {err:?}"
+        );
         match what {
             // Above the 30 s cap: not slept on; the call gives up at once.
             "huge" | "far-future date" => assert_eq!(server.requests(), 1, "{what}"),

@@ -1,11 +1,12 @@
 //! The verb crate against a real HTTP server on 127.0.0.1 with a real
 //! reqwest client: every fault, which layer retried, the waits honoured.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
+use nika_retry::events::{Outcome, observe};
 use nika_retry::{Boundary, Classify, ErrorCategory, Layer, RetryConfig};
+use nika_retry_tests::EventLog;
 use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
 use nika_retry_tests::verb::{
     HttpError, HttpTool, Provider, ProviderError, RequestOptions, Task, TaskError, ToolError,
@@ -27,26 +28,6 @@ fn fast() -> RequestOptions {
         read_timeout: ms(300),
         retry: Some(retry),
         ..RequestOptions::default()
-    }
-}
-
-#[derive(Default)]
-struct EventLog(Mutex<Vec<RetryEvent>>);
-
-impl RetryObserver for EventLog {
-    fn on_event(&self, event: &RetryEvent) {
-        self.0.lock().unwrap().push(event.clone());
-    }
-}
-
-impl EventLog {
-    fn events(&self) -> Vec<RetryEvent> {
-        self.0.lock().unwrap().clone()
-    }
-
-    /// `(layer, outcome)` of every event.
-    fn outline(&self) -> Vec<(Layer, Outcome)> {
-        self.events().iter().map(|e| (e.layer, e.outcome)).collect()
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use nika_retry::events::{observe, RetryEvent, RetryObserver};
-use nika_retry::task::{scope, TaskPolicy};
+use nika_retry::events::{RetryEvent, RetryObserver, observe};
+use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Layer, RetryConfig, TokenBucket};
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::verb::{Provider, ProviderError, RequestOptions, Transport};
@@ -20,7 +20,11 @@ fn fast_http() -> RequestOptions {
     let retry = RetryConfig::for_layer(Layer::Http)
         .with_initial_backoff(Duration::from_millis(10))
         .unwrap();
-    RequestOptions { read_timeout: Duration::from_millis(200), retry: Some(retry), ..RequestOptions::default() }
+    RequestOptions {
+        read_timeout: Duration::from_millis(200),
+        retry: Some(retry),
+        ..RequestOptions::default()
+    }
 }
 
 /// The task's `retry:` for the provider layer: 3 attempts, 20 ms apart.
@@ -67,16 +71,27 @@ async fn round(server: &FaultServer) -> (usize, usize, Duration, u32) {
                 let counter = Arc::new(MaxAttempts::default());
                 let start = Instant::now();
                 let prompt = format!("prompt {i}");
-                let result: Result<String, ProviderError> =
-                    observe(counter.clone(), scope(task_policy(), provider.complete(&prompt))).await;
-                (result.is_ok(), start.elapsed(), counter.0.load(Ordering::Relaxed))
+                let result: Result<String, ProviderError> = observe(
+                    counter.clone(),
+                    scope(task_policy(), provider.complete(&prompt)),
+                )
+                .await;
+                (
+                    result.is_ok(),
+                    start.elapsed(),
+                    counter.0.load(Ordering::Relaxed),
+                )
             })
         })
         .collect();
     let (mut ok, mut failed, mut worst, mut most) = (0, 0, Duration::ZERO, 0);
     for call in calls {
         let (succeeded, elapsed, attempts) = call.await.unwrap();
-        if succeeded { ok += 1 } else { failed += 1 }
+        if succeeded {
+            ok += 1
+        } else {
+            failed += 1
+        }
         worst = worst.max(elapsed);
         most = most.max(attempts);
     }
@@ -85,7 +100,11 @@ async fn round(server: &FaultServer) -> (usize, usize, Duration, u32) {
 
 fn rss_kib() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4
 }
 
@@ -106,7 +125,10 @@ async fn soak_200_concurrent_calls_through_every_fault() {
         assert!(ok > 0 && failed > 0, "the mix has both outcomes");
         assert!(most <= 9, "a call exceeded its attempt budget: {most}");
         // One timer tick of slack beyond the task's deadline.
-        assert!(worst <= TASK_TIMEOUT + Duration::from_millis(50), "{worst:?}");
+        assert!(
+            worst <= TASK_TIMEOUT + Duration::from_millis(50),
+            "{worst:?}"
+        );
         assert!(server.requests() <= CALLS * 9);
         drop(server);
         rss.push(rss_kib());
@@ -118,7 +140,12 @@ async fn soak_200_concurrent_calls_through_every_fault() {
     }
     assert_eq!(metrics.num_alive_tasks(), tasks_before, "leaked tasks");
     // The second round does not grow memory beyond noise.
-    assert!(rss[1] <= rss[0] + 16 * 1024, "rss grew from {} to {} KiB", rss[0], rss[1]);
+    assert!(
+        rss[1] <= rss[0] + 16 * 1024,
+        "rss grew from {} to {} KiB",
+        rss[0],
+        rss[1]
+    );
 }
 
 /// Requests the server saw per call made, for 100 calls into a provider that
@@ -158,7 +185,11 @@ async fn provider_once(provider: &Provider) -> Result<String, ProviderError> {
 async fn amplification_under_a_full_outage() {
     let fast_provider = |budget: u32| task_policy().with_budget(budget);
     let single_http = || RequestOptions {
-        retry: Some(RetryConfig::for_layer(Layer::Http).with_max_attempts(1).unwrap()),
+        retry: Some(
+            RetryConfig::for_layer(Layer::Http)
+                .with_max_attempts(1)
+                .unwrap(),
+        ),
         ..fast_http()
     };
     let no_framework = load_multiplier(None, single_http(), true).await;
@@ -167,7 +198,11 @@ async fn amplification_under_a_full_outage() {
     let budget_5 = load_multiplier(Some(fast_provider(5)), fast_http(), false).await;
     let bucket = TokenBucket::new(100);
     let with_bucket = load_multiplier(
-        Some(fast_provider(9).with_token_bucket(Layer::Http, bucket.clone()).with_token_bucket(Layer::Provider, bucket)),
+        Some(
+            fast_provider(9)
+                .with_token_bucket(Layer::Http, bucket.clone())
+                .with_token_bucket(Layer::Provider, bucket),
+        ),
         fast_http(),
         false,
     )
@@ -181,8 +216,14 @@ async fn amplification_under_a_full_outage() {
     println!("| same, token bucket (100 tokens, 5 a retry) on both layers | {with_bucket:.2} |");
     assert_eq!(no_framework, 1.0);
     assert_eq!(unbounded, 9.0, "nested layers multiply: 3 × 3");
-    assert_eq!(budget_default, 9.0, "the default budget admits exactly ADR-019's 3 × 3");
+    assert_eq!(
+        budget_default, 9.0,
+        "the default budget admits exactly ADR-019's 3 × 3"
+    );
     assert_eq!(budget_5, 5.0, "the budget bounds every call");
     // 100 tokens pay for 20 retries across all 100 calls.
-    assert!(with_bucket <= 1.0 + 20.0 / 100.0 + f64::EPSILON, "{with_bucket}");
+    assert!(
+        with_bucket <= 1.0 + 20.0 / 100.0 + f64::EPSILON,
+        "{with_bucket}"
+    );
 }

@@ -1,34 +1,18 @@
 //! The layer-aware runtime: the task scope, the cumulative budget, the
 //! events and the token bucket, on a paused clock.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use nika_retry::engine::GiveUp;
-use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
+use nika_retry::events::{Outcome, observe};
 use nika_retry::task::{TaskPolicy, carry, scope};
 use nika_retry::{ErrorCategory, Layer, RetryConfig, TokenBucket, retry};
-use nika_retry_tests::{ProviderError, Script};
+use nika_retry_tests::{EventLog, ProviderError, Script};
 use tokio::time::Instant;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-/// An observer that keeps every event: the engine's EventLog.
-#[derive(Default)]
-struct EventLog(Mutex<Vec<RetryEvent>>);
-
-impl RetryObserver for EventLog {
-    fn on_event(&self, event: &RetryEvent) {
-        self.0.lock().unwrap().push(event.clone());
-    }
-}
-
-impl EventLog {
-    fn take(&self) -> Vec<RetryEvent> {
-        std::mem::take(&mut self.0.lock().unwrap())
-    }
 }
 
 /// A task's `retry:` block with exact delays.

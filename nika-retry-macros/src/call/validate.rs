@@ -11,6 +11,7 @@ use super::item::{self, Body, Kind};
 use super::parse::{Arg, Args, Value};
 use crate::duration::parse_duration;
 use crate::errors::Errors;
+use crate::suggest::CATEGORIES;
 use crate::suggest::{did_you_mean, unknown};
 
 const LAYERS: [&str; 4] = ["http", "provider", "tool", "task"];
@@ -26,13 +27,6 @@ const RETRY_KEYS: [&str; 9] = [
     "clone",
 ];
 const TIMEOUT_KEYS: [&str; 4] = ["connect", "read", "attempt", "total"];
-const CATEGORIES: [&str; 5] = [
-    "transient",
-    "rate_limited",
-    "auth",
-    "not_found",
-    "permanent",
-];
 /// Mirrors `nika_retry::MAX_ATTEMPTS`.
 const MAX_ATTEMPTS: u64 = 10;
 

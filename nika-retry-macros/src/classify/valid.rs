@@ -8,15 +8,9 @@ use syn::{Fields, Ident, Member, Type};
 use super::ast::{Input, Shape, Variant};
 use super::attr::{Item, Value, category_attrs};
 use crate::errors::Errors;
+use crate::suggest::CATEGORIES;
 use crate::suggest::unknown;
 
-const CATEGORIES: [&str; 5] = [
-    "transient",
-    "rate_limited",
-    "auth",
-    "not_found",
-    "permanent",
-];
 const KEYS: [&str; 10] = [
     "transient",
     "rate_limited",
