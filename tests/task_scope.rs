@@ -268,3 +268,46 @@ async fn the_token_bucket_bounds_retries_across_100_concurrent_calls() {
     }
     assert_eq!(script.attempts(), 300);
 }
+
+#[retry(layer = "http")]
+async fn http_panics() -> Result<u32, ProviderError> {
+    panic!("a bug in the transport");
+}
+
+#[retry(layer = "provider")]
+async fn provider_over_panicking_http() -> Result<u32, ProviderError> {
+    http_panics().await
+}
+
+#[test]
+fn a_panic_inside_nested_attempts_leaves_no_context_behind() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let log = Arc::new(EventLog::default());
+    let policy = TaskPolicy::new()
+        .with_budget(4)
+        .with_retry(task_retry(3, 10));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(observe(
+            log.clone(),
+            scope(policy, provider_over_panicking_http()),
+        ))
+    }));
+    assert!(panicked.is_err());
+    // The task policy, the observers and the budget were all restored on this thread.
+    assert_eq!(nika_retry::task::current(), None);
+    let script = Script::always(ProviderError::status(503));
+    rt.block_on(async { assert!(provider_over_http(&script).await.is_err()) });
+    assert_eq!(
+        script.attempts(),
+        9,
+        "a fresh outermost call with the default budget"
+    );
+    assert!(
+        log.events().is_empty(),
+        "no observer left installed, and the panic was not retried"
+    );
+}

@@ -14,7 +14,7 @@ use crate::context::{BUDGET, Budget, CONNECT, with_cell};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
-use crate::timer::Deadline;
+use crate::timer::{Deadline, from_now};
 use crate::{
     Boundary, CategorySet, Classify, ErrorCategory, Growth, Layer, RetryConfig, TimeoutError,
     TokenBucket,
@@ -238,7 +238,7 @@ impl Call {
             site,
             config,
             state: RetryState::new(),
-            deadline: timeouts.total.map(|t| Instant::now() + t),
+            deadline: timeouts.total.map(from_now),
             timeouts,
             budget: (!nested).then_some(Budget {
                 total: budget_total,

@@ -57,11 +57,9 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::sync::Arc;
 
-use tokio::time::Instant;
-
 use crate::context::Scoped;
 use crate::events::{self, RetryObserver};
-use crate::timer::Deadline;
+use crate::timer::{Deadline, from_now};
 use crate::{Boundary, Layer, RetryConfig, TimeoutError, TokenBucket};
 
 /// The attempt budget nested retry loops share by default: ADR-019's 3 × 3.
@@ -200,7 +198,7 @@ where
 {
     let deadline = policy.timeout.map(|limit| {
         let error = TimeoutError::new(Boundary::Total, limit, Layer::Task);
-        (Instant::now() + limit, error)
+        (from_now(limit), error)
     });
     TaskScope {
         inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut)).at(deadline),

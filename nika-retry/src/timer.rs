@@ -9,6 +9,14 @@ use tokio::time::{Instant, Sleep};
 
 use crate::TimeoutError;
 
+/// `limit` from now, saturating: a limit too long for the clock (say
+/// `Duration::MAX` from a config) means about thirty years, not a panic.
+pub(crate) fn from_now(limit: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(limit)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
+}
+
 pin_project_lite::pin_project! {
     /// Runs `inner` under a relative limit and/or an absolute deadline, whichever
     /// ends first; expiry yields `Err` with that limit's error.
@@ -61,7 +69,7 @@ impl<F: Future> Future for Deadline<F> {
             return Poll::Ready(Ok(out));
         }
         if this.sleep.is_none() {
-            let relative = this.after.take().map(|(d, e)| (Instant::now() + d, e));
+            let relative = this.after.take().map(|(d, e)| (from_now(d), e));
             let earliest = match (relative, this.at.take()) {
                 (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
                 (a, b) => a.or(b),
@@ -124,6 +132,18 @@ mod tests {
             .at(at);
         assert_eq!(fut.await, Err(err(Boundary::Total)));
         assert_eq!(start.elapsed(), Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_limit_too_long_for_the_clock_saturates() {
+        let after = Some((Duration::MAX, err(Boundary::Attempt)));
+        assert_eq!(Deadline::new(async { 1 }).after(after.clone()).await, Ok(1));
+        let slow = async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            2
+        };
+        assert_eq!(Deadline::new(slow).after(after).await, Ok(2));
+        assert!(from_now(Duration::MAX) > Instant::now());
     }
 
     #[tokio::test(start_paused = true)]
