@@ -121,6 +121,8 @@ fn bad_inputs_name_the_key_and_the_value() {
         ("timeout: 30", ["timeout", "`30`"]),
         ("timeout: soon", ["timeout", "`soon`"]),
         ("timeout: -3", ["timeout", "`-3`"]),
+        ("budget: 0", ["budget", "`0`"]),
+        ("budget: -1", ["budget", "-1"]),
     ];
     for (yaml, wants) in cases {
         let err = policy(yaml).expect_err(yaml);

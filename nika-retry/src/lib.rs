@@ -117,7 +117,9 @@ pub mod __private;
 /// `layer` is required; the other keys override that layer's defaults
 /// ([`RetryConfig::for_layer`]) and are checked at compile time. `config = EXPR`
 /// takes a [`RetryConfig`] or `Option<RetryConfig>` at run time and, when
-/// present, replaces the literals. The fn must return `Result<T, E>` with
+/// `Some`, replaces the literals; it is evaluated only when an attempt fails,
+/// so the success path never builds a config. A task scope's `retry:`
+/// ([`task::scope`]) takes precedence over both, except on layer `http`. The fn must return `Result<T, E>` with
 /// `E: Classify`; only `Transient` and `RateLimited` errors are ever retried.
 ///
 /// The body runs once per attempt, as written: it may borrow `&self`,
@@ -155,7 +157,8 @@ pub use nika_retry_macros::retry;
 /// `total` bounds the call with its retries and sleeps (no sleep is started
 /// that would end past it), and `connect` bounds what the body wraps in
 /// [`connect`]. Literals are checked at compile time; any other expression is a
-/// `Duration` or `Option<Duration>` (`None`: no limit) evaluated per call. A
+/// `Duration` or `Option<Duration>` (`None`: no limit), evaluated as each
+/// attempt starts (`total` once, as the call starts). A
 /// bare `#[timeout]` on an `http` fn means connect 10 s, read 120 s.
 ///
 /// Expiry becomes the fn's own error through `From<TimeoutError>`: per-attempt

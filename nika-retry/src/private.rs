@@ -9,6 +9,7 @@ use core::time::Duration;
 use tokio::time::Instant;
 
 use core::cell::Cell;
+use std::borrow::Cow;
 
 use crate::context::{BUDGET, Budget, CONNECT, with_cell};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState};
@@ -92,7 +93,8 @@ impl Overrides {
     }
 }
 
-/// The time limits of one call, from `#[timeout(...)]` literals or expressions.
+/// The per-attempt limits of `#[timeout(...)]`, from literals or from
+/// expressions evaluated as each attempt starts.
 #[derive(Clone, Copy, Debug)]
 pub struct Timeouts {
     /// `connect = …`: bounds what the body wraps in `nika_retry::connect`.
@@ -101,18 +103,6 @@ pub struct Timeouts {
     pub attempt: Option<Duration>,
     /// Which of `read` and `attempt` it was.
     pub attempt_boundary: Boundary,
-    /// `total = …`: bounds the call with its retries and sleeps.
-    pub total: Option<Duration>,
-}
-
-impl Timeouts {
-    /// No limits.
-    pub const NONE: Timeouts = Timeouts {
-        connect: None,
-        attempt: None,
-        attempt_boundary: Boundary::Attempt,
-        total: None,
-    };
 }
 
 /// A `#[timeout]` value given as an expression: `Duration` or `Option<Duration>`.
@@ -208,16 +198,19 @@ pub fn attempt<R, F: Future<Output = R>>(fut: F) -> F {
     fut
 }
 
-/// One call of an annotated fn: its config, its retry state, its deadline,
-/// and its place among the retry loops around it.
+/// One call of an annotated fn: its retry state, its deadline, and its
+/// place among the retry loops around it.
+///
+/// Kept small, since it lives in the fn's future: the config is the site's
+/// `const` unless a task scope or `config = …` replaces it, and those are
+/// only looked up when an attempt fails; per-attempt limits are passed to
+/// each attempt rather than stored.
 #[derive(Debug)]
 pub struct Call {
     site: &'static Site,
-    /// The task scope's `retry:` or the attribute's `config = …`, if either is given.
-    config: Option<RetryConfig>,
     state: RetryState,
-    timeouts: Timeouts,
-    deadline: Option<Instant>,
+    /// The total deadline, and the limit it came from (for the error).
+    deadline: Option<(Instant, Duration)>,
     /// `Some` for the outermost retried call, which owns the shared budget.
     budget: Option<Budget>,
     bucket: Option<TokenBucket>,
@@ -226,20 +219,18 @@ pub struct Call {
 }
 
 impl Call {
-    /// A call of `site`, with a runtime `config = …` if given, under `timeouts`.
+    /// A call of `site`, bounded in all by `total` if given.
     #[inline]
-    pub fn new(site: &'static Site, config: Option<RetryConfig>, timeouts: Timeouts) -> Call {
-        let (config, budget_total, bucket) = match task::in_force(site.layer) {
-            Some(task) => (task.retry.or(config), task.budget, task.bucket),
-            None => (config, task::DEFAULT_BUDGET, None),
+    pub fn new(site: &'static Site, total: Option<Duration>) -> Call {
+        let (budget_total, bucket) = match task::budget_in_force(site.layer) {
+            Some((budget, bucket)) => (budget, bucket),
+            None => (task::DEFAULT_BUDGET, None),
         };
         let nested = BUDGET.with(Cell::get).is_some();
         Call {
             site,
-            config,
             state: RetryState::new(),
-            deadline: timeouts.total.map(from_now),
-            timeouts,
+            deadline: total.map(|limit| (from_now(limit), limit)),
             budget: (!nested).then_some(Budget {
                 total: budget_total,
                 used: 1,
@@ -248,10 +239,6 @@ impl Call {
             first_failure: None,
             last_category: ErrorCategory::Transient,
         }
-    }
-
-    fn config(&self) -> &RetryConfig {
-        self.config.as_ref().unwrap_or(&self.site.config)
     }
 
     /// Runs one attempt.
@@ -263,73 +250,96 @@ impl Call {
         }
     }
 
-    /// Runs one attempt under the call's time limits.
+    /// Runs one attempt under `limits` and the call's total deadline.
     #[inline]
-    pub fn timed<F, T, E>(&mut self, fut: F) -> Timed<'_, F, E>
+    pub fn timed<F, T, E>(&mut self, limits: Timeouts, fut: F) -> Timed<'_, F, E>
     where
         F: Future<Output = Result<T, E>>,
         E: FromTimeout,
     {
         let layer = self.site.layer;
-        let attempt = self.timeouts.attempt.map(|limit| {
-            let boundary = self.timeouts.attempt_boundary;
-            (limit, TimeoutError::new(boundary, limit, layer))
+        let attempt = limits.attempt.map(|limit| {
+            (
+                limit,
+                TimeoutError::new(limits.attempt_boundary, limit, layer),
+            )
         });
-        let total = match (self.deadline, self.timeouts.total) {
-            (Some(at), Some(limit)) => Some((at, TimeoutError::new(Boundary::Total, limit, layer))),
-            _ => None,
-        };
+        let total = self
+            .deadline
+            .map(|(at, limit)| (at, TimeoutError::new(Boundary::Total, limit, layer)));
         Timed {
             inner: Deadline::new(fut).after(attempt).at(total),
-            connect: self.timeouts.connect.map(|limit| (limit, layer)),
+            connect: limits.connect.map(|limit| (limit, layer)),
             budget: &mut self.budget,
             into_error: E::from_timeout,
         }
     }
 
-    /// After an attempt: the delay before the next one, or `None` to return `result`.
+    /// After an attempt: the delay before the next one, or `None` to return
+    /// `result`. `config` is the attribute's `config = …`, evaluated only if
+    /// the attempt failed.
     #[inline]
-    pub fn next<R>(&mut self, result: &R) -> Option<Duration>
+    pub fn next<R, C>(&mut self, result: &R, config: C) -> Option<Duration>
     where
         R: RetryResult,
         R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
     {
         match result.error() {
             None => {
                 if self.state.attempt() > 1 {
-                    self.succeeded_after_retries();
+                    self.succeeded_after_retries(config);
                 } else if let Some(bucket) = &self.bucket {
                     bucket.refill();
                 }
                 None
             }
-            Some(error) => self.failed(Failure::of(error)),
+            Some(error) => self.failed(Failure::of(error), config),
+        }
+    }
+
+    /// The config in force: the task scope's `retry:`, else `config = …`, else the site's.
+    fn config(&self, config: impl FnOnce() -> Option<RetryConfig>) -> Cow<'static, RetryConfig> {
+        match task::retry_in_force(self.site.layer).or_else(config) {
+            Some(cfg) => Cow::Owned(cfg),
+            None => Cow::Borrowed(&self.site.config),
         }
     }
 
     #[cold]
-    fn succeeded_after_retries(&mut self) {
+    fn succeeded_after_retries(&mut self, config: impl FnOnce() -> Option<RetryConfig>) {
         if let Some(bucket) = &self.bucket {
             bucket.refill();
         }
-        let event = self.event(self.state.attempt(), self.last_category, Outcome::Recovered);
+        let max_attempts = self.config(config).effective_attempts();
+        let event = self.event(
+            self.state.attempt(),
+            max_attempts,
+            self.last_category,
+            Outcome::Recovered,
+        );
         events::emit(&event);
     }
 
     #[cold]
-    fn failed(&mut self, failure: Failure) -> Option<Duration> {
+    fn failed(
+        &mut self,
+        failure: Failure,
+        config: impl FnOnce() -> Option<RetryConfig>,
+    ) -> Option<Duration> {
         let now = Instant::now();
         self.first_failure.get_or_insert(now);
         self.last_category = failure.category;
         let budget = self.budget.or_else(|| BUDGET.with(Cell::get));
         let limits = Limits {
-            time_left: self.deadline.map(|at| at.saturating_duration_since(now)),
+            time_left: self
+                .deadline
+                .map(|(at, _)| at.saturating_duration_since(now)),
             budget_left: budget.map(Budget::left),
         };
         let attempt = self.state.attempt();
-        let site = self.site;
-        let config = self.config.as_ref().unwrap_or(&site.config);
-        let mut decision = self.state.decide(config, failure, limits);
+        let config = self.config(config);
+        let mut decision = self.state.decide(&config, failure, limits);
         if matches!(decision, Decision::Retry { .. })
             && self.bucket.as_ref().is_some_and(|b| !b.try_acquire())
         {
@@ -345,7 +355,12 @@ impl Call {
             }
             Decision::GiveUp(why) => (Outcome::GaveUp, None, false, Some(why)),
         };
-        let mut event = self.event(attempt, failure.category, outcome);
+        let mut event = self.event(
+            attempt,
+            config.effective_attempts(),
+            failure.category,
+            outcome,
+        );
         event.delay = delay;
         event.from_hint = from_hint;
         event.reason = reason;
@@ -366,13 +381,19 @@ impl Call {
         }
     }
 
-    fn event(&self, attempt: u32, category: ErrorCategory, outcome: Outcome) -> RetryEvent {
+    fn event(
+        &self,
+        attempt: u32,
+        max_attempts: u32,
+        category: ErrorCategory,
+        outcome: Outcome,
+    ) -> RetryEvent {
         let budget = self.budget.or_else(|| BUDGET.with(Cell::get));
         RetryEvent {
             layer: self.site.layer,
             operation: self.site.operation,
             attempt,
-            max_attempts: self.config().effective_attempts(),
+            max_attempts,
             category,
             delay: None,
             from_hint: false,

@@ -205,6 +205,17 @@ pub(crate) fn parse_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `budget:`: the attempts of one outermost call in all, at least 1.
+pub(crate) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let budget = u32::deserialize(d)?;
+    if budget == 0 {
+        return Err(de::Error::custom(
+            "invalid budget `0`: must be at least 1 (it counts the first attempt)",
+        ));
+    }
+    Ok(budget)
+}
+
 /// `Option<Duration>` as a `timeout:` string.
 pub(crate) mod opt_duration {
     use super::*;

@@ -97,7 +97,13 @@ pub struct TaskPolicy {
     )]
     pub timeout: Option<Duration>,
     /// Attempts the nested retry loops of one outermost call may make in all.
-    #[cfg_attr(feature = "serde", serde(default = "default_budget"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(
+            default = "default_budget",
+            deserialize_with = "crate::serde_impl::budget"
+        )
+    )]
     pub budget: u32,
     #[cfg_attr(feature = "serde", serde(skip))]
     buckets: [Option<TokenBucket>; 4],
@@ -163,27 +169,22 @@ std::thread_local! {
     static POLICY: RefCell<Option<TaskPolicy>> = const { RefCell::new(None) };
 }
 
-/// What a retry loop of `layer` takes from the task policy in force.
-pub(crate) struct InForce {
-    pub(crate) retry: Option<RetryConfig>,
-    pub(crate) budget: u32,
-    pub(crate) bucket: Option<TokenBucket>,
+/// The attempt budget and the token bucket of `layer` in the task policy in force, if any.
+pub(crate) fn budget_in_force(layer: Layer) -> Option<(u32, Option<TokenBucket>)> {
+    POLICY.with(|p| {
+        let policy = p.borrow();
+        let policy = policy.as_ref()?;
+        Some((policy.budget, policy.token_bucket(layer).cloned()))
+    })
 }
 
-/// The task policy in force for a loop of `layer`, if any.
-pub(crate) fn in_force(layer: Layer) -> Option<InForce> {
-    POLICY.with(|p| {
-        p.borrow().as_ref().map(|p| InForce {
-            // L1 is set per request: the task's retry: never reaches it.
-            retry: if layer == Layer::Http {
-                None
-            } else {
-                p.retry.clone()
-            },
-            budget: p.budget,
-            bucket: p.token_bucket(layer).cloned(),
-        })
-    })
+/// The task's `retry:` for a loop of `layer`, if one is in force. L1 is set
+/// per request: the task's `retry:` never reaches it.
+pub(crate) fn retry_in_force(layer: Layer) -> Option<RetryConfig> {
+    if layer == Layer::Http {
+        return None;
+    }
+    POLICY.with(|p| p.borrow().as_ref().and_then(|p| p.retry.clone()))
 }
 
 /// Runs `fut`, a task's work, with `policy` in force.

@@ -36,19 +36,16 @@ where
             );
         let mut __nika_call = ::nika_retry::__private::Call::new(
             __NIKA_SITE,
-            ::core::option::Option::None,
-            ::nika_retry::__private::Timeouts {
-                connect: ::core::option::Option::None,
-                attempt: ::core::option::Option::None,
-                attempt_boundary: ::nika_retry::Boundary::Attempt,
-                total: ::core::option::Option::Some(
-                    ::core::time::Duration::new(300u64, 0u32),
-                ),
-            },
+            ::core::option::Option::Some(::core::time::Duration::new(300u64, 0u32)),
         );
         loop {
             let __nika_result = __nika_call
                 .timed(
+                    ::nika_retry::__private::Timeouts {
+                        connect: ::core::option::Option::None,
+                        attempt: ::core::option::Option::None,
+                        attempt_boundary: ::nika_retry::Boundary::Attempt,
+                    },
                     ::nika_retry::__private::attempt::<
                         Result<usize, ToolError>,
                         _,
@@ -58,7 +55,7 @@ where
                     }),
                 )
                 .await;
-            match __nika_call.next({ &__nika_result }) {
+            match __nika_call.next({ &__nika_result }, || ::core::option::Option::None) {
                 ::core::option::Option::Some(__nika_delay) => {
                     ::nika_retry::__private::sleep(__nika_delay).await
                 }

@@ -18,7 +18,6 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
     let mut __nika_call = ::nika_retry::__private::Call::new(
         __NIKA_SITE,
         ::core::option::Option::None,
-        ::nika_retry::__private::Timeouts::NONE,
     );
     loop {
         let body = ::core::clone::Clone::clone(&body);
@@ -30,7 +29,7 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
                 >(async { send(body).await }),
             )
             .await;
-        match __nika_call.next({ &__nika_result }) {
+        match __nika_call.next({ &__nika_result }, || ::core::option::Option::None) {
             ::core::option::Option::Some(__nika_delay) => {
                 ::nika_retry::__private::sleep(__nika_delay).await
             }

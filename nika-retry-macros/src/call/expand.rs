@@ -5,11 +5,11 @@
 //! ```text
 //! async fn f(args) -> R {
 //!     const __NIKA_SITE: &Site = &Overrides { .. }.site(layer, "module::f");
-//!     let mut call = Call::new(__NIKA_SITE, config, timeouts);
+//!     let mut call = Call::new(__NIKA_SITE, total);
 //!     loop {
 //!         let arg = arg.clone();                      // for each clone(arg)
-//!         let result = call.timed(attempt::<R, _>(async { body })).await; // or call.attempt(…)
-//!         match call.next(&result) {
+//!         let result = call.timed(limits, attempt::<R, _>(async { body })).await; // or call.attempt(…)
+//!         match call.next(&result, || config) {
 //!             Some(delay) => sleep(delay).await,
 //!             None => return result,
 //!         }
@@ -58,16 +58,14 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let delay = Ident::new("__nika_delay", Span::mixed_site());
 
     let site = site(&settings, &sig.ident);
+    // Evaluated only when an attempt fails, in a closure handed to `next`.
     let config = match &settings.config {
         Some(expr) => {
-            quote_spanned!(expr.span()=> ::nika_retry::__private::IntoConfig::into_config(#expr))
+            quote_spanned!(expr.span()=> || ::nika_retry::__private::IntoConfig::into_config(#expr))
         }
-        None => quote!(::core::option::Option::None),
+        None => quote!(|| ::core::option::Option::None),
     };
-    let limits = timeouts.as_ref().map_or_else(
-        || quote!(::nika_retry::__private::Timeouts::NONE),
-        timeouts_tokens,
-    );
+    let total = limit_tokens(timeouts.as_ref().and_then(|t| t.total.as_ref()));
     let clones = settings.clones.iter().map(|(name, is_mut)| {
         let mutability = is_mut.then(|| quote!(mut));
         quote_spanned!(name.span()=> let #mutability #name = ::core::clone::Clone::clone(&#name);)
@@ -83,17 +81,20 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let attempt = quote_spanned!(output.span()=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
     // The receiver is located there too: a method call's error is reported at its first token.
     let call_at = Ident::new("__nika_call", Span::mixed_site().located_at(span));
-    let attempt = match timeouts {
-        Some(_) => quote_spanned!(span=> #call_at.timed(#attempt)),
+    let attempt = match &timeouts {
+        Some(timeouts) => {
+            let limits = attempt_limits(timeouts);
+            quote_spanned!(span=> #call_at.timed(#limits, #attempt))
+        }
         None => quote_spanned!(span=> #call_at.attempt(#attempt)),
     };
     // A braced argument: its span is the user's, where rustc reports a bound on it.
-    let next = quote_spanned!(span=> #call_at.next({ &#result }));
+    let next = quote_spanned!(span=> #call_at.next({ &#result }, #config));
 
     let retry_loop = quote! {
         #(#[allow(unused_imports)] use #absorbed as _;)*
         #site
-        let mut #call = ::nika_retry::__private::Call::new(__NIKA_SITE, #config, #limits);
+        let mut #call = ::nika_retry::__private::Call::new(__NIKA_SITE, #total);
         loop {
             #(#clones)*
             let #result = #attempt.await;
@@ -207,8 +208,9 @@ fn site(settings: &Settings, name: &Ident) -> TokenStream {
     }
 }
 
-fn timeouts_tokens(timeouts: &Timeouts) -> TokenStream {
-    let limit = |limit: Option<&Limit>| match limit {
+/// A limit: `None`, a literal, or an expression (`Duration` / `Option<Duration>`).
+fn limit_tokens(limit: Option<&Limit>) -> TokenStream {
+    match limit {
         None => quote!(::core::option::Option::None),
         Some(Limit::Literal(d)) => {
             let d = duration(*d);
@@ -217,20 +219,22 @@ fn timeouts_tokens(timeouts: &Timeouts) -> TokenStream {
         Some(Limit::Expr(expr)) => {
             quote_spanned!(expr.span()=> ::nika_retry::__private::IntoLimit::into_limit(#expr))
         }
-    };
-    let connect = limit(timeouts.connect.as_ref());
-    let attempt = limit(timeouts.attempt.as_ref().map(|(l, _)| l));
+    }
+}
+
+/// The per-attempt limits, built as each attempt starts.
+fn attempt_limits(timeouts: &Timeouts) -> TokenStream {
+    let connect = limit_tokens(timeouts.connect.as_ref());
+    let attempt = limit_tokens(timeouts.attempt.as_ref().map(|(l, _)| l));
     let boundary = match timeouts.attempt.as_ref().map(|(_, b)| *b) {
         Some(AttemptBoundary::Read) => quote!(Read),
         _ => quote!(Attempt),
     };
-    let total = limit(timeouts.total.as_ref());
     quote! {
         ::nika_retry::__private::Timeouts {
             connect: #connect,
             attempt: #attempt,
             attempt_boundary: ::nika_retry::Boundary::#boundary,
-            total: #total,
         }
     }
 }
