@@ -36,7 +36,7 @@ impl RetryObserver for Timeline {
         };
         let op = e.operation.rsplit("::").take(2).collect::<Vec<_>>();
         println!(
-            "  {:>7}  {:<8} {:<20} {}/{}  {:<12} {:<22} {}",
+            "  {:>7}  {:<8} {:<20} {}/{}  {:<12} {:<24} {}",
             fmt_ms(self.start.elapsed()),
             e.layer,
             format!("{}::{}", op.get(1).unwrap_or(&""), op[0]),
@@ -121,7 +121,7 @@ async fn main() {
         scenarios.len() + 1
     );
     println!(
-        "  {:>7}  {:<8} {:<20} {:<4} {:<12} {:<22} outcome",
+        "  {:>7}  {:<8} {:<20} {:<4} {:<12} {:<24} outcome",
         "time", "layer", "operation", "try", "category", "wait"
     );
 
