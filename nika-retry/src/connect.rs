@@ -7,7 +7,7 @@ use core::task::{Context, Poll};
 
 use crate::context::CONNECT;
 use crate::timer::Deadline;
-use crate::{Boundary, TimeoutError};
+use crate::{Boundary, Layer, TimeoutError};
 
 /// Bounds `fut` by the connect timeout of the enclosing `#[timeout(connect = …)]` fn.
 ///
@@ -38,12 +38,11 @@ use crate::{Boundary, TimeoutError};
 /// }
 /// ```
 pub fn connect<F: Future>(fut: F) -> Connect<F> {
-    let limit = CONNECT
-        .with(Cell::get)
-        .map(|(limit, layer)| (limit, TimeoutError::new(Boundary::Connect, limit, layer)));
-    Connect {
-        inner: Deadline::new(fut).after(limit),
-    }
+    let inner = match CONNECT.with(Cell::get) {
+        Some((limit, layer)) => Deadline::new(fut, layer).after(Some(limit), Boundary::Connect),
+        None => Deadline::new(fut, Layer::Http),
+    };
+    Connect { inner }
 }
 
 pin_project_lite::pin_project! {
@@ -66,7 +65,6 @@ impl<F: Future> Future for Connect<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Layer;
     use core::time::Duration;
 
     #[tokio::test(start_paused = true)]

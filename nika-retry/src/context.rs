@@ -15,18 +15,30 @@ use std::thread::LocalKey;
 
 use crate::Layer;
 
-/// The attempts shared by the nested retry loops under one outermost call.
+/// The attempts shared by the nested retry loops under one outermost call:
+/// the total (one plus every retry allowed) and the attempts used so far (one
+/// plus every retry taken, at any layer), packed in one non-zero `u64`
+/// (`total << 32 | used`) so that each copy in and out of the thread-local is one move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Budget {
-    /// Attempts that can reach the innermost layer: one plus every retry allowed.
-    pub(crate) total: u32,
-    /// Attempts so far: one plus every retry taken, at any layer.
-    pub(crate) used: u32,
-}
+pub(crate) struct Budget(core::num::NonZeroU64);
 
 impl Budget {
+    #[inline]
+    pub(crate) fn new(total: u32, used: u32) -> Budget {
+        let packed = (u64::from(total.max(1)) << 32) | u64::from(used);
+        Budget(core::num::NonZeroU64::new(packed).unwrap_or(core::num::NonZeroU64::MIN))
+    }
+    pub(crate) fn total(self) -> u32 {
+        (self.0.get() >> 32) as u32
+    }
+    pub(crate) fn used(self) -> u32 {
+        self.0.get() as u32
+    }
+    pub(crate) fn took_one(self) -> Budget {
+        Budget::new(self.total(), self.used().saturating_add(1))
+    }
     pub(crate) fn left(self) -> u32 {
-        self.total.saturating_sub(self.used)
+        self.total().saturating_sub(self.used())
     }
 }
 
@@ -138,11 +150,11 @@ mod tests {
 
     #[test]
     fn with_cell_returns_the_inner_value_and_restores_the_outer() {
-        let budget = Budget { total: 9, used: 1 };
+        let budget = Budget::new(9, 1);
         let ((), inner) = with_cell(&BUDGET, Some(budget), || {
-            BUDGET.with(|c| c.set(Some(Budget { total: 9, used: 4 })));
+            BUDGET.with(|c| c.set(Some(Budget::new(9, 4))));
         });
-        assert_eq!(inner, Some(Budget { total: 9, used: 4 }));
+        assert_eq!(inner, Some(Budget::new(9, 4)));
         assert_eq!(BUDGET.with(Cell::get), None);
         assert_eq!(budget.left(), 8);
     }

@@ -162,7 +162,7 @@ std::thread_local! {
 pub fn observe<F: Future>(observer: Arc<dyn RetryObserver>, fut: F) -> Observed<F> {
     Observed {
         fut,
-        observers: vec![observer],
+        observer: Some(observer),
     }
 }
 
@@ -172,7 +172,8 @@ pin_project_lite::pin_project! {
     pub struct Observed<F> {
         #[pin]
         fut: F,
-        observers: Vec<Arc<dyn RetryObserver>>,
+        // `None` only while it is on the thread's stack, during a poll.
+        observer: Option<Arc<dyn RetryObserver>>,
     }
 }
 
@@ -180,8 +181,19 @@ impl<F: Future> Future for Observed<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        struct TakeBack<'a>(&'a mut Option<Arc<dyn RetryObserver>>);
+        impl Drop for TakeBack<'_> {
+            fn drop(&mut self) {
+                *self.0 = OBSERVERS.with(|o| o.borrow_mut().pop());
+            }
+        }
         let this = self.project();
-        with_observers(this.observers, || this.fut.poll(cx))
+        let Some(observer) = this.observer.take() else {
+            return this.fut.poll(cx);
+        };
+        OBSERVERS.with(|o| o.borrow_mut().push(observer));
+        let _back = TakeBack(this.observer);
+        this.fut.poll(cx)
     }
 }
 
@@ -216,6 +228,23 @@ pub(crate) fn with_observers<R>(
 /// The observers in force on this thread right now, outermost first.
 pub(crate) fn current() -> Vec<Arc<dyn RetryObserver>> {
     OBSERVERS.with(|o| o.borrow().clone())
+}
+
+/// Whether an event of `outcome` would reach anyone (a `tracing`
+/// subscriber that enables it, or an observer); if not, it is not even built.
+#[inline]
+pub(crate) fn listening(outcome: Outcome) -> bool {
+    #[cfg(feature = "tracing")]
+    {
+        let enabled = match outcome {
+            Outcome::Recovered => tracing::enabled!(target: "nika_retry", tracing::Level::DEBUG),
+            _ => tracing::enabled!(target: "nika_retry", tracing::Level::WARN),
+        };
+        if enabled {
+            return true;
+        }
+    }
+    OBSERVERS.with(|o| !o.borrow().is_empty())
 }
 
 /// Sends `event` to `tracing` and to every observer in force, innermost first.

@@ -220,7 +220,7 @@ pub struct Call {
 
 impl Call {
     /// A call of `site`, bounded in all by `total` if given.
-    #[inline]
+    #[inline(always)]
     pub fn new(site: &'static Site, total: Option<Duration>) -> Call {
         let (budget_total, bucket) = match task::budget_in_force(site.layer) {
             Some((budget, bucket)) => (budget, bucket),
@@ -231,10 +231,7 @@ impl Call {
             site,
             state: RetryState::new(),
             deadline: total.map(|limit| (from_now(limit), limit)),
-            budget: (!nested).then_some(Budget {
-                total: budget_total,
-                used: 1,
-            }),
+            budget: (!nested).then_some(Budget::new(budget_total, 1)),
             bucket,
             first_failure: None,
             last_category: ErrorCategory::Transient,
@@ -258,17 +255,10 @@ impl Call {
         E: FromTimeout,
     {
         let layer = self.site.layer;
-        let attempt = limits.attempt.map(|limit| {
-            (
-                limit,
-                TimeoutError::new(limits.attempt_boundary, limit, layer),
-            )
-        });
-        let total = self
-            .deadline
-            .map(|(at, limit)| (at, TimeoutError::new(Boundary::Total, limit, layer)));
         Timed {
-            inner: Deadline::new(fut).after(attempt).at(total),
+            inner: Deadline::new(fut, layer)
+                .after(limits.attempt, limits.attempt_boundary)
+                .at(self.deadline),
             connect: limits.connect.map(|limit| (limit, layer)),
             budget: &mut self.budget,
             into_error: E::from_timeout,
@@ -288,18 +278,18 @@ impl Call {
         match result.error() {
             None => {
                 if self.state.attempt() > 1 {
-                    self.succeeded_after_retries(config);
+                    self.succeeded_after_retries(&mut lazy(config));
                 } else if let Some(bucket) = &self.bucket {
                     bucket.refill();
                 }
                 None
             }
-            Some(error) => self.failed(Failure::of(error), config),
+            Some(error) => self.failed(Failure::of(error), &mut lazy(config)),
         }
     }
 
     /// The config in force: the task scope's `retry:`, else `config = …`, else the site's.
-    fn config(&self, config: impl FnOnce() -> Option<RetryConfig>) -> Cow<'static, RetryConfig> {
+    fn config(&self, config: &mut dyn FnMut() -> Option<RetryConfig>) -> Cow<'static, RetryConfig> {
         match task::retry_in_force(self.site.layer).or_else(config) {
             Some(cfg) => Cow::Owned(cfg),
             None => Cow::Borrowed(&self.site.config),
@@ -307,12 +297,16 @@ impl Call {
     }
 
     #[cold]
-    fn succeeded_after_retries(&mut self, config: impl FnOnce() -> Option<RetryConfig>) {
+    fn succeeded_after_retries(&mut self, config: &mut dyn FnMut() -> Option<RetryConfig>) {
         if let Some(bucket) = &self.bucket {
             bucket.refill();
         }
+        if !events::listening(Outcome::Recovered) {
+            return;
+        }
         let max_attempts = self.config(config).effective_attempts();
         let event = self.event(
+            Instant::now(),
             self.state.attempt(),
             max_attempts,
             self.last_category,
@@ -325,16 +319,20 @@ impl Call {
     fn failed(
         &mut self,
         failure: Failure,
-        config: impl FnOnce() -> Option<RetryConfig>,
+        config: &mut dyn FnMut() -> Option<RetryConfig>,
     ) -> Option<Duration> {
-        let now = Instant::now();
-        self.first_failure.get_or_insert(now);
+        let listening = events::listening(Outcome::Retrying);
+        let now = (listening || self.deadline.is_some()).then(Instant::now);
+        if let Some(now) = now {
+            self.first_failure.get_or_insert(now);
+        }
         self.last_category = failure.category;
         let budget = self.budget.or_else(|| BUDGET.with(Cell::get));
         let limits = Limits {
             time_left: self
                 .deadline
-                .map(|(at, _)| at.saturating_duration_since(now)),
+                .zip(now)
+                .map(|((at, _), now)| at.saturating_duration_since(now)),
             budget_left: budget.map(Budget::left),
         };
         let attempt = self.state.attempt();
@@ -355,7 +353,11 @@ impl Call {
             }
             Decision::GiveUp(why) => (Outcome::GaveUp, None, false, Some(why)),
         };
+        let Some(now) = now.filter(|_| listening) else {
+            return delay;
+        };
         let mut event = self.event(
+            now,
             attempt,
             config.effective_attempts(),
             failure.category,
@@ -371,10 +373,10 @@ impl Call {
     /// Counts one retry against the budget of the outermost call.
     fn take_from_budget(&mut self) {
         match &mut self.budget {
-            Some(own) => own.used = own.used.saturating_add(1),
+            Some(own) => *own = own.took_one(),
             None => BUDGET.with(|b| {
                 if let Some(mut shared) = b.get() {
-                    shared.used = shared.used.saturating_add(1);
+                    shared = shared.took_one();
                     b.set(Some(shared));
                 }
             }),
@@ -383,6 +385,7 @@ impl Call {
 
     fn event(
         &self,
+        now: Instant,
         attempt: u32,
         max_attempts: u32,
         category: ErrorCategory,
@@ -399,8 +402,10 @@ impl Call {
             from_hint: false,
             outcome,
             reason: None,
-            since_first_failure: self.first_failure.map_or(Duration::ZERO, |t| t.elapsed()),
-            total_attempts: budget.map_or(attempt, |b| b.used),
+            since_first_failure: self
+                .first_failure
+                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
+            total_attempts: budget.map_or(attempt, |b| b.used()),
         }
     }
 }
@@ -409,21 +414,6 @@ impl Call {
 #[inline]
 pub fn sleep(delay: Duration) -> tokio::time::Sleep {
     tokio::time::sleep(delay)
-}
-
-/// Polls `poll` with the outermost call's budget installed for the loops nested inside.
-#[inline]
-fn with_budget<R>(budget: &mut Option<Budget>, poll: impl FnOnce() -> R) -> R {
-    match budget {
-        None => poll(),
-        Some(own) => {
-            let (out, inner) = with_cell(&BUDGET, Some(*own), poll);
-            if let Some(inner) = inner {
-                *own = inner;
-            }
-            out
-        }
-    }
 }
 
 pin_project_lite::pin_project! {
@@ -435,14 +425,54 @@ pin_project_lite::pin_project! {
     }
 }
 
+/// EXPERIMENT: what `next` takes without `config = …`: one type for every fn.
+pub const NO_CONFIG: fn() -> Option<RetryConfig> = no_config;
+
+fn no_config() -> Option<RetryConfig> {
+    None
+}
+
+/// `config` as a non-generic `FnMut`, so that the cold paths are compiled once.
+#[inline]
+fn lazy<C: FnOnce() -> Option<RetryConfig>>(config: C) -> impl FnMut() -> Option<RetryConfig> {
+    let mut config = Some(config);
+    move || config.take().and_then(|c| c())
+}
+
+/// The outermost call's budget, installed for the duration of one poll of its
+/// attempt and taken back (updated by the nested loops) when dropped, even on
+/// a panic. A guard rather than a closure, so that it is compiled once.
+struct BudgetScope<'a> {
+    own: &'a mut Budget,
+    outer: Option<Budget>,
+}
+
+impl<'a> BudgetScope<'a> {
+    #[inline]
+    fn enter(own: &'a mut Option<Budget>) -> Option<BudgetScope<'a>> {
+        let own = own.as_mut()?;
+        let outer = BUDGET.with(|c| c.replace(Some(*own)));
+        Some(BudgetScope { own, outer })
+    }
+}
+
+impl Drop for BudgetScope<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(inner) = BUDGET.with(|c| c.replace(self.outer)) {
+            *self.own = inner;
+        }
+    }
+}
+
 impl<F: Future> Future for Attempt<'_, F> {
     type Output = F::Output;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let fut = this.fut;
-        with_budget(this.budget, || fut.poll(cx))
+        let _scope = BudgetScope::enter(this.budget);
+        this.fut.poll(cx)
     }
 }
 
@@ -470,10 +500,11 @@ where
         let this = self.project();
         let inner = this.inner;
         let connect = *this.connect;
-        let polled = with_budget(this.budget, || match connect {
+        let _scope = BudgetScope::enter(this.budget);
+        let polled = match connect {
             Some(limit) => with_cell(&CONNECT, Some(limit), || inner.poll(cx)).0,
             None => inner.poll(cx),
-        });
+        };
         let into_error = *this.into_error;
         polled.map(|out| out.unwrap_or_else(|e| Err(into_error(e))))
     }

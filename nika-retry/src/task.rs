@@ -60,7 +60,7 @@ use std::sync::Arc;
 use crate::context::Scoped;
 use crate::events::{self, RetryObserver};
 use crate::timer::{Deadline, from_now};
-use crate::{Boundary, Layer, RetryConfig, TimeoutError, TokenBucket};
+use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
 
 /// The attempt budget nested retry loops share by default: ADR-019's 3 × 3.
 pub const DEFAULT_BUDGET: u32 = 9;
@@ -197,12 +197,9 @@ where
     F: Future<Output = Result<T, E>>,
     E: From<TimeoutError>,
 {
-    let deadline = policy.timeout.map(|limit| {
-        let error = TimeoutError::new(Boundary::Total, limit, Layer::Task);
-        (from_now(limit), error)
-    });
+    let deadline = policy.timeout.map(|limit| (from_now(limit), limit));
     TaskScope {
-        inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut)).at(deadline),
+        inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task).at(deadline),
         _error: core::marker::PhantomData,
     }
 }

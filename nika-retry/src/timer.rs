@@ -7,7 +7,7 @@ use core::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use crate::TimeoutError;
+use crate::{Boundary, Layer, TimeoutError};
 
 /// `limit` from now, saturating: a limit too long for the clock (say
 /// `Duration::MAX` from a config) means about thirty years, not a panic.
@@ -17,44 +17,60 @@ pub(crate) fn from_now(limit: Duration) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
 }
 
+/// Which limit the timer was set for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Armed {
+    No,
+    Relative,
+    Absolute,
+}
+
 pin_project_lite::pin_project! {
     /// Runs `inner` under a relative limit and/or an absolute deadline, whichever
-    /// ends first; expiry yields `Err` with that limit's error.
+    /// ends first; expiry yields the `TimeoutError` of that limit.
     ///
     /// Unlike `tokio::time::timeout`, neither the clock nor the timer is touched
     /// unless `inner` is still pending after its first poll: the relative limit
-    /// counts from that poll.
+    /// counts from that poll. The error is only built when a limit expires, so
+    /// the future holds the limits, not three errors.
     pub(crate) struct Deadline<F> {
         #[pin]
         inner: F,
         #[pin]
         sleep: Option<Sleep>,
-        after: Option<(Duration, TimeoutError)>,
-        at: Option<(Instant, TimeoutError)>,
-        expired: Option<TimeoutError>,
+        // The relative limit and the boundary it guards.
+        after: Option<Duration>,
+        boundary: Boundary,
+        // The absolute deadline and the total limit it came from.
+        at: Option<(Instant, Duration)>,
+        layer: Layer,
+        armed: Armed,
     }
 }
 
 impl<F> Deadline<F> {
-    /// `inner` with no limit yet.
-    pub(crate) fn new(inner: F) -> Deadline<F> {
+    /// `inner`, with no limit yet, for the limits of `layer`.
+    pub(crate) fn new(inner: F, layer: Layer) -> Deadline<F> {
         Deadline {
             inner,
             sleep: None,
             after: None,
+            boundary: Boundary::Attempt,
             at: None,
-            expired: None,
+            layer,
+            armed: Armed::No,
         }
     }
 
-    /// Bounds `inner` to `limit` from its first pending poll.
-    pub(crate) fn after(mut self, limit: Option<(Duration, TimeoutError)>) -> Deadline<F> {
+    /// Bounds `inner` to `limit` from its first pending poll, guarding `boundary`.
+    pub(crate) fn after(mut self, limit: Option<Duration>, boundary: Boundary) -> Deadline<F> {
         self.after = limit;
+        self.boundary = boundary;
         self
     }
 
-    /// Bounds `inner` to the instant `deadline`.
-    pub(crate) fn at(mut self, deadline: Option<(Instant, TimeoutError)>) -> Deadline<F> {
+    /// Bounds `inner` to the instant `deadline`, set by a `Total` limit.
+    pub(crate) fn at(mut self, deadline: Option<(Instant, Duration)>) -> Deadline<F> {
         self.at = deadline;
         self
     }
@@ -68,24 +84,25 @@ impl<F: Future> Future for Deadline<F> {
         if let Poll::Ready(out) = this.inner.poll(cx) {
             return Poll::Ready(Ok(out));
         }
-        if this.sleep.is_none() {
-            let relative = this.after.take().map(|(d, e)| (from_now(d), e));
-            let earliest = match (relative, this.at.take()) {
-                (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-                (a, b) => a.or(b),
+        if *this.armed == Armed::No {
+            let relative = this.after.map(from_now);
+            let (when, armed) = match (relative, *this.at) {
+                (Some(rel), Some((abs, _))) if abs < rel => (abs, Armed::Absolute),
+                (Some(rel), _) => (rel, Armed::Relative),
+                (None, Some((abs, _))) => (abs, Armed::Absolute),
+                (None, None) => return Poll::Pending,
             };
-            let Some((when, error)) = earliest else {
-                return Poll::Pending;
-            };
-            *this.expired = Some(error);
+            *this.armed = armed;
             this.sleep.set(Some(tokio::time::sleep_until(when)));
         }
         match this.sleep.as_pin_mut().map(|s| s.poll(cx)) {
-            Some(Poll::Ready(())) => match this.expired.take() {
-                Some(error) => Poll::Ready(Err(error)),
-                // Polled again after completing: stay pending, as a fused future does.
-                None => Poll::Pending,
-            },
+            Some(Poll::Ready(())) => Poll::Ready(Err(match *this.armed {
+                Armed::Absolute => {
+                    let total = this.at.map_or(Duration::ZERO, |(_, limit)| limit);
+                    TimeoutError::new(Boundary::Total, total, *this.layer)
+                }
+                _ => TimeoutError::new(*this.boundary, this.after.unwrap_or_default(), *this.layer),
+            })),
             _ => Poll::Pending,
         }
     }
@@ -94,55 +111,60 @@ impl<F: Future> Future for Deadline<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Boundary, Layer};
 
-    fn err(b: Boundary) -> TimeoutError {
-        TimeoutError::new(b, Duration::from_secs(1), Layer::Tool)
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    fn deadline<F>(inner: F) -> Deadline<F> {
+        Deadline::new(inner, Layer::Tool)
     }
 
     #[tokio::test(start_paused = true)]
     async fn ready_inner_wins_even_past_its_deadline() {
-        let past = Some((Instant::now(), err(Boundary::Total)));
-        assert_eq!(Deadline::new(async { 5 }).at(past).await, Ok(5));
+        let past = Some((Instant::now(), secs(1)));
+        assert_eq!(deadline(async { 5 }).at(past).await, Ok(5));
     }
 
     #[tokio::test(start_paused = true)]
     async fn unlimited_inner_runs_to_completion() {
         let start = Instant::now();
-        let inner = tokio::time::sleep(Duration::from_secs(3600));
-        assert_eq!(Deadline::new(inner).await, Ok(()));
-        assert_eq!(start.elapsed(), Duration::from_secs(3600));
+        let inner = tokio::time::sleep(secs(3600));
+        assert_eq!(deadline(inner).await, Ok(()));
+        assert_eq!(start.elapsed(), secs(3600));
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_earlier_limit_wins_with_its_own_error() {
         let start = Instant::now();
-        let after = Some((Duration::from_secs(2), err(Boundary::Read)));
-        let at = Some((start + Duration::from_secs(3), err(Boundary::Total)));
-        let fut = Deadline::new(core::future::pending::<()>())
-            .after(after.clone())
-            .at(at);
-        assert_eq!(fut.await, Err(err(Boundary::Read)));
-        assert_eq!(start.elapsed(), Duration::from_secs(2));
+        let fut = deadline(core::future::pending::<()>())
+            .after(Some(secs(2)), Boundary::Read)
+            .at(Some((start + secs(3), secs(3))));
+        let read = TimeoutError::new(Boundary::Read, secs(2), Layer::Tool);
+        assert_eq!(fut.await, Err(read));
+        assert_eq!(start.elapsed(), secs(2));
 
         let start = Instant::now();
-        let at = Some((start + Duration::from_secs(1), err(Boundary::Total)));
-        let fut = Deadline::new(core::future::pending::<()>())
-            .after(after)
-            .at(at);
-        assert_eq!(fut.await, Err(err(Boundary::Total)));
-        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        let fut = deadline(core::future::pending::<()>())
+            .after(Some(secs(2)), Boundary::Read)
+            .at(Some((start + secs(1), secs(9))));
+        let total = TimeoutError::new(Boundary::Total, secs(9), Layer::Tool);
+        assert_eq!(fut.await, Err(total));
+        assert_eq!(start.elapsed(), secs(1));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_limit_too_long_for_the_clock_saturates() {
-        let after = Some((Duration::MAX, err(Boundary::Attempt)));
-        assert_eq!(Deadline::new(async { 1 }).after(after.clone()).await, Ok(1));
+        let limit = Some(Duration::MAX);
+        assert_eq!(
+            deadline(async { 1 }).after(limit, Boundary::Attempt).await,
+            Ok(1)
+        );
         let slow = async {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            tokio::time::sleep(secs(3600)).await;
             2
         };
-        assert_eq!(Deadline::new(slow).after(after).await, Ok(2));
+        assert_eq!(deadline(slow).after(limit, Boundary::Attempt).await, Ok(2));
         assert!(from_now(Duration::MAX) > Instant::now());
     }
 
@@ -153,8 +175,8 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(999)).await;
             "done"
         };
-        let after = Some((Duration::from_secs(1), err(Boundary::Attempt)));
-        assert_eq!(Deadline::new(inner).after(after).await, Ok("done"));
+        let fut = deadline(inner).after(Some(secs(1)), Boundary::Attempt);
+        assert_eq!(fut.await, Ok("done"));
         assert_eq!(start.elapsed(), Duration::from_millis(999));
     }
 }

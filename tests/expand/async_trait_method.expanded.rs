@@ -39,28 +39,31 @@ where
             ::core::option::Option::Some(::core::time::Duration::new(300u64, 0u32)),
         );
         loop {
-            let __nika_result = __nika_call
-                .timed(
-                    ::nika_retry::__private::Timeouts {
-                        connect: ::core::option::Option::None,
-                        attempt: ::core::option::Option::None,
-                        attempt_boundary: ::nika_retry::Boundary::Attempt,
-                    },
-                    ::nika_retry::__private::attempt::<
-                        Result<usize, ToolError>,
-                        _,
-                    >(async {
-                        let __ret: Result<usize, ToolError> = { Ok(input.len()) };
-                        #[allow(unreachable_code)] __ret
-                    }),
-                )
-                .await;
-            match __nika_call.next({ &__nika_result }, || ::core::option::Option::None) {
-                ::core::option::Option::Some(__nika_delay) => {
-                    ::nika_retry::__private::sleep(__nika_delay).await
+            let __nika_delay = {
+                let __nika_result = __nika_call
+                    .timed(
+                        ::nika_retry::__private::Timeouts {
+                            connect: ::core::option::Option::None,
+                            attempt: ::core::option::Option::None,
+                            attempt_boundary: ::nika_retry::Boundary::Attempt,
+                        },
+                        ::nika_retry::__private::attempt::<
+                            Result<usize, ToolError>,
+                            _,
+                        >(async {
+                            let __ret: Result<usize, ToolError> = { Ok(input.len()) };
+                            #[allow(unreachable_code)] __ret
+                        }),
+                    )
+                    .await;
+                match __nika_call
+                    .next({ &__nika_result }, ::nika_retry::__private::NO_CONFIG)
+                {
+                    ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                    ::core::option::Option::None => return __nika_result,
                 }
-                ::core::option::Option::None => return __nika_result,
-            }
+            };
+            ::nika_retry::__private::sleep(__nika_delay).await;
         }
     })
 }

@@ -20,20 +20,23 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
         ::core::option::Option::None,
     );
     loop {
-        let body = ::core::clone::Clone::clone(&body);
-        let __nika_result = __nika_call
-            .attempt(
-                ::nika_retry::__private::attempt::<
-                    Result<(), HttpError>,
-                    _,
-                >(async { send(body).await }),
-            )
-            .await;
-        match __nika_call.next({ &__nika_result }, || ::core::option::Option::None) {
-            ::core::option::Option::Some(__nika_delay) => {
-                ::nika_retry::__private::sleep(__nika_delay).await
+        let __nika_delay = {
+            let body = ::core::clone::Clone::clone(&body);
+            let __nika_result = __nika_call
+                .attempt(
+                    ::nika_retry::__private::attempt::<
+                        Result<(), HttpError>,
+                        _,
+                    >(async { send(body).await }),
+                )
+                .await;
+            match __nika_call
+                .next({ &__nika_result }, ::nika_retry::__private::NO_CONFIG)
+            {
+                ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                ::core::option::Option::None => return __nika_result,
             }
-            ::core::option::Option::None => return __nika_result,
-        }
+        };
+        ::nika_retry::__private::sleep(__nika_delay).await;
     }
 }

@@ -20,26 +20,29 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
         ::core::option::Option::None,
     );
     loop {
-        let __nika_result = __nika_call
-            .timed(
-                ::nika_retry::__private::Timeouts {
-                    connect: ::core::option::Option::None,
-                    attempt: ::core::option::Option::Some(
-                        ::core::time::Duration::new(120u64, 0u32),
-                    ),
-                    attempt_boundary: ::nika_retry::Boundary::Read,
-                },
-                ::nika_retry::__private::attempt::<
-                    Result<Response, ProviderError>,
-                    _,
-                >(async { self.send(req).await }),
-            )
-            .await;
-        match __nika_call.next({ &__nika_result }, || ::core::option::Option::None) {
-            ::core::option::Option::Some(__nika_delay) => {
-                ::nika_retry::__private::sleep(__nika_delay).await
+        let __nika_delay = {
+            let __nika_result = __nika_call
+                .timed(
+                    ::nika_retry::__private::Timeouts {
+                        connect: ::core::option::Option::None,
+                        attempt: ::core::option::Option::Some(
+                            ::core::time::Duration::new(120u64, 0u32),
+                        ),
+                        attempt_boundary: ::nika_retry::Boundary::Read,
+                    },
+                    ::nika_retry::__private::attempt::<
+                        Result<Response, ProviderError>,
+                        _,
+                    >(async { self.send(req).await }),
+                )
+                .await;
+            match __nika_call
+                .next({ &__nika_result }, ::nika_retry::__private::NO_CONFIG)
+            {
+                ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                ::core::option::Option::None => return __nika_result,
             }
-            ::core::option::Option::None => return __nika_result,
-        }
+        };
+        ::nika_retry::__private::sleep(__nika_delay).await;
     }
 }

@@ -63,7 +63,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         Some(expr) => {
             quote_spanned!(expr.span()=> || ::nika_retry::__private::IntoConfig::into_config(#expr))
         }
-        None => quote!(|| ::core::option::Option::None),
+        None => quote!(::nika_retry::__private::NO_CONFIG),
     };
     let total = limit_tokens(timeouts.as_ref().and_then(|t| t.total.as_ref()));
     let clones = settings.clones.iter().map(|(name, is_mut)| {
@@ -96,12 +96,15 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         #site
         let mut #call = ::nika_retry::__private::Call::new(__NIKA_SITE, #total);
         loop {
-            #(#clones)*
-            let #result = #attempt.await;
-            match #next {
-                ::core::option::Option::Some(#delay) => ::nika_retry::__private::sleep(#delay).await,
-                ::core::option::Option::None => return #result,
-            }
+            let #delay = {
+                #(#clones)*
+                let #result = #attempt.await;
+                match #next {
+                    ::core::option::Option::Some(#delay) => #delay,
+                    ::core::option::Option::None => return #result,
+                }
+            };
+            ::nika_retry::__private::sleep(#delay).await;
         }
     };
     let new_body = match body {
