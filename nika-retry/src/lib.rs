@@ -103,7 +103,7 @@ pub use bucket::TokenBucket;
 pub use connect::{Connect, connect};
 
 #[doc(hidden)]
-#[path = "private.rs"]
+#[path = "private/mod.rs"]
 pub mod __private;
 
 /// Retries an `async fn` by the policy of its layer.

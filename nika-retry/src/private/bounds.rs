@@ -1,0 +1,100 @@
+//! The traits generated code puts on the user's types, each with a
+//! `#[diagnostic::on_unimplemented]` message that says what to write.
+
+use core::future::Future;
+use core::time::Duration;
+
+use crate::{RetryConfig, TimeoutError};
+
+/// A `#[timeout]` value given as an expression: `Duration` or `Option<Duration>`.
+#[diagnostic::on_unimplemented(
+    message = "a `#[timeout]` limit must be a `Duration` or an `Option<Duration>`, not `{Self}`",
+    label = "expected `Duration` or `Option<Duration>`"
+)]
+pub trait IntoLimit {
+    /// The limit; `None` for no limit.
+    fn into_limit(self) -> Option<Duration>;
+}
+
+impl IntoLimit for Duration {
+    fn into_limit(self) -> Option<Duration> {
+        Some(self)
+    }
+}
+
+impl IntoLimit for Option<Duration> {
+    fn into_limit(self) -> Option<Duration> {
+        self
+    }
+}
+
+/// `#[retry(config = EXPR)]`: a `RetryConfig` or an `Option<RetryConfig>`.
+#[diagnostic::on_unimplemented(
+    message = "`config = …` must be a `RetryConfig` or an `Option<RetryConfig>`, not `{Self}`",
+    label = "expected `RetryConfig` or `Option<RetryConfig>`"
+)]
+pub trait IntoConfig {
+    /// The config; `None` keeps the attribute's literals.
+    fn into_config(self) -> Option<RetryConfig>;
+}
+
+impl IntoConfig for RetryConfig {
+    fn into_config(self) -> Option<RetryConfig> {
+        Some(self)
+    }
+}
+
+impl IntoConfig for Option<RetryConfig> {
+    fn into_config(self) -> Option<RetryConfig> {
+        self
+    }
+}
+
+impl IntoConfig for &RetryConfig {
+    fn into_config(self) -> Option<RetryConfig> {
+        Some(self.clone())
+    }
+}
+
+/// The error type of a `#[timeout]` fn: it must absorb a [`TimeoutError`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot hold a timeout: `#[timeout]` needs `{Self}: From<nika_retry::TimeoutError>`",
+    label = "this error type needs `From<nika_retry::TimeoutError>`",
+    note = "add a variant such as `#[error(transparent)] #[category(transparent)] Timeout(#[from] nika_retry::TimeoutError)`"
+)]
+pub trait FromTimeout {
+    /// Converts the expiry.
+    fn from_timeout(error: TimeoutError) -> Self;
+}
+
+impl<E: From<TimeoutError>> FromTimeout for E {
+    fn from_timeout(error: TimeoutError) -> Self {
+        E::from(error)
+    }
+}
+
+/// The return type of a `#[retry]` fn: a `Result`.
+#[diagnostic::on_unimplemented(
+    message = "`#[retry]` needs a fn that returns `Result<T, E>`, not `{Self}`",
+    label = "expected `Result<T, E>`"
+)]
+pub trait RetryResult {
+    /// The error type.
+    type Error;
+    /// The error, if this is one.
+    fn error(&self) -> Option<&Self::Error>;
+}
+
+impl<T, E> RetryResult for Result<T, E> {
+    type Error = E;
+    fn error(&self) -> Option<&E> {
+        self.as_ref().err()
+    }
+}
+
+/// Fixes the output type of an attempt's `async` block to the fn's return
+/// type, so that `?` and `return` in the body infer as they do in the fn.
+#[inline(always)]
+pub fn attempt<R, F: Future<Output = R>>(fut: F) -> F {
+    fut
+}

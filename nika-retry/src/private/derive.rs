@@ -1,0 +1,83 @@
+//! What `#[derive(Classify)]` calls on the fields it names.
+
+use core::time::Duration;
+
+use crate::ErrorCategory;
+
+/// `#[category(http_status = field)]`: a status code.
+#[diagnostic::on_unimplemented(
+    message = "`http_status = …` names a field of type `{Self}`, which is not an HTTP status",
+    label = "expected a `u16` status code"
+)]
+pub trait HttpStatus {
+    /// The status code.
+    fn code(&self) -> u16;
+}
+
+impl HttpStatus for u16 {
+    fn code(&self) -> u16 {
+        *self
+    }
+}
+
+/// The category of the status in a `http_status` field.
+#[inline]
+pub fn status_category<S: HttpStatus + ?Sized>(status: &S) -> ErrorCategory {
+    crate::http::status_category(status.code())
+}
+
+/// `#[category(retry_after = field)]`: a `Duration` or `Option<Duration>`.
+#[diagnostic::on_unimplemented(
+    message = "`retry_after = …` names a field of type `{Self}`; it takes a `Duration` or an `Option<Duration>`",
+    label = "expected `Duration` or `Option<Duration>` (for milliseconds, use `retry_after_ms`)"
+)]
+pub trait DurationHint {
+    /// The hint.
+    fn hint(&self) -> Option<Duration>;
+}
+
+impl DurationHint for Duration {
+    fn hint(&self) -> Option<Duration> {
+        Some(*self)
+    }
+}
+
+impl DurationHint for Option<Duration> {
+    fn hint(&self) -> Option<Duration> {
+        *self
+    }
+}
+
+/// `#[category(retry_after_ms = field)]`: a `u64` or `Option<u64>` of milliseconds.
+#[diagnostic::on_unimplemented(
+    message = "`retry_after_ms = …` names a field of type `{Self}`; it takes a `u64` or an `Option<u64>` of milliseconds",
+    label = "expected `u64` or `Option<u64>` (for a `Duration`, use `retry_after`)"
+)]
+pub trait MillisHint {
+    /// The hint.
+    fn hint(&self) -> Option<Duration>;
+}
+
+impl MillisHint for u64 {
+    fn hint(&self) -> Option<Duration> {
+        Some(Duration::from_millis(*self))
+    }
+}
+
+impl MillisHint for Option<u64> {
+    fn hint(&self) -> Option<Duration> {
+        self.map(Duration::from_millis)
+    }
+}
+
+/// The hint in a `retry_after` field.
+#[inline]
+pub fn hint_duration<H: DurationHint + ?Sized>(hint: &H) -> Option<Duration> {
+    hint.hint()
+}
+
+/// The hint in a `retry_after_ms` field.
+#[inline]
+pub fn hint_millis<H: MillisHint + ?Sized>(hint: &H) -> Option<Duration> {
+    hint.hint()
+}

@@ -1,0 +1,87 @@
+//! The `const` each annotated fn resolves to, and its per-attempt limits.
+
+use core::time::Duration;
+
+use crate::{Boundary, CategorySet, Growth, Layer, RetryConfig};
+
+/// One annotated fn, resolved at compile time into a `const`.
+#[derive(Debug)]
+pub struct Site {
+    /// The layer of `#[retry(layer = …)]`.
+    pub layer: Layer,
+    /// `module_path!()::fn_name`.
+    pub operation: &'static str,
+    /// The layer defaults with the attribute's literals applied.
+    pub config: RetryConfig,
+}
+
+/// The literal keys of `#[retry(...)]`; `None` keeps the layer default.
+#[derive(Debug, Default)]
+pub struct Overrides {
+    /// `attempts = N`
+    pub max_attempts: Option<u32>,
+    /// `backoff = "…"`
+    pub initial_backoff: Option<Duration>,
+    /// `max_backoff = "…"`
+    pub max_backoff: Option<Duration>,
+    /// `multiplier = F`
+    pub multiplier: Option<f64>,
+    /// `jitter = F`
+    pub jitter: Option<f32>,
+    /// `on = [...]`
+    pub retry_on: Option<CategorySet>,
+}
+
+impl Overrides {
+    /// Nothing overridden.
+    pub const NONE: Overrides = Overrides {
+        max_attempts: None,
+        initial_backoff: None,
+        max_backoff: None,
+        multiplier: None,
+        jitter: None,
+        retry_on: None,
+    };
+
+    /// The site of `operation` at `layer`, with these overrides applied to the layer defaults.
+    /// Values were checked by the macro; `const` so that the result is computed by rustc.
+    pub const fn site(self, layer: Layer, operation: &'static str) -> Site {
+        let mut config = RetryConfig::for_layer(layer);
+        if let Some(v) = self.max_attempts {
+            config.max_attempts = v;
+        }
+        if let Some(v) = self.initial_backoff {
+            config.initial_backoff = v;
+        }
+        if let Some(v) = self.max_backoff {
+            config.max_backoff = v;
+        }
+        if let Some(v) = self.multiplier {
+            config.multiplier = v;
+        }
+        if let Some(v) = self.jitter {
+            config.jitter = v;
+        }
+        if let Some(v) = self.retry_on {
+            config.retry_on = v;
+        }
+        config.growth = Growth::Exponential;
+        Site {
+            layer,
+            operation,
+            config,
+        }
+    }
+}
+
+/// The per-attempt limits of `#[timeout(...)]`, from literals or from
+/// expressions evaluated as each attempt starts.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// `connect = …`: bounds what the body wraps in `nika_retry::connect`.
+    pub connect: Option<Duration>,
+    /// `read = …` or `attempt = …`: bounds each attempt.
+    pub attempt: Option<Duration>,
+    /// Which of `read` and `attempt` it was.
+    pub attempt_boundary: Boundary,
+}
