@@ -1,0 +1,282 @@
+//! The keys of `#[retry(...)]` and the layer rules they must keep.
+
+use syn::{Expr, ExprLit, Ident, ItemFn, Lit};
+
+use super::super::item;
+use super::super::parse::{Arg, Value};
+use super::keys::{duration, example, known_unique_keys, value_expr};
+use super::{Category, LAYERS, Layer, MAX_ATTEMPTS, RETRY_KEYS, Settings, Written};
+use crate::errors::Errors;
+use crate::suggest::{CATEGORIES, did_you_mean, unknown};
+
+/// Checks every key of `#[retry(...)]`; `None` if the layer is missing or unknown.
+pub(super) fn retry_settings(
+    errors: &mut Errors,
+    retry: Written,
+    item: &ItemFn,
+) -> Option<Settings> {
+    let args = known_unique_keys(errors, retry.args, &RETRY_KEYS, "retry");
+    let layer = match args.iter().find(|a| a.key == "layer") {
+        Some(arg) => value_expr(errors, arg).and_then(|e| parse_layer(errors, e)),
+        None => {
+            errors.spanned(
+                &retry.span,
+                "missing `layer`: write #[retry(layer = \"http\" | \"provider\" | \"tool\" | \"task\")]",
+            );
+            None
+        }
+    };
+    let layer = layer?;
+    let mut s = Settings {
+        layer,
+        attempts: None,
+        backoff: None,
+        max_backoff: None,
+        multiplier: None,
+        jitter: None,
+        on: None,
+        config: None,
+        clones: Vec::new(),
+    };
+    let mut backoff_expr = None;
+    for arg in &args {
+        let name = arg.key.to_string();
+        if layer == Layer::Tool && !matches!(name.as_str(), "layer" | "clone") {
+            errors.spanned(
+                &arg.key,
+                format!(
+                    "layer `tool` never retries by itself: tool failures are semantic and retrying them masks bugs (ADR-019); \
+                     remove `{name}` and let the task opt in with its `retry:` block (nika_retry::task::scope)"
+                ),
+            );
+            continue;
+        }
+        if name == "clone" {
+            s.clones = clone_list(errors, arg, item);
+            continue;
+        }
+        let Some(expr) = value_expr(errors, arg) else {
+            continue;
+        };
+        match name.as_str() {
+            "attempts" => s.attempts = attempts(errors, expr),
+            "backoff" => {
+                s.backoff = duration(errors, expr);
+                backoff_expr = Some(expr);
+            }
+            "max_backoff" => s.max_backoff = duration(errors, expr),
+            "multiplier" => s.multiplier = multiplier(errors, expr),
+            "jitter" => s.jitter = jitter(errors, expr),
+            "on" => s.on = categories(errors, expr, layer),
+            "config" => s.config = Some(expr.clone()),
+            _ => {} // `layer`, handled above.
+        }
+    }
+    let (default_initial, default_max) = layer.default_backoffs();
+    let initial = s.backoff.unwrap_or(default_initial);
+    let max = s.max_backoff.unwrap_or(default_max);
+    if initial > max {
+        let (initial, max) = (
+            humantime::format_duration(initial),
+            humantime::format_duration(max),
+        );
+        let layer = layer.name();
+        match (backoff_expr, args.iter().find(|a| a.key == "max_backoff")) {
+            (Some(expr), _) => {
+                let whose = if s.max_backoff.is_some() {
+                    String::new()
+                } else {
+                    format!(" (the {layer} default)")
+                };
+                errors.spanned(
+                    expr,
+                    format!("backoff `{initial}` exceeds max_backoff `{max}`{whose}; lower backoff or raise max_backoff"),
+                );
+            }
+            (None, Some(key)) => errors.spanned(
+                &key.key,
+                format!(
+                    "max_backoff `{max}` is below the {layer} default backoff `{initial}`; \
+                     raise max_backoff to at least {initial} or set a smaller backoff"
+                ),
+            ),
+            (None, None) => {}
+        }
+    }
+    Some(s)
+}
+
+fn clone_list(errors: &mut Errors, arg: &Arg, item: &ItemFn) -> Vec<(Ident, bool)> {
+    let Value::List(list) = &arg.value else {
+        errors.spanned(
+            &arg.key,
+            "write the arguments to clone per attempt as clone(arg, …)",
+        );
+        return Vec::new();
+    };
+    let arguments = item::argument_names(item);
+    let mut out = Vec::new();
+    for name in list {
+        match arguments.iter().find(|(a, _)| a == name) {
+            Some(found) => out.push(found.clone()),
+            None => errors.spanned(
+                name,
+                format!("`{name}` is not a by-value argument of this fn; clone(...) lists the arguments to clone for each attempt"),
+            ),
+        }
+    }
+    out
+}
+
+fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
+    let text = match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => s.value(),
+        Expr::Path(p) if p.path.get_ident().is_some() => {
+            let name = p.path.segments[0].ident.to_string();
+            errors.spanned(
+                expr,
+                format!("write the layer as a string: layer = \"{name}\""),
+            );
+            return None;
+        }
+        _ => {
+            errors.spanned(expr, "write the layer as a string: layer = \"http\" | \"provider\" | \"tool\" | \"task\"");
+            return None;
+        }
+    };
+    let layer = Layer::from_name(&text);
+    if layer.is_none() {
+        errors.spanned(expr, unknown("layer", &text, "layers", &LAYERS));
+    }
+    layer
+}
+
+fn attempts(errors: &mut Errors, expr: &Expr) -> Option<u32> {
+    let n = match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => i.base10_parse::<u64>().ok(),
+        _ => None,
+    };
+    match n {
+        Some(n @ 1..=MAX_ATTEMPTS) => Some(n as u32),
+        Some(n) => {
+            errors.spanned(
+                expr,
+                format!("attempts must be between 1 and {MAX_ATTEMPTS} (it counts the first attempt); got {n}"),
+            );
+            None
+        }
+        None => {
+            errors.spanned(
+                expr,
+                "`attempts` takes an integer literal, e.g. attempts = 3",
+            );
+            None
+        }
+    }
+}
+
+fn number(errors: &mut Errors, expr: &Expr, key: &str) -> Option<f64> {
+    let literal = |expr: &Expr| match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(f), ..
+        }) => f.base10_parse::<f64>().ok(),
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => i.base10_parse::<f64>().ok(),
+        _ => None,
+    };
+    let n = match expr {
+        // `-0.5` parses as a negation: read it, so that the range check can say what is wrong.
+        Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => literal(expr).map(|n| -n),
+        _ => literal(expr),
+    };
+    if n.is_none() {
+        errors.spanned(
+            expr,
+            format!("`{key}` takes a number literal, e.g. {}", example(key)),
+        );
+    }
+    n
+}
+
+fn multiplier(errors: &mut Errors, expr: &Expr) -> Option<f64> {
+    let m = number(errors, expr, "multiplier")?;
+    if m.is_finite() && m >= 1.0 {
+        return Some(m);
+    }
+    errors.spanned(
+        expr,
+        format!("multiplier must be at least 1.0 (1.0 keeps the backoff constant); got {m}"),
+    );
+    None
+}
+
+fn jitter(errors: &mut Errors, expr: &Expr) -> Option<f32> {
+    let j = number(errors, expr, "jitter")?;
+    if (0.0..=1.0).contains(&j) {
+        return Some(j as f32);
+    }
+    errors.spanned(expr, format!("jitter must be between 0.0 and 1.0 (the fraction of each backoff drawn at random); got {j}"));
+    None
+}
+
+fn categories(errors: &mut Errors, expr: &Expr, layer: Layer) -> Option<Vec<Category>> {
+    let Expr::Array(array) = expr else {
+        errors.spanned(
+            expr,
+            "write the categories as a list: on = [transient, rate_limited]",
+        );
+        return None;
+    };
+    if array.elems.is_empty() {
+        errors.spanned(
+            expr,
+            "`on = []` retries nothing; name what to retry (on = [transient]), \
+             or use layer \"task\" for a single attempt",
+        );
+        return None;
+    }
+    let mut out = Vec::new();
+    let before = errors.is_empty();
+    for elem in &array.elems {
+        let name = match elem {
+            Expr::Path(p) if p.path.get_ident().is_some() => p.path.segments[0].ident.to_string(),
+            _ => {
+                errors.spanned(elem, "write a category name: transient or rate_limited");
+                continue;
+            }
+        };
+        match name.as_str() {
+            "transient" => out.push(Category::Transient),
+            "rate_limited" if layer == Layer::Http => errors.spanned(
+                elem,
+                "layer `http` leaves `rate_limited` (429) to the provider layer, so that it cannot mask rate limits (ADR-019); \
+                 retry it with #[retry(layer = \"provider\")]",
+            ),
+            "rate_limited" => out.push(Category::RateLimited),
+            "auth" | "not_found" | "permanent" => errors.spanned(
+                elem,
+                format!(
+                    "`{name}` errors are never retryable: the same request fails the same way again; \
+                     `on` takes transient and rate_limited"
+                ),
+            ),
+            _ => errors.spanned(
+                elem,
+                format!(
+                    "unknown category `{name}` (`on` takes transient and rate_limited){}",
+                    did_you_mean(&name, &CATEGORIES)
+                ),
+            ),
+        }
+    }
+    (before == errors.is_empty()).then_some(out)
+}
