@@ -74,33 +74,31 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod bucket;
 mod category;
 mod classify;
 mod config;
+mod connect;
+mod context;
 pub mod engine;
+pub mod events;
 pub mod http;
 mod layer;
 #[cfg(feature = "reqwest")]
 mod reqwest_impl;
-mod timeout;
-
-pub use category::{CategorySet, ErrorCategory, ParseCategoryError};
-pub use classify::{Classify, io_kind_category};
-pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
-pub use layer::{Layer, ParseLayerError};
-pub use timeout::{Boundary, TimeoutError};
-
-mod bucket;
-mod connect;
-mod context;
-pub mod events;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod task;
+mod timeout;
 mod timer;
 
 pub use bucket::TokenBucket;
+pub use category::{CategorySet, ErrorCategory, ParseCategoryError};
+pub use classify::{Classify, io_kind_category};
+pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use connect::{Connect, connect};
+pub use layer::{Layer, ParseLayerError};
+pub use timeout::{Boundary, TimeoutError};
 
 #[doc(hidden)]
 #[path = "private/mod.rs"]
