@@ -14,6 +14,9 @@ use nika_retry_tests::verb::{Provider, ProviderError, RequestOptions, Transport}
 use tokio::time::Instant;
 
 const CALLS: usize = 200;
+
+/// The two tests count the process's tasks and sockets: they run one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const TASK_TIMEOUT: Duration = Duration::from_secs(3);
 
 fn fast_http() -> RequestOptions {
@@ -98,6 +101,12 @@ async fn round(server: &FaultServer) -> (usize, usize, Duration, u32) {
     (ok, failed, worst, most)
 }
 
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
 fn rss_kib() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
@@ -110,8 +119,10 @@ fn rss_kib() -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak_200_concurrent_calls_through_every_fault() {
+    let _serial = SERIAL.lock().await;
     let metrics = tokio::runtime::Handle::current().metrics();
     let tasks_before = metrics.num_alive_tasks();
+    let fds_before = open_fds();
     let mut rss = vec![];
     for _ in 0..2 {
         let server = FaultServer::start(every_fault()).await;
@@ -139,6 +150,11 @@ async fn soak_200_concurrent_calls_through_every_fault() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(metrics.num_alive_tasks(), tasks_before, "leaked tasks");
+    // Every socket, the client's and the server's, is closed again.
+    while open_fds() > fds_before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(open_fds(), fds_before, "leaked sockets");
     // The second round does not grow memory beyond noise.
     assert!(
         rss[1] <= rss[0] + 16 * 1024,
@@ -183,6 +199,7 @@ async fn provider_once(provider: &Provider) -> Result<String, ProviderError> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn amplification_under_a_full_outage() {
+    let _serial = SERIAL.lock().await;
     let fast_provider = |budget: u32| task_policy().with_budget(budget);
     let single_http = || RequestOptions {
         retry: Some(
