@@ -15,8 +15,19 @@ use tokio::time::Instant;
 
 const CALLS: usize = 200;
 
-/// The two tests count the process's tasks and sockets: they run one at a time.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// The two tests count the process's tasks and sockets: they run one at a
+/// time, each on its own runtime, shut down before the other starts.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serially<F: std::future::Future>(test: F) -> F::Output {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(test)
+}
 const TASK_TIMEOUT: Duration = Duration::from_secs(3);
 
 fn fast_http() -> RequestOptions {
@@ -117,9 +128,12 @@ fn rss_kib() -> u64 {
     pages * 4
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn soak_200_concurrent_calls_through_every_fault() {
-    let _serial = SERIAL.lock().await;
+#[test]
+fn soak_200_concurrent_calls_through_every_fault() {
+    serially(soak())
+}
+
+async fn soak() {
     let metrics = tokio::runtime::Handle::current().metrics();
     let tasks_before = metrics.num_alive_tasks();
     let fds_before = open_fds();
@@ -197,9 +211,12 @@ async fn provider_once(provider: &Provider) -> Result<String, ProviderError> {
     scope(TaskPolicy::new().with_retry(once), provider.complete("x")).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn amplification_under_a_full_outage() {
-    let _serial = SERIAL.lock().await;
+#[test]
+fn amplification_under_a_full_outage() {
+    serially(amplification())
+}
+
+async fn amplification() {
     let fast_provider = |budget: u32| task_policy().with_budget(budget);
     let single_http = || RequestOptions {
         retry: Some(

@@ -199,7 +199,8 @@ where
 {
     let deadline = policy.timeout.map(|limit| (from_now(limit), limit));
     TaskScope {
-        inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task).at(deadline),
+        inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task),
+        deadline,
         _error: core::marker::PhantomData,
     }
 }
@@ -210,6 +211,7 @@ pin_project_lite::pin_project! {
     pub struct TaskScope<F, E> {
         #[pin]
         inner: Deadline<Scoped<TaskPolicy, F>>,
+        deadline: Option<(tokio::time::Instant, Duration)>,
         _error: core::marker::PhantomData<fn() -> E>,
     }
 }
@@ -222,9 +224,9 @@ where
     type Output = Result<T, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project()
-            .inner
-            .poll(cx)
+        let this = self.project();
+        this.inner
+            .poll_until(cx, *this.deadline)
             .map(|out| out.unwrap_or_else(|e| Err(E::from(e))))
     }
 }

@@ -41,8 +41,6 @@ pin_project_lite::pin_project! {
         // The relative limit and the boundary it guards.
         after: Option<Duration>,
         boundary: Boundary,
-        // The absolute deadline and the total limit it came from.
-        at: Option<(Instant, Duration)>,
         layer: Layer,
         armed: Armed,
     }
@@ -56,7 +54,6 @@ impl<F> Deadline<F> {
             sleep: None,
             after: None,
             boundary: Boundary::Attempt,
-            at: None,
             layer,
             armed: Armed::No,
         }
@@ -68,25 +65,25 @@ impl<F> Deadline<F> {
         self.boundary = boundary;
         self
     }
-
-    /// Bounds `inner` to the instant `deadline`, set by a `Total` limit.
-    pub(crate) fn at(mut self, deadline: Option<(Instant, Duration)>) -> Deadline<F> {
-        self.at = deadline;
-        self
-    }
 }
 
-impl<F: Future> Future for Deadline<F> {
-    type Output = Result<F::Output, TimeoutError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+impl<F: Future> Deadline<F> {
+    /// Polls `inner` under the relative limit and under `at`, an absolute
+    /// deadline set by a `Total` limit (the instant and the limit). `at` is
+    /// passed on each poll rather than stored, so that a retry loop's
+    /// attempts share the one its call holds.
+    pub(crate) fn poll_until(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        at: Option<(Instant, Duration)>,
+    ) -> Poll<Result<F::Output, TimeoutError>> {
         let mut this = self.project();
         if let Poll::Ready(out) = this.inner.poll(cx) {
             return Poll::Ready(Ok(out));
         }
         if *this.armed == Armed::No {
             let relative = this.after.map(from_now);
-            let (when, armed) = match (relative, *this.at) {
+            let (when, armed) = match (relative, at) {
                 (Some(rel), Some((abs, _))) if abs < rel => (abs, Armed::Absolute),
                 (Some(rel), _) => (rel, Armed::Relative),
                 (None, Some((abs, _))) => (abs, Armed::Absolute),
@@ -98,13 +95,21 @@ impl<F: Future> Future for Deadline<F> {
         match this.sleep.as_pin_mut().map(|s| s.poll(cx)) {
             Some(Poll::Ready(())) => Poll::Ready(Err(match *this.armed {
                 Armed::Absolute => {
-                    let total = this.at.map_or(Duration::ZERO, |(_, limit)| limit);
+                    let total = at.map_or(Duration::ZERO, |(_, limit)| limit);
                     TimeoutError::new(Boundary::Total, total, *this.layer)
                 }
                 _ => TimeoutError::new(*this.boundary, this.after.unwrap_or_default(), *this.layer),
             })),
             _ => Poll::Pending,
         }
+    }
+}
+
+impl<F: Future> Future for Deadline<F> {
+    type Output = Result<F::Output, TimeoutError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_until(cx, None)
     }
 }
 
@@ -120,10 +125,19 @@ mod tests {
         Deadline::new(inner, Layer::Tool)
     }
 
+    /// Polls `d` to completion under the absolute deadline `at`.
+    async fn until<F: Future>(
+        d: Deadline<F>,
+        at: Option<(Instant, Duration)>,
+    ) -> Result<F::Output, TimeoutError> {
+        let mut d = std::pin::pin!(d);
+        core::future::poll_fn(|cx| d.as_mut().poll_until(cx, at)).await
+    }
+
     #[tokio::test(start_paused = true)]
     async fn ready_inner_wins_even_past_its_deadline() {
         let past = Some((Instant::now(), secs(1)));
-        assert_eq!(deadline(async { 5 }).at(past).await, Ok(5));
+        assert_eq!(until(deadline(async { 5 }), past).await, Ok(5));
     }
 
     #[tokio::test(start_paused = true)]
@@ -137,17 +151,15 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_earlier_limit_wins_with_its_own_error() {
         let start = Instant::now();
-        let fut = deadline(core::future::pending::<()>())
-            .after(Some(secs(2)), Boundary::Read)
-            .at(Some((start + secs(3), secs(3))));
+        let fut = deadline(core::future::pending::<()>()).after(Some(secs(2)), Boundary::Read);
+        let fut = until(fut, Some((start + secs(3), secs(3))));
         let read = TimeoutError::new(Boundary::Read, secs(2), Layer::Tool);
         assert_eq!(fut.await, Err(read));
         assert_eq!(start.elapsed(), secs(2));
 
         let start = Instant::now();
-        let fut = deadline(core::future::pending::<()>())
-            .after(Some(secs(2)), Boundary::Read)
-            .at(Some((start + secs(1), secs(9))));
+        let fut = deadline(core::future::pending::<()>()).after(Some(secs(2)), Boundary::Read);
+        let fut = until(fut, Some((start + secs(1), secs(9))));
         let total = TimeoutError::new(Boundary::Total, secs(9), Layer::Tool);
         assert_eq!(fut.await, Err(total));
         assert_eq!(start.elapsed(), secs(1));

@@ -15,7 +15,7 @@ use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
 use crate::timer::{Deadline, from_now};
-use crate::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, TokenBucket};
+use crate::{Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
 
 /// One call of an annotated fn: its retry state, its deadline, and its
 /// place among the retry loops around it.
@@ -73,13 +73,11 @@ impl Call {
         F: Future<Output = Result<T, E>>,
         E: FromTimeout,
     {
-        let layer = self.site.layer;
         Timed {
-            inner: Deadline::new(fut, layer)
-                .after(limits.attempt, limits.attempt_boundary)
-                .at(self.deadline),
-            connect: limits.connect.map(|limit| (limit, layer)),
-            budget: &mut self.budget,
+            inner: Deadline::new(fut, self.site.layer)
+                .after(limits.attempt, limits.attempt_boundary),
+            connect: limits.connect,
+            call: self,
             into_error: E::from_timeout,
         }
     }
@@ -301,8 +299,9 @@ pin_project_lite::pin_project! {
     pub struct Timed<'a, F, E> {
         #[pin]
         inner: Deadline<F>,
-        connect: Option<(Duration, Layer)>,
-        budget: &'a mut Option<Budget>,
+        connect: Option<Duration>,
+        // For its total deadline and its budget.
+        call: &'a mut Call,
         // A fn pointer rather than an `E: FromTimeout` bound here, so that a
         // missing `From<TimeoutError>` is reported once, at `timed`.
         into_error: fn(TimeoutError) -> E,
@@ -319,11 +318,12 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let inner = this.inner;
-        let connect = *this.connect;
-        let _scope = BudgetScope::enter(this.budget);
+        let deadline = this.call.deadline;
+        let connect = this.connect.map(|limit| (limit, this.call.site.layer));
+        let _scope = BudgetScope::enter(&mut this.call.budget);
         let polled = match connect {
-            Some(limit) => with_cell(&CONNECT, Some(limit), || inner.poll(cx)).0,
-            None => inner.poll(cx),
+            Some(limit) => with_cell(&CONNECT, Some(limit), || inner.poll_until(cx, deadline)).0,
+            None => inner.poll_until(cx, deadline),
         };
         let into_error = *this.into_error;
         polled.map(|out| out.unwrap_or_else(|e| Err(into_error(e))))
