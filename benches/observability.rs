@@ -20,34 +20,21 @@
 use std::future::Future;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::retry;
-use nika_retry_tests::ProviderError;
 use tokio::runtime::Runtime;
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
 use counting_alloc::ALLOCS;
 
-type Res = Result<u32, ProviderError>;
-
-static FLAKY: AtomicU32 = AtomicU32::new(0);
-
-/// Of every three attempts, the first two fail with a 503 (transient).
-async fn flaky(n: u32) -> Res {
-    if FLAKY.fetch_add(1, Ordering::Relaxed) % 3 < 2 {
-        Err(ProviderError::Api {
-            status: 503,
-            message: String::new(),
-        })
-    } else {
-        Ok(black_box(n))
-    }
-}
+#[path = "support/flaky.rs"]
+mod flaky;
+use flaky::{Res, flaky};
 
 #[retry(layer = "provider", backoff = "2ms", multiplier = 2.0, jitter = 0.0)]
 async fn retry_fail(n: u32) -> Res {

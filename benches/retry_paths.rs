@@ -17,7 +17,7 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
@@ -35,28 +35,14 @@ use counting_alloc::ALLOCS;
 // ---------------------------------------------------------------------------
 // The operations.
 
-type Res = Result<u32, ProviderError>;
-
 /// The attempt of the success path: trivially `Ok`.
 async fn op(n: u32) -> Res {
     Ok(black_box(n))
 }
 
-/// Attempts made by `flaky`, over all calls.
-static FLAKY: AtomicU32 = AtomicU32::new(0);
-
-/// The attempt of the failure path: of every three attempts, the first two
-/// fail with a 503 (transient; its empty message does not allocate).
-async fn flaky(n: u32) -> Res {
-    if FLAKY.fetch_add(1, Ordering::Relaxed) % 3 < 2 {
-        Err(ProviderError::Api {
-            status: 503,
-            message: String::new(),
-        })
-    } else {
-        Ok(black_box(n))
-    }
-}
+#[path = "support/flaky.rs"]
+mod flaky;
+use flaky::{Res, flaky};
 
 /// The per-attempt limit of the `#[timeout]` contenders.
 const LIMIT: Duration = Duration::from_secs(30);
