@@ -34,12 +34,18 @@ impl RetryObserver for Timeline {
             (outcome, Some(reason)) => format!("{outcome}: {reason}"),
             (outcome, None) => outcome.to_string(),
         };
-        let op = e.operation.rsplit("::").take(2).collect::<Vec<_>>();
+        // `Transport::post` for a method, `module::fn` for a free fn.
+        let owner = e.self_type.unwrap_or(
+            e.operation
+                .trim_end_matches(e.fn_name())
+                .trim_end_matches("::"),
+        );
+        let owner = owner.rsplit("::").next().unwrap_or(owner);
         println!(
             "  {:>7}  {:<8} {:<20} {}/{}  {:<12} {:<24} {}",
             fmt_ms(self.start.elapsed()),
             e.layer,
-            format!("{}::{}", op.get(1).unwrap_or(&""), op[0]),
+            format!("{owner}::{}", e.fn_name()),
             e.attempt,
             e.max_attempts,
             e.category,

@@ -51,6 +51,15 @@ async fn connection_refused_is_retried_at_the_http_layer() {
         log.outline(),
         [(Http, Retrying), (Http, Retrying), (Http, GaveUp)]
     );
+    let event = &log.events()[0];
+    assert_eq!(event.self_type, Some("nika_retry_tests::verb::Transport"));
+    let line = event.to_string();
+    assert!(
+        line.starts_with(
+            "[http] nika_retry_tests::verb::Transport::post attempt 1/3 transient: retrying in "
+        ),
+        "{line}"
+    );
 }
 
 #[tokio::test]

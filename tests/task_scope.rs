@@ -157,6 +157,9 @@ async fn events_say_which_layer_retried_how_often_how_long_and_why_it_stopped() 
         "[provider] task_scope::provider attempt 1/3 rate_limited: retrying in 7s (server hint)"
     );
 
+    assert_eq!(retrying.self_type, None, "a free fn has no impl type");
+    assert_eq!(retrying.fn_name(), "provider");
+
     let script = Script::always(ProviderError::status(401));
     assert!(observe(log.clone(), http(&script)).await.is_err());
     let events = log.take();

@@ -91,6 +91,9 @@ pub struct RetryEvent {
     pub layer: Layer,
     /// `module::path::fn_name` of the annotated fn.
     pub operation: &'static str,
+    /// For a method (a fn with a `self` receiver), the impl's type, as
+    /// `core::any::type_name` writes it: `my_crate::http::Transport`.
+    pub self_type: Option<&'static str>,
     /// The 1-based attempt that just ended.
     pub attempt: u32,
     /// The attempts the loop allows in all.
@@ -112,18 +115,26 @@ pub struct RetryEvent {
     pub total_attempts: u32,
 }
 
+impl RetryEvent {
+    /// The annotated fn's own name: the last segment of `operation`.
+    pub fn fn_name(&self) -> &'static str {
+        self.operation.rsplit("::").next().unwrap_or(self.operation)
+    }
+}
+
 impl fmt::Display for RetryEvent {
     /// One log line: `[provider] my::op attempt 1/3 rate_limited: retrying in 7s (server hint)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] ", self.layer)?;
+        match self.self_type {
+            // `my_crate::http::Transport` and `my_crate::http::post` give `my_crate::http::Transport::post`.
+            Some(ty) => write!(f, "{ty}::{}", self.fn_name())?,
+            None => f.write_str(self.operation)?,
+        }
         write!(
             f,
-            "[{}] {} attempt {}/{} {}: {}",
-            self.layer,
-            self.operation,
-            self.attempt,
-            self.max_attempts,
-            self.category,
-            self.outcome
+            " attempt {}/{} {}: {}",
+            self.attempt, self.max_attempts, self.category, self.outcome
         )?;
         if let Some(delay) = self.delay {
             // Whole milliseconds: jitter makes the rest noise in a log line.
@@ -269,6 +280,7 @@ fn trace(e: &RetryEvent) {
                 $level,
                 layer = e.layer.as_str(),
                 operation = e.operation,
+                self_type = e.self_type,
                 attempt = e.attempt,
                 max_attempts = e.max_attempts,
                 category = e.category.as_str(),

@@ -57,7 +57,13 @@ where
                     )
                     .await;
                 match __nika_call
-                    .next({ &__nika_result }, ::nika_retry::__private::NO_CONFIG)
+                    .next(
+                        { &__nika_result },
+                        ::nika_retry::__private::NO_CONFIG,
+                        ::core::option::Option::Some(
+                            ::core::any::type_name::<Self> as fn() -> &'static str,
+                        ),
+                    )
                 {
                     ::core::option::Option::Some(__nika_delay) => __nika_delay,
                     ::core::option::Option::None => return __nika_result,

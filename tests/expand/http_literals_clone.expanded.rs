@@ -31,7 +31,11 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
                 )
                 .await;
             match __nika_call
-                .next({ &__nika_result }, ::nika_retry::__private::NO_CONFIG)
+                .next(
+                    { &__nika_result },
+                    ::nika_retry::__private::NO_CONFIG,
+                    ::core::option::Option::None,
+                )
             {
                 ::core::option::Option::Some(__nika_delay) => __nika_delay,
                 ::core::option::Option::None => return __nika_result,

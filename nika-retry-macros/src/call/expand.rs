@@ -89,7 +89,14 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         None => quote_spanned!(span=> #call_at.attempt(#attempt)),
     };
     // A braced argument: its span is the user's, where rustc reports a bound on it.
-    let next = quote_spanned!(span=> #call_at.next({ &#result }, #config));
+    // A method names its impl's type in the events.
+    let self_type = match sig.receiver() {
+        Some(_) => quote!(::core::option::Option::Some(
+            ::core::any::type_name::<Self> as fn() -> &'static str
+        )),
+        None => quote!(::core::option::Option::None),
+    };
+    let next = quote_spanned!(span=> #call_at.next({ &#result }, #config, #self_type));
 
     let retry_loop = quote! {
         #(#[allow(unused_imports)] use #absorbed as _;)*

@@ -84,9 +84,15 @@ impl Call {
 
     /// After an attempt: the delay before the next one, or `None` to return
     /// `result`. `config` is the attribute's `config = …`, evaluated only if
-    /// the attempt failed.
+    /// the attempt failed; `self_type` names the impl's type of a method, for
+    /// the events.
     #[inline]
-    pub fn next<R, C>(&mut self, result: &R, config: C) -> Option<Duration>
+    pub fn next<R, C>(
+        &mut self,
+        result: &R,
+        config: C,
+        self_type: Option<fn() -> &'static str>,
+    ) -> Option<Duration>
     where
         R: RetryResult,
         R::Error: Classify,
@@ -95,13 +101,13 @@ impl Call {
         match result.error() {
             None => {
                 if self.state.attempt() > 1 {
-                    self.succeeded_after_retries(&mut lazy(config));
+                    self.succeeded_after_retries(&mut lazy(config), self_type);
                 } else if let Some(bucket) = &self.bucket {
                     bucket.refill();
                 }
                 None
             }
-            Some(error) => self.failed(Failure::of(error), &mut lazy(config)),
+            Some(error) => self.failed(Failure::of(error), &mut lazy(config), self_type),
         }
     }
 
@@ -114,7 +120,11 @@ impl Call {
     }
 
     #[cold]
-    fn succeeded_after_retries(&mut self, config: &mut dyn FnMut() -> Option<RetryConfig>) {
+    fn succeeded_after_retries(
+        &mut self,
+        config: &mut dyn FnMut() -> Option<RetryConfig>,
+        self_type: Option<fn() -> &'static str>,
+    ) {
         if let Some(bucket) = &self.bucket {
             bucket.refill();
         }
@@ -124,6 +134,7 @@ impl Call {
         let max_attempts = self.config(config).effective_attempts();
         let event = self.event(
             Instant::now(),
+            self_type,
             self.state.attempt(),
             max_attempts,
             self.last_category,
@@ -137,6 +148,7 @@ impl Call {
         &mut self,
         failure: Failure,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
+        self_type: Option<fn() -> &'static str>,
     ) -> Option<Duration> {
         let listening = events::listening(Outcome::Retrying);
         let now = (listening || self.deadline.is_some()).then(Instant::now);
@@ -175,6 +187,7 @@ impl Call {
         };
         let mut event = self.event(
             now,
+            self_type,
             attempt,
             config.effective_attempts(),
             failure.category,
@@ -203,6 +216,7 @@ impl Call {
     fn event(
         &self,
         now: Instant,
+        self_type: Option<fn() -> &'static str>,
         attempt: u32,
         max_attempts: u32,
         category: ErrorCategory,
@@ -212,6 +226,7 @@ impl Call {
         RetryEvent {
             layer: self.site.layer,
             operation: self.site.operation,
+            self_type: self_type.map(|name| name()),
             attempt,
             max_attempts,
             category,
