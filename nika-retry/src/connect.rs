@@ -78,8 +78,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn bounded_inside_a_connect_scope() {
         let limit = Some((Duration::from_secs(10), Layer::Http));
-        let (fut, _) =
-            crate::context::with_cell(&CONNECT, limit, || connect(core::future::pending::<()>()));
+        let fut = {
+            let _installed = crate::context::install(&CONNECT, limit, None);
+            connect(core::future::pending::<()>())
+        };
         let start = tokio::time::Instant::now();
         let err = fut.await.unwrap_err();
         assert_eq!(err.boundary(), Boundary::Connect);

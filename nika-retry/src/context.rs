@@ -49,27 +49,35 @@ std::thread_local! {
     pub(crate) static BUDGET: Cell<Option<Budget>> = const { Cell::new(None) };
 }
 
-/// Runs `f` with `value` in `key`, then puts the outer value back (even if `f` panics).
-pub(crate) fn with_cell<T: Copy + 'static, R>(
+/// `value` installed in `key` until the guard is dropped; then the outer value
+/// is put back (even on a panic), and what the nested code left in `key` is
+/// written to `back`, if given. A guard rather than a closure, so that the
+/// polls using it are not instantiated once per closure.
+pub(crate) struct Installed<'a, T: Copy + 'static> {
+    key: &'static LocalKey<Cell<T>>,
+    outer: T,
+    back: Option<&'a mut T>,
+}
+
+/// Installs `value` in `key` for the life of the returned guard.
+#[inline]
+pub(crate) fn install<'a, T: Copy + 'static>(
     key: &'static LocalKey<Cell<T>>,
     value: T,
-    f: impl FnOnce() -> R,
-) -> (R, T) {
-    struct Restore<T: Copy + 'static> {
-        key: &'static LocalKey<Cell<T>>,
-        outer: T,
-    }
-    impl<T: Copy + 'static> Drop for Restore<T> {
-        fn drop(&mut self) {
-            self.key.with(|c| c.set(self.outer));
+    back: Option<&'a mut T>,
+) -> Installed<'a, T> {
+    let outer = key.with(|c| c.replace(value));
+    Installed { key, outer, back }
+}
+
+impl<T: Copy + 'static> Drop for Installed<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        let inner = self.key.with(|c| c.replace(self.outer));
+        if let Some(back) = self.back.take() {
+            *back = inner;
         }
     }
-    let outer = key.with(|c| c.replace(value));
-    let restore = Restore { key, outer };
-    let out = f();
-    let inner = key.with(Cell::get);
-    drop(restore);
-    (out, inner)
 }
 
 pin_project_lite::pin_project! {
@@ -149,12 +157,15 @@ mod tests {
     }
 
     #[test]
-    fn with_cell_returns_the_inner_value_and_restores_the_outer() {
+    fn install_writes_the_inner_value_back_and_restores_the_outer() {
         let budget = Budget::new(9, 1);
-        let ((), inner) = with_cell(&BUDGET, Some(budget), || {
+        let mut own = Some(budget);
+        {
+            let _installed = install(&BUDGET, own, Some(&mut own));
+            assert_eq!(BUDGET.with(Cell::get), Some(budget));
             BUDGET.with(|c| c.set(Some(Budget::new(9, 4))));
-        });
-        assert_eq!(inner, Some(Budget::new(9, 4)));
+        }
+        assert_eq!(own, Some(Budget::new(9, 4)));
         assert_eq!(BUDGET.with(Cell::get), None);
         assert_eq!(budget.left(), 8);
     }

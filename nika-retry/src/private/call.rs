@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use tokio::time::Instant;
 
 use super::{FromTimeout, RetryResult, Site, Timeouts};
-use crate::context::{BUDGET, Budget, CONNECT, with_cell};
+use crate::context::{BUDGET, Budget, CONNECT, Installed, install};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
@@ -272,30 +272,12 @@ fn lazy<C: FnOnce() -> Option<RetryConfig>>(config: C) -> impl FnMut() -> Option
     move || config.take().and_then(|c| c())
 }
 
-/// The outermost call's budget, installed for the duration of one poll of its
-/// attempt and taken back (updated by the nested loops) when dropped, even on
-/// a panic. A guard rather than a closure, so that it is compiled once.
-struct BudgetScope<'a> {
-    own: &'a mut Budget,
-    outer: Option<Budget>,
-}
-
-impl<'a> BudgetScope<'a> {
-    #[inline]
-    fn enter(own: &'a mut Option<Budget>) -> Option<BudgetScope<'a>> {
-        let own = own.as_mut()?;
-        let outer = BUDGET.with(|c| c.replace(Some(*own)));
-        Some(BudgetScope { own, outer })
-    }
-}
-
-impl Drop for BudgetScope<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        if let Some(inner) = BUDGET.with(|c| c.replace(self.outer)) {
-            *self.own = inner;
-        }
-    }
+/// Installs the outermost call's budget (`Some` only there) for one poll of
+/// its attempt; the guard takes it back, updated by the nested loops.
+#[inline]
+fn install_budget(budget: &mut Option<Budget>) -> Option<Installed<'_, Option<Budget>>> {
+    let value = (*budget)?;
+    Some(install(&BUDGET, Some(value), Some(budget)))
 }
 
 impl<F: Future> Future for Attempt<'_, F> {
@@ -304,7 +286,7 @@ impl<F: Future> Future for Attempt<'_, F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _scope = BudgetScope::enter(this.budget);
+        let _budget = install_budget(this.budget);
         this.fut.poll(cx)
     }
 }
@@ -335,11 +317,9 @@ where
         let inner = this.inner;
         let deadline = this.call.deadline;
         let connect = this.connect.map(|limit| (limit, this.call.site.layer));
-        let _scope = BudgetScope::enter(&mut this.call.budget);
-        let polled = match connect {
-            Some(limit) => with_cell(&CONNECT, Some(limit), || inner.poll_until(cx, deadline)).0,
-            None => inner.poll_until(cx, deadline),
-        };
+        let _budget = install_budget(&mut this.call.budget);
+        let _connect = connect.map(|limit| install(&CONNECT, Some(limit), None));
+        let polled = inner.poll_until(cx, deadline);
         let into_error = *this.into_error;
         polled.map(|out| out.unwrap_or_else(|e| Err(into_error(e))))
     }
