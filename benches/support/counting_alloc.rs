@@ -1,5 +1,6 @@
-//! A counting global allocator, shared by the bench binaries (the crates
-//! themselves forbid `unsafe`; only the bench binaries install this).
+//! A counting global allocator, shared by the bench binaries and
+//! `tests/alloc.rs` (the crates themselves forbid `unsafe`; only those
+//! binaries install this).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
