@@ -162,7 +162,7 @@ async fn main() {
         };
         let provider = Provider::new(Transport::new(server.url(""), RequestOptions::default()));
         let tool = HttpTool::new(Transport::new(server.url(""), tool_options));
-        let task: Task = serde_yaml::from_str(scenario.yaml).expect("the demo's YAML is valid");
+        let task: Task = serde_norway::from_str(scenario.yaml).expect("the demo's YAML is valid");
         println!("\n▶ {} — {}", task.id, scenario.title);
         match observe(timeline.clone(), run_task(&task, &provider, &tool)).await {
             Ok(out) => {

@@ -222,7 +222,7 @@ async fn auth_not_found_and_bad_request_are_never_retried() {
 }
 
 fn task(yaml: &str) -> Task {
-    serde_yaml::from_str(yaml).unwrap()
+    serde_norway::from_str(yaml).unwrap()
 }
 
 #[tokio::test]

@@ -44,7 +44,7 @@ fn fast_http() -> RequestOptions {
 /// The task's `retry:` for the provider layer: 3 attempts, 20 ms apart.
 fn task_policy() -> TaskPolicy {
     let yaml = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }\ntimeout: 3s";
-    serde_yaml::from_str(yaml).unwrap()
+    serde_norway::from_str(yaml).unwrap()
 }
 
 /// The largest `total_attempts` any event of a call reported.

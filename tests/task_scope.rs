@@ -20,7 +20,7 @@ fn task_retry(attempts: u32, delay_ms: u64) -> RetryConfig {
     let yaml = format!(
         "{{ max_attempts: {attempts}, delay_ms: {delay_ms}, backoff: constant, jitter: 0.0 }}"
     );
-    serde_yaml::from_str(&yaml).unwrap()
+    serde_norway::from_str(&yaml).unwrap()
 }
 
 #[retry(layer = "tool")]
