@@ -1,6 +1,5 @@
-//! A counting global allocator, shared by the bench binaries and
-//! `tests/alloc.rs` (the crates themselves forbid `unsafe`; only those
-//! binaries install this).
+//! A counting global allocator, shared by the bench binaries (the crates
+//! themselves forbid `unsafe`; only the bench binaries install this).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
