@@ -17,7 +17,7 @@ fn ms(n: u64) -> Duration {
 
 /// A task's `retry:` block with 3 attempts, 100 ms apart.
 fn three_attempts() -> RetryConfig {
-    serde_yaml::from_str("{ max_attempts: 3, delay_ms: 100, backoff: constant, jitter: 0.0 }")
+    serde_norway::from_str("{ max_attempts: 3, delay_ms: 100, backoff: constant, jitter: 0.0 }")
         .unwrap()
 }
 
