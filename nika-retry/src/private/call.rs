@@ -224,6 +224,7 @@ impl Call {
         category: ErrorCategory,
         outcome: Outcome,
     ) -> RetryEvent {
+        super::probe::event_built();
         let budget = self.budget.or_else(|| BUDGET.with(Cell::get));
         RetryEvent {
             layer: self.site.layer,
