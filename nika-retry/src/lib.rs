@@ -86,6 +86,9 @@ pub mod http;
 mod layer;
 #[cfg(feature = "reqwest")]
 mod reqwest_impl;
+#[cfg(feature = "schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod task;
@@ -99,6 +102,11 @@ pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use connect::{Connect, connect};
 pub use layer::{Layer, ParseLayerError};
 pub use timeout::{Boundary, TimeoutError};
+
+/// The crate README's example, compiled as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 #[doc(hidden)]
 #[path = "private/mod.rs"]

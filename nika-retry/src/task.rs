@@ -76,14 +76,31 @@ pub const DEFAULT_BUDGET: u32 = 9;
 /// retry: { max_attempts: 3, delay_ms: 500, backoff: exponential }
 /// timeout: 30s
 /// ```
+///
+/// Every key is described in the workflow YAML reference
+/// (`docs/workflow-yaml.md`); feature `schema` generates its JSON Schema
+/// (`nika_retry::schema::task_policy()`).
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(
+        description = "A workflow task's retry:, timeout: and budget: keys (docs/workflow-yaml.md); the task's other keys are not checked here."
+    )
+)]
 pub struct TaskPolicy {
     /// The task's `retry:` block: replaces the provider, tool and task layers' policies.
     #[cfg_attr(
         feature = "serde",
         serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            description = "The task's retry policy, for the provider, tool and task layers (never http): max_attempts, delay_ms, backoff, jitter, max_delay_ms, retry_on, max_retry_after_ms."
+        )
     )]
     pub retry: Option<RetryConfig>,
     /// The task's `timeout:`: bounds the whole scope.
@@ -95,6 +112,13 @@ pub struct TaskPolicy {
             skip_serializing_if = "Option::is_none"
         )
     )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            schema_with = "crate::schema::timeout",
+            description = "How long the whole task may take, retries and sleeps included, at every layer: a duration with a unit, such as 30s, 2m or 1h 30m."
+        )
+    )]
     pub timeout: Option<Duration>,
     /// Attempts the nested retry loops of one outermost call may make in all.
     #[cfg_attr(
@@ -102,6 +126,13 @@ pub struct TaskPolicy {
         serde(
             default = "default_budget",
             deserialize_with = "crate::serde_impl::budget"
+        )
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            range(min = 1),
+            description = "Attempts the nested retry loops of one outermost call may make in all, every layer counted, http included (default 9)."
         )
     )]
     pub budget: u32,
