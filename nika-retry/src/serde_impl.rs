@@ -206,14 +206,14 @@ pub(crate) fn parse_timeout(text: &str) -> Result<Duration, String> {
 }
 
 /// `budget:`: the attempts of one outermost call in all, at least 1.
-pub(crate) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+pub(crate) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     let budget = u32::deserialize(d)?;
     if budget == 0 {
         return Err(de::Error::custom(
             "invalid budget `0`: must be at least 1 (it counts the first attempt)",
         ));
     }
-    Ok(budget)
+    Ok(Some(budget))
 }
 
 /// `Option<Duration>` as a `timeout:` string.
