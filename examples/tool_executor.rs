@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let policy: TaskPolicy =
-        serde_yaml::from_str("retry: { max_attempts: 3, delay_ms: 100, backoff: constant }")?;
+        serde_norway::from_str("retry: { max_attempts: 3, delay_ms: 100, backoff: constant }")?;
     let opted_in: Result<String, ToolExecError> = scope(policy, execute("grep")).await;
     println!(
         "with the task's retry: block: {opted_in:?} after {} runs in all",

@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let provider = Provider::new(Transport::new(server.url(""), options()));
     let tool = HttpTool::new(Transport::new(server.url(""), options()));
 
-    let tasks: Vec<Task> = serde_yaml::from_str(WORKFLOW)?;
+    let tasks: Vec<Task> = serde_norway::from_str(WORKFLOW)?;
     let log = Arc::new(EventLog::default());
     for task in &tasks {
         let out = observe(log.clone(), run_task(task, &provider, &tool)).await?;

@@ -3,6 +3,7 @@
 //! error type and an attempt counter.
 #![forbid(unsafe_code)]
 
+pub mod doc;
 pub mod fault;
 pub mod verb;
 

@@ -157,11 +157,26 @@ impl From<HttpError> for ProviderError {
                 retry_after,
             } => ProviderError::Api {
                 status,
-                message: body,
+                message: error_message(status, &body),
                 retry_after,
             },
             other => ProviderError::Transport(other),
         }
+    }
+}
+
+/// What an error response says: the JSON body's `error.message`, else the
+/// body, else the status's reason phrase (an empty body says nothing).
+fn error_message(status: u16, body: &str) -> String {
+    let json = serde_json::from_str::<serde_json::Value>(body).ok();
+    match json.as_ref().and_then(|v| v["error"]["message"].as_str()) {
+        Some(message) => message.to_owned(),
+        None if !body.trim().is_empty() => body.trim().to_owned(),
+        None => reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("no message")
+            .to_owned(),
     }
 }
 
@@ -220,7 +235,7 @@ impl HttpTool {
         match self.transport.post("/tool", input).await {
             Ok(out) => Ok(out),
             Err(HttpError::Status { status, body, .. }) if status < 500 => {
-                Err(ToolError::Failed(body))
+                Err(ToolError::Failed(error_message(status, &body)))
             }
             Err(e) => Err(ToolError::Unavailable(e.to_string())),
         }

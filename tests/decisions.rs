@@ -55,7 +55,7 @@ async fn a_lone_loop_makes_its_own_attempts_and_a_task_budget_always_holds() {
 
     // A budget the task sets holds, even at the default's value.
     for yaml in ["budget: 9", "budget: 4"] {
-        let policy: TaskPolicy = serde_yaml::from_str(yaml).unwrap();
+        let policy: TaskPolicy = serde_norway::from_str(yaml).unwrap();
         let script = Script::always(ScriptError::status(503));
         assert!(
             observe(log.clone(), scope(policy, ten_attempts(&script)))

@@ -62,7 +62,7 @@ proptest! {
 
     #[test]
     fn task_policy_yaml_never_panics(text in "\\PC{0,120}") {
-        let _ = serde_yaml::from_str::<TaskPolicy>(&text);
+        let _ = serde_norway::from_str::<TaskPolicy>(&text);
     }
 
     #[test]
@@ -77,7 +77,7 @@ proptest! {
         if let Some(j) = jitter { yaml += &format!(", jitter: {j}"); }
         if let Some(b) = backoff { yaml += &format!(", backoff: {b}"); }
         yaml += " }";
-        match serde_yaml::from_str::<TaskPolicy>(&yaml) {
+        match serde_norway::from_str::<TaskPolicy>(&yaml) {
             Ok(policy) => {
                 let retry = policy.retry.unwrap();
                 prop_assert!((1..=10).contains(&retry.max_attempts));

@@ -7,7 +7,7 @@ use nika_retry::task::TaskPolicy;
 use nika_retry::{ErrorCategory, Growth, Layer, RetryConfig};
 
 fn policy(yaml: &str) -> Result<TaskPolicy, String> {
-    serde_yaml::from_str(yaml).map_err(|e| e.to_string())
+    serde_norway::from_str(yaml).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -68,13 +68,14 @@ fn round_trips_through_yaml() {
         "timeout: 2m 30s\n",
     ] {
         let first = policy(yaml).unwrap();
-        let written = serde_yaml::to_string(&first).unwrap();
+        let written = serde_norway::to_string(&first).unwrap();
         assert_eq!(policy(&written).unwrap(), first, "{yaml} -> {written}");
     }
     let cfg = RetryConfig::for_layer(Layer::Provider)
         .with_retry_on([ErrorCategory::RateLimited])
         .unwrap();
-    let back: RetryConfig = serde_yaml::from_str(&serde_yaml::to_string(&cfg).unwrap()).unwrap();
+    let back: RetryConfig =
+        serde_norway::from_str(&serde_norway::to_string(&cfg).unwrap()).unwrap();
     assert_eq!(back, cfg);
 }
 

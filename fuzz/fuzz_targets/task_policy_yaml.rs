@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 use nika_retry::task::TaskPolicy;
 
 fuzz_target!(|text: &str| {
-    let Ok(policy) = serde_yaml::from_str::<TaskPolicy>(text) else {
+    let Ok(policy) = serde_norway::from_str::<TaskPolicy>(text) else {
         return;
     };
     if let Some(cfg) = &policy.retry {
@@ -18,8 +18,8 @@ fuzz_target!(|text: &str| {
         assert!(!timeout.is_zero(), "{policy:?}");
     }
     // What was accepted serialises back to YAML that reads back the same.
-    if let Ok(yaml) = serde_yaml::to_string(&policy) {
-        let again = serde_yaml::from_str::<TaskPolicy>(&yaml);
+    if let Ok(yaml) = serde_norway::to_string(&policy) {
+        let again = serde_norway::from_str::<TaskPolicy>(&yaml);
         assert_eq!(again.as_ref().ok(), Some(&policy), "{yaml}\n{again:?}");
     }
 });

@@ -102,10 +102,21 @@ impl IdempotencyKey {
     /// Not drawn yet: never the value of a drawn key.
     pub(crate) const UNDRAWN: IdempotencyKey = IdempotencyKey { hi: 0, lo: 0 };
 
-    /// A fresh key from the thread's generator (never all zeros).
+    /// A fresh key (never all zeros).
+    ///
+    /// Not from the jitter's generator (`fastrand`'s thread generator, which
+    /// [`seed_thread_jitter`](crate::engine::seed_thread_jitter) seeds), so
+    /// that reading a key does not shift a seeded schedule and a seed does
+    /// not make keys repeat: each key is SipHash under a fresh `RandomState`,
+    /// whose keys std draws from the OS once per thread and steps per use.
     pub(crate) fn draw() -> IdempotencyKey {
+        use std::hash::{BuildHasher, RandomState};
         loop {
-            let key = IdempotencyKey::from_u128(fastrand::u128(..));
+            let state = RandomState::new();
+            let key = IdempotencyKey {
+                hi: state.hash_one(0u8),
+                lo: state.hash_one(1u8),
+            };
             if key != IdempotencyKey::UNDRAWN {
                 return key;
             }
@@ -155,6 +166,12 @@ mod tests {
     fn keys_are_fresh_and_print_as_uuid_text() {
         let (a, b) = (IdempotencyKey::draw(), IdempotencyKey::draw());
         assert_ne!(a, b);
+        // A jitter seed does not make keys repeat, nor do keys shift the jitter.
+        crate::engine::seed_thread_jitter(7);
+        let (c, seeded) = (IdempotencyKey::draw(), fastrand::u64(..));
+        crate::engine::seed_thread_jitter(7);
+        assert_ne!(IdempotencyKey::draw(), c);
+        assert_eq!(fastrand::u64(..), seeded);
         let text = a.to_string();
         let groups: Vec<usize> = text.split('-').map(str::len).collect();
         assert_eq!(groups, [8, 4, 4, 4, 12], "{text}");

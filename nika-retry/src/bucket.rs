@@ -195,6 +195,22 @@ mod tests {
     }
 
     #[test]
+    fn a_success_puts_back_the_refill_set() {
+        let bucket = TokenBucket::new(20).with_retry_cost(10).with_refill(3);
+        assert!(bucket.try_acquire() && bucket.try_acquire());
+        assert_eq!(bucket.available(), 0);
+        bucket.refill();
+        assert_eq!(bucket.available(), 3);
+        bucket.refill();
+        assert_eq!(bucket.available(), 6);
+        // The default refill is one token.
+        let default = TokenBucket::new(10);
+        assert!(default.try_acquire());
+        default.refill();
+        assert_eq!(default.available(), 6);
+    }
+
+    #[test]
     fn concurrent_acquires_never_overdraw() {
         let bucket = TokenBucket::new(100).with_retry_cost(3);
         let granted: u32 = std::thread::scope(|s| {

@@ -77,8 +77,17 @@ impl Classify for tokio::time::error::Elapsed {
 }
 
 impl Classify for io::Error {
+    /// By kind ([`io_kind_category`]), except an error that holds a
+    /// [`TimeoutError`] (`io::Error::from(TimeoutError)`), which classifies
+    /// as that `TimeoutError`: a `Total` expiry stays permanent.
     fn category(&self) -> ErrorCategory {
-        io_kind_category(self.kind())
+        match self
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<TimeoutError>())
+        {
+            Some(timeout) => timeout.category(),
+            None => io_kind_category(self.kind()),
+        }
     }
 }
 
@@ -175,6 +184,19 @@ mod tests {
         assert_eq!(total.category(), ErrorCategory::Permanent);
         assert_eq!(Classify::category(&&total), ErrorCategory::Permanent);
         assert_eq!(Box::new(total).category(), ErrorCategory::Permanent);
+    }
+
+    #[test]
+    fn an_io_error_holding_a_timeout_classifies_as_the_timeout() {
+        let d = Duration::from_secs(1);
+        let total = io::Error::from(TimeoutError::new(Boundary::Total, d, Layer::Task));
+        assert_eq!(total.kind(), K::TimedOut);
+        assert_eq!(total.category(), ErrorCategory::Permanent);
+        let read = io::Error::from(TimeoutError::new(Boundary::Read, d, Layer::Http));
+        assert_eq!(read.category(), ErrorCategory::Transient);
+        // Another error inside a TimedOut io::Error keeps the kind's category.
+        let other = io::Error::new(K::TimedOut, "slow disk");
+        assert_eq!(other.category(), ErrorCategory::Transient);
     }
 
     #[tokio::test(start_paused = true)]

@@ -106,6 +106,9 @@ pub struct RetryEvent {
     pub delay: Option<Duration>,
     /// Whether `delay` is the server's hint rather than the computed backoff.
     pub from_hint: bool,
+    /// The computed backoff before jitter, when `delay` was drawn from it
+    /// (`Retrying` without a hint): `delay` lies in `[backoff·(1−jitter), backoff]`.
+    pub backoff: Option<Duration>,
     /// What the loop does next.
     pub outcome: Outcome,
     /// Why it stopped (`GaveUp` and `BudgetExhausted` only).
@@ -310,6 +313,7 @@ fn trace(e: &RetryEvent) {
                 outcome = e.outcome.as_str(),
                 delay_ms,
                 from_hint = e.from_hint,
+                backoff_ms = e.backoff.map(|d| d.as_millis() as u64),
                 total_attempts = e.total_attempts,
                 reason,
                 "{e}"

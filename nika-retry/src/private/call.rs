@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::{FromTimeout, RetryResult, Site, Timeouts};
 use crate::attempt::IdempotencyKey;
 use crate::context::{self, AttemptSlot, Budget, Entered, Frame, Own};
-use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState};
+use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
 use crate::timer::{Deadline, from_now};
@@ -234,6 +234,8 @@ impl Call {
         );
         event.delay = delay;
         event.from_hint = from_hint;
+        // Recomputed only for a listener: the jitter drew `delay` from it.
+        event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
         event.reason = reason;
         events::emit(&event);
         delay
@@ -256,6 +258,7 @@ impl Call {
         category: ErrorCategory,
         outcome: Outcome,
     ) -> RetryEvent {
+        super::probe::event_built();
         let budget = self.budget.or_else(context::budget);
         RetryEvent {
             layer: self.site.layer,
@@ -266,6 +269,7 @@ impl Call {
             category,
             delay: None,
             from_hint: false,
+            backoff: None,
             outcome,
             reason: None,
             since_first_failure: self

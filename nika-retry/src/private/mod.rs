@@ -5,6 +5,7 @@
 mod bounds;
 mod call;
 mod derive;
+mod probe;
 mod site;
 
 pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult, attempt};
@@ -12,4 +13,5 @@ pub use call::{Attempt, Call, NO_CONFIG, Timed, sleep};
 pub use derive::{
     DurationHint, HttpStatus, MillisHint, hint_duration, hint_millis, status_category,
 };
+pub use probe::events_built;
 pub use site::{Overrides, Site, Timeouts};
