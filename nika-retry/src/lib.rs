@@ -91,6 +91,9 @@ pub mod http;
 mod layer;
 #[cfg(feature = "reqwest")]
 mod reqwest_impl;
+#[cfg(feature = "schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod task;

@@ -20,36 +20,55 @@ use crate::{CategorySet, ConfigError, ErrorCategory, Growth, Layer, RetryConfig}
 
 /// The `retry:` block as written. Each key is checked as it is read, so a
 /// refusal carries the YAML path and position (`retry.jitter: … at line 3`).
+///
+/// Its doc comments are the JSON Schema's descriptions (feature `schema`):
+/// what an editor shows on hover.
 #[derive(Deserialize, Serialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(
+        description = "The task's retry policy: replaces the provider layer's and turns the tool and task layers' retries on; never reaches the http layer."
+    )
+)]
 #[serde(
     deny_unknown_fields,
     expecting = "a retry: mapping such as { max_attempts: 3, delay_ms: 500 }"
 )]
-struct RetryBlock {
+pub(crate) struct RetryBlock {
+    /// Attempts in all, counting the first: 3 tries once and retries at most twice.
     #[serde(deserialize_with = "max_attempts")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10)))]
     max_attempts: u32,
+    /// The backoff before the second attempt, in milliseconds (default 1000).
     #[serde(
         default,
         deserialize_with = "millis::delay_ms",
         skip_serializing_if = "Option::is_none"
     )]
     delay_ms: Option<u64>,
+    /// How the backoff grows: constant, linear, exponential (×2, the default) or a multiplier of at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     backoff: Option<Backoff>,
+    /// The fraction of each backoff drawn at random (default 0.5): a delay falls in [backoff·(1−jitter), backoff].
     #[serde(
         default,
         deserialize_with = "jitter",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     jitter: Option<f32>,
+    /// The cap on each backoff, jitter included, in milliseconds (default 16000, or delay_ms if larger).
     #[serde(
         default,
         deserialize_with = "millis::max_delay_ms",
         skip_serializing_if = "Option::is_none"
     )]
     max_delay_ms: Option<u64>,
+    /// The failures retried (default both): transient (connection errors, timeouts, 5xx), rate_limited (429).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retry_on: Option<Vec<Category>>,
+    /// The longest server hint (Retry-After) waited on, in milliseconds (default 60000); a longer one gives up at once.
     #[serde(
         default,
         deserialize_with = "millis::max_retry_after_ms",
@@ -60,7 +79,7 @@ struct RetryBlock {
 
 /// `backoff:` — a named growth or a multiplier.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Backoff {
+pub(crate) enum Backoff {
     Constant,
     Linear,
     Exponential,
@@ -68,7 +87,7 @@ enum Backoff {
 }
 
 /// A category in `retry_on:`, by its snake-case name: `transient` or `rate_limited`.
-struct Category(ErrorCategory);
+pub(crate) struct Category(ErrorCategory);
 
 /// The refusal of `value` for `key`, worded as the `RetryConfig` setters word theirs.
 fn invalid<E: de::Error>(key: &'static str, value: impl fmt::Display, rule: &'static str) -> E {

@@ -81,11 +81,24 @@ pub const DEFAULT_BUDGET: u32 = 9;
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(
+        description = "A workflow task's retry:, timeout: and budget: keys (docs/workflow-yaml.md); the task's other keys are not checked here."
+    )
+)]
 pub struct TaskPolicy {
     /// The task's `retry:` block: replaces the provider, tool and task layers' policies.
     #[cfg_attr(
         feature = "serde",
         serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            description = "The task's retry policy, for the provider, tool and task layers (never http): max_attempts, delay_ms, backoff, jitter, max_delay_ms, retry_on, max_retry_after_ms."
+        )
     )]
     pub retry: Option<RetryConfig>,
     /// The task's `timeout:`: bounds the whole scope.
@@ -95,6 +108,13 @@ pub struct TaskPolicy {
             default,
             with = "crate::serde_impl::opt_duration",
             skip_serializing_if = "Option::is_none"
+        )
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            schema_with = "crate::schema::timeout",
+            description = "How long the whole task may take, retries and sleeps included, at every layer: a duration with a unit, such as 30s, 2m or 1h 30m."
         )
     )]
     pub timeout: Option<Duration>,
@@ -108,6 +128,13 @@ pub struct TaskPolicy {
             default,
             deserialize_with = "crate::serde_impl::budget",
             skip_serializing_if = "Option::is_none"
+        )
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            schema_with = "crate::schema::budget",
+            description = "Attempts the nested retry loops of one outermost call may make in all, every layer counted, http included; a budget set here always holds. Without it: 9, raised to a loop's own max_attempts."
         )
     )]
     pub budget: Option<u32>,
