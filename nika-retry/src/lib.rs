@@ -109,6 +109,11 @@ pub use connect::{Connect, connect};
 pub use layer::{Layer, ParseLayerError};
 pub use timeout::{Boundary, TimeoutError};
 
+/// The crate README's example, compiled as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 #[doc(hidden)]
 #[path = "private/mod.rs"]
 pub mod __private;

@@ -7,6 +7,7 @@ use reqwest::header::HeaderMap;
 use crate::http::{Headers, response_category, retry_hint, status_category};
 use crate::{Classify, ErrorCategory};
 
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl Classify for reqwest::Error {
     /// A status error by its status; a failure of the connection itself
     /// (refused, reset, stalled: an `io::Error` anywhere in the source chain,
@@ -42,6 +43,7 @@ fn io_source(error: &reqwest::Error) -> Option<&std::io::Error> {
     None
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl Headers for HeaderMap {
     fn header(&self, name: &str) -> Option<&[u8]> {
         self.get(name).map(|v| v.as_bytes())
@@ -66,6 +68,7 @@ impl crate::__private::HttpStatus for reqwest::StatusCode {
 /// let (category, hint) = nika_retry::http::classify_response(&response);
 /// # }
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub fn classify_response(
     response: &reqwest::Response,
 ) -> (ErrorCategory, Option<std::time::Duration>) {

@@ -41,6 +41,7 @@ pub fn task_policy() -> Schema {
     schema
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 impl JsonSchema for RetryConfig {
     fn schema_name() -> Cow<'static, str> {
         "RetryConfig".into()

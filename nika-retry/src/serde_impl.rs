@@ -366,6 +366,7 @@ impl From<&RetryConfig> for RetryBlock {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de> Deserialize<'de> for RetryConfig {
     /// From the workflow YAML `retry: { max_attempts, delay_ms, backoff }` block.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -374,6 +375,7 @@ impl<'de> Deserialize<'de> for RetryConfig {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl Serialize for RetryConfig {
     /// As a `retry:` block that deserialises back to the same config.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

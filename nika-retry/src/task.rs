@@ -78,6 +78,10 @@ pub const DEFAULT_BUDGET: u32 = 9;
 /// retry: { max_attempts: 3, delay_ms: 500, backoff: exponential }
 /// timeout: 30s
 /// ```
+///
+/// Every key is described in the workflow YAML reference
+/// (`docs/workflow-yaml.md`); feature `schema` generates its JSON Schema
+/// (`nika_retry::schema::task_policy()`).
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
