@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use reqwest::header::HeaderMap;
 
-use crate::http::{Headers, retry_hint, status_category};
+use crate::http::{Headers, response_category, retry_hint, status_category};
 use crate::{Classify, ErrorCategory};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
@@ -56,10 +56,12 @@ impl crate::__private::HttpStatus for reqwest::StatusCode {
     }
 }
 
-/// The category of a response's status and the server's wait hint from its
-/// headers (`retry-after-ms`, `x-amz-retry-after`, `grpc-retry-pushback-ms`,
-/// then `Retry-After` in either form), for a transport that turns a non-success
-/// response into its own error.
+/// The category of a response and the server's wait hint from its headers
+/// (`retry-after-ms`, `x-amz-retry-after`, `grpc-retry-pushback-ms`, then
+/// `Retry-After` in either form), for a transport that turns a non-success
+/// response into its own error. The category is the status's, unless an
+/// `x-should-retry: true / false` header says otherwise
+/// ([`response_category`](crate::http::response_category)).
 ///
 /// ```
 /// # async fn demo(response: reqwest::Response) {
@@ -71,7 +73,7 @@ pub fn classify_response(
     response: &reqwest::Response,
 ) -> (ErrorCategory, Option<std::time::Duration>) {
     (
-        status_category(response.status().as_u16()),
+        response_category(response.status().as_u16(), response.headers()),
         retry_hint(response.headers(), SystemTime::now()),
     )
 }

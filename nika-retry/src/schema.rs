@@ -91,3 +91,14 @@ pub(crate) fn timeout(_: &mut SchemaGenerator) -> Schema {
         "pattern": pattern
     })
 }
+
+/// `budget:`: a whole number of attempts, at least 1. Left out, it is 9,
+/// raised to a loop's own attempts (the field is `None` then).
+pub(crate) fn budget(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "integer",
+        "format": "uint32",
+        "minimum": 1,
+        "default": crate::task::DEFAULT_BUDGET
+    })
+}

@@ -401,7 +401,7 @@ pub(crate) fn parse_timeout(text: &str) -> Result<Duration, String> {
 }
 
 /// `budget:`: the attempts of one outermost call in all, at least 1.
-pub(crate) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+pub(crate) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     const EXPECTED: &str = "expected a whole number of attempts, at least 1";
     let n = whole(
         d,
@@ -410,7 +410,9 @@ pub(crate) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
         EXPECTED,
         "must be at least 1 (it counts the first attempt)",
     )?;
-    Ok(n.ok_or_else(|| invalid("budget", "null", EXPECTED))? as u32)
+    Ok(Some(
+        n.ok_or_else(|| invalid("budget", "null", EXPECTED))? as u32
+    ))
 }
 
 /// `Option<Duration>` as a `timeout:` string.
