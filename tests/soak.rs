@@ -277,13 +277,19 @@ async fn amplification() {
     let budget_default = load_multiplier(Some(fast_provider(9)), fast_http(), false).await;
     let budget_5 = load_multiplier(Some(fast_provider(5)), fast_http(), false).await;
     let bucket = TokenBucket::new(100);
+    // No read timeout within reach, so that every retry costs the same 5
+    // tokens (one after a timed-out attempt costs 10).
+    let patient_http = RequestOptions {
+        read_timeout: Duration::from_secs(30),
+        ..fast_http()
+    };
     let with_bucket = load_multiplier(
         Some(
             fast_provider(9)
                 .with_token_bucket(Layer::Http, bucket.clone())
-                .with_token_bucket(Layer::Provider, bucket),
+                .with_token_bucket(Layer::Provider, bucket.clone()),
         ),
-        fast_http(),
+        patient_http,
         false,
     )
     .await;
@@ -301,9 +307,8 @@ async fn amplification() {
         "the default budget admits exactly ADR-019's 3 × 3"
     );
     assert_eq!(budget_5, 5.0, "the budget bounds every call");
-    // 100 tokens pay for 20 retries across all 100 calls.
-    assert!(
-        with_bucket <= 1.0 + 20.0 / 100.0 + f64::EPSILON,
-        "{with_bucket}"
-    );
+    // 100 tokens pay for exactly 20 retries across all 100 calls, and no
+    // success gives any back: 120 requests, the bucket empty.
+    assert_eq!(with_bucket, 1.2, "the bucket bounds the fleet");
+    assert_eq!(bucket.available(), 0);
 }
