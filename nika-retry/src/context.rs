@@ -351,4 +351,18 @@ mod tests {
         assert_ne!(key, IdempotencyKey::UNDRAWN);
         assert_eq!(CONTEXT.with(Cell::get), Frame::EMPTY);
     }
+
+    #[test]
+    fn a_budget_packs_its_total_use_and_kind() {
+        let budget = Budget::new(9, 4);
+        assert_eq!(
+            (budget.total(), budget.used(), budget.is_explicit()),
+            (9, 4, false)
+        );
+        let explicit = Budget::explicit(5, 2).took_one();
+        assert_eq!(
+            (explicit.total(), explicit.used(), explicit.is_explicit()),
+            (5, 3, true)
+        );
+    }
 }

@@ -596,4 +596,51 @@ mod tests {
         };
         assert_eq!(run(), run());
     }
+
+    #[test]
+    fn give_up_reasons_read_as_sentences() {
+        let secs = Duration::from_secs;
+        let reasons = [
+            (GiveUp::NotRetryable, "not retryable"),
+            (GiveUp::AttemptsExhausted, "attempts exhausted"),
+            (GiveUp::BudgetExhausted, "attempt budget exhausted"),
+            (GiveUp::TokenBucketEmpty, "retry token bucket empty"),
+            (
+                GiveUp::HintTooLong { hint: secs(90) },
+                "server asked to wait 1m 30s",
+            ),
+            (
+                GiveUp::PastDeadline { delay: secs(4) },
+                "a 4s wait would pass the deadline",
+            ),
+        ];
+        for (why, text) in reasons {
+            assert_eq!(why.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn a_seed_fixes_the_jitter() {
+        let cfg = RetryConfig::for_layer(Layer::Provider)
+            .with_max_attempts(10)
+            .unwrap();
+        let run = |seed| {
+            let mut state = RetryState::with_seed(seed);
+            let delays: Vec<_> = (0..9)
+                .map(|_| state.decide(&cfg, T, Limits::NONE))
+                .collect();
+            delays
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+    }
+
+    #[test]
+    fn a_multiplier_below_one_or_infinite_counts_as_one() {
+        for m in [0.5, f64::INFINITY, f64::NAN, -2.0] {
+            let mut cfg = exact(Layer::Provider);
+            cfg.multiplier = m;
+            assert_eq!(backoff(&cfg, 3), Duration::from_secs(1), "{m}");
+        }
+    }
 }
