@@ -365,4 +365,40 @@ mod tests {
             (5, 3, true)
         );
     }
+
+    #[test]
+    fn the_accessors_read_the_frame_in_force() {
+        let limit = Some((Duration::from_secs(2), Layer::Http));
+        {
+            let _connect = with_connect(limit);
+            assert_eq!(connect_limit(), limit);
+        }
+        assert_eq!(connect_limit(), None);
+
+        let mut budget = Some(Budget::new(9, 3));
+        let mut key = IdempotencyKey::UNDRAWN;
+        {
+            let own = Own {
+                budget: &mut budget,
+                key: &mut key,
+            };
+            let _entered = enter(own, |outer, own| Frame {
+                budget: *own.budget,
+                ..*outer
+            });
+            assert_eq!(super::budget(), Some(Budget::new(9, 3)));
+        }
+        assert_eq!(super::budget(), None);
+
+        let scoped = || CONTEXT.with(Cell::get).scoped;
+        {
+            let _outer = enter_scope(true);
+            {
+                let _hidden = enter_scope(false);
+                assert!(!scoped());
+            }
+            assert!(scoped(), "the inner mark put the outer one back");
+        }
+        assert!(!scoped());
+    }
 }
