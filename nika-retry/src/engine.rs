@@ -643,4 +643,16 @@ mod tests {
             assert_eq!(backoff(&cfg, 3), Duration::from_secs(1), "{m}");
         }
     }
+
+    #[test]
+    fn a_backoff_below_2_pow_64_ns_is_exact_to_the_nanosecond() {
+        // 2^62 + 1024 ns is exact as an f64 of nanoseconds; as an f64 of
+        // seconds it is 217 ns off.
+        let d = Duration::from_nanos((1 << 62) + 1024);
+        let mut cfg = exact(Layer::Provider).with_multiplier(1.0).unwrap();
+        cfg.initial_backoff = d;
+        cfg.max_backoff = Duration::MAX;
+        assert_eq!(backoff(&cfg, 1), d);
+        assert_eq!(backoff(&cfg, 5), d);
+    }
 }
