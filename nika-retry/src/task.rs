@@ -226,7 +226,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         this.inner
-            .poll_until(cx, *this.deadline)
+            .poll_until(cx, *this.deadline, &mut None)
             .map(|out| out.unwrap_or_else(|e| Err(E::from(e))))
     }
 }

@@ -11,9 +11,10 @@ use crate::Layer;
 pub enum Boundary {
     /// Establishing a connection: what the body wraps in [`connect`](crate::connect).
     Connect,
-    /// Reading one response: bounds each attempt (`#[timeout(read = …)]`).
+    /// Inactivity: the attempt went this long without progress
+    /// (`#[timeout(read = …)]`, as an HTTP client's read timeout).
     Read,
-    /// One attempt of any kind (`#[timeout(attempt = …)]`).
+    /// One attempt's whole duration (`#[timeout(attempt = …)]`).
     Attempt,
     /// The whole call, its retries and its sleeps (`#[timeout(total = …)]`).
     Total,

@@ -29,7 +29,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Signature, Stmt, Type};
 
 use super::item::Body;
-use super::validate::{AttemptBoundary, Category, Layer, Limit, Plan, Settings, Timeouts};
+use super::validate::{Category, Layer, Limit, Plan, Settings, Timeouts};
 
 pub(crate) fn expand(plan: Plan) -> TokenStream {
     let Plan {
@@ -235,16 +235,13 @@ fn limit_tokens(limit: Option<&Limit>) -> TokenStream {
 /// The per-attempt limits, built as each attempt starts.
 fn attempt_limits(timeouts: &Timeouts) -> TokenStream {
     let connect = limit_tokens(timeouts.connect.as_ref());
-    let attempt = limit_tokens(timeouts.attempt.as_ref().map(|(l, _)| l));
-    let boundary = match timeouts.attempt.as_ref().map(|(_, b)| *b) {
-        Some(AttemptBoundary::Read) => quote!(Read),
-        _ => quote!(Attempt),
-    };
+    let read = limit_tokens(timeouts.read.as_ref());
+    let attempt = limit_tokens(timeouts.attempt.as_ref());
     quote! {
         ::nika_retry::__private::Timeouts {
             connect: #connect,
+            read: #read,
             attempt: #attempt,
-            attempt_boundary: ::nika_retry::Boundary::#boundary,
         }
     }
 }

@@ -6,6 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use tokio::time::Instant;
 
@@ -14,8 +15,8 @@ use crate::context::{BUDGET, Budget, CONNECT, Installed, install};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
-use crate::timer::{Deadline, from_now};
-use crate::{Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
+use crate::timer::{Deadline, Progress, from_now};
+use crate::{Boundary, Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
 
 /// One call of an annotated fn: its retry state, its deadline, and its
 /// place among the retry loops around it.
@@ -35,6 +36,9 @@ pub struct Call {
     bucket: Option<TokenBucket>,
     first_failure: Option<Instant>,
     last_category: ErrorCategory,
+    /// Tells the attempts' own wake-ups from others', for `read`: allocated
+    /// once an attempt with a `read` limit has gone pending.
+    progress: Option<Arc<Progress>>,
 }
 
 impl Call {
@@ -54,6 +58,7 @@ impl Call {
             bucket,
             first_failure: None,
             last_category: ErrorCategory::Transient,
+            progress: None,
         }
     }
 
@@ -75,7 +80,8 @@ impl Call {
     {
         Timed {
             inner: Deadline::new(fut, self.site.layer)
-                .after(limits.attempt, limits.attempt_boundary),
+                .after(limits.attempt, Boundary::Attempt)
+                .inactive(limits.read),
             connect: limits.connect,
             call: self,
             into_error: E::from_timeout,
@@ -323,7 +329,7 @@ where
         let connect = this.connect.map(|limit| (limit, this.call.site.layer));
         let _budget = install_budget(&mut this.call.budget);
         let _connect = connect.map(|limit| install(&CONNECT, Some(limit), None));
-        let polled = inner.poll_until(cx, deadline);
+        let polled = inner.poll_until(cx, deadline, &mut this.call.progress);
         let into_error = *this.into_error;
         polled.map(|out| out.unwrap_or_else(|e| Err(into_error(e))))
     }

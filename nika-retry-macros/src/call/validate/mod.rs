@@ -80,18 +80,12 @@ pub(crate) enum Limit {
     Expr(Expr),
 }
 
-/// Which key bounds each attempt.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum AttemptBoundary {
-    Read,
-    Attempt,
-}
-
 /// The validated `#[timeout]`.
 #[derive(Default)]
 pub(crate) struct Timeouts {
     pub(crate) connect: Option<Limit>,
-    pub(crate) attempt: Option<(Limit, AttemptBoundary)>,
+    pub(crate) read: Option<Limit>,
+    pub(crate) attempt: Option<Limit>,
     pub(crate) total: Option<Limit>,
 }
 
