@@ -12,9 +12,9 @@ use nika_retry::{Classify, RetryConfig, TimeoutError, retry, timeout};
 /// Per-request options of the transport (ADR-019: L1 is configured per request).
 #[derive(Clone, Debug)]
 pub struct RequestOptions {
-    /// Bounds establishing the connection (reqwest's connect phase).
+    /// Bounds setting up a connection (the connector of the client).
     pub connect_timeout: Duration,
-    /// Bounds each attempt: sending and reading the whole response.
+    /// Cuts an attempt that has gone this long without progress.
     pub read_timeout: Duration,
     /// Replaces the http layer defaults when set.
     pub retry: Option<RetryConfig>,
@@ -64,8 +64,8 @@ pub struct Transport {
 impl Transport {
     /// A transport to `base` (`http://127.0.0.1:PORT`).
     pub fn new(base: impl Into<String>, options: RequestOptions) -> Transport {
-        let client = reqwest::Client::builder()
-            .connect_timeout(options.connect_timeout)
+        // The connector takes the connect limit of `post`'s #[timeout].
+        let client = nika_retry::http::client_builder()
             .build()
             .expect("a plain HTTP client builds");
         Transport {
@@ -78,7 +78,7 @@ impl Transport {
     /// One POST: connect, send, read. Retried on connection failures and 5xx,
     /// waiting at least `Retry-After`; 429 is left to the provider layer.
     #[retry(layer = "http", config = self.options.retry.clone())]
-    #[timeout(read = self.options.read_timeout)]
+    #[timeout(connect = self.options.connect_timeout, read = self.options.read_timeout)]
     pub async fn post(&self, path: &str, body: &str) -> Result<String, HttpError> {
         let url = format!("{}{path}", self.base);
         let response = self.client.post(url).body(body.to_owned()).send().await?;

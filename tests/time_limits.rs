@@ -224,12 +224,23 @@ async fn read_lets_a_streaming_response_run_past_it_and_cuts_a_stall() {
     assert_eq!(err.category(), ErrorCategory::Transient);
 
     // Retried: the first connection stalls, the second streams to the end.
-    let server = Streamer::start(|n| if n == 0 { Duration::from_secs(1) } else { Duration::ZERO }).await;
+    let server = Streamer::start(|n| {
+        if n == 0 {
+            Duration::from_secs(1)
+        } else {
+            Duration::ZERO
+        }
+    })
+    .await;
     let log = std::sync::Arc::new(nika_retry_tests::EventLog::default());
     let body = nika_retry::events::observe(log.clone(), stream_body(&client, &server.url())).await;
     assert_eq!(body.unwrap(), 30);
     assert_eq!(server.connections(), 2);
-    let outcomes: Vec<_> = log.events().iter().map(|e| (e.attempt, e.category, e.outcome)).collect();
+    let outcomes: Vec<_> = log
+        .events()
+        .iter()
+        .map(|e| (e.attempt, e.category, e.outcome))
+        .collect();
     use nika_retry::events::Outcome;
     assert_eq!(
         outcomes,
@@ -264,4 +275,171 @@ async fn a_stalled_attempt_beside_a_busy_sibling_in_join_times_out() {
         ticks_then < 300,
         "the stalled call ended while its sibling was still busy ({ticks_then} ticks of 300)"
     );
+}
+
+/// An agent loop as ADR-019 has it: a total limit, no retry.
+struct Agent {
+    turns: AtomicU32,
+    max_duration: Duration,
+}
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum AgentError {
+    #[error("tool failed")]
+    #[category(transient)]
+    Tool,
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+impl Agent {
+    #[timeout(layer = "task", total = self.max_duration)]
+    async fn run(&self, turn: Duration) -> Result<u32, AgentError> {
+        loop {
+            let n = self.turns.fetch_add(1, Ordering::SeqCst) + 1;
+            sleep(turn).await;
+            if n == 100 {
+                return Err(AgentError::Tool);
+            }
+        }
+    }
+}
+
+#[timeout(layer = "task", total = "1s")]
+async fn task_body(runs: &AtomicU32) -> Result<(), AgentError> {
+    runs.fetch_add(1, Ordering::SeqCst);
+    sleep(Duration::from_secs(3600)).await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_alone_runs_once_even_in_a_task_scope_that_retries() {
+    let runs = AtomicU32::new(0);
+    let policy = TaskPolicy::new().with_retry(three_attempts());
+    let start = Instant::now();
+    let err = scope(policy, task_body(&runs)).await.unwrap_err();
+    let AgentError::Timeout(t) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        t,
+        &TimeoutError::new(Boundary::Total, ms(1000), Layer::Task)
+    );
+    assert_eq!(err.category(), ErrorCategory::Permanent);
+    assert_eq!(
+        (runs.load(Ordering::SeqCst), start.elapsed()),
+        (1, ms(1000))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_agent_loop_is_bounded_in_total_and_its_own_error_is_not_retried() {
+    let agent = Agent {
+        turns: AtomicU32::new(0),
+        max_duration: Duration::from_secs(10),
+    };
+    let err = agent.run(Duration::from_secs(3)).await.unwrap_err();
+    assert!(matches!(err, AgentError::Timeout(ref t) if t.boundary() == Boundary::Total));
+    assert_eq!(agent.turns.load(Ordering::SeqCst), 4);
+
+    // The body's own transient error comes back after one run: no retry.
+    let agent = Agent {
+        turns: AtomicU32::new(0),
+        max_duration: Duration::from_secs(1000),
+    };
+    let policy = TaskPolicy::new().with_retry(three_attempts());
+    let err = scope(policy, agent.run(ms(1))).await.unwrap_err();
+    assert!(matches!(err, AgentError::Tool), "{err:?}");
+    assert_eq!(agent.turns.load(Ordering::SeqCst), 100);
+}
+
+/// A tool fn with its own per-call timeout and no retry, returning io::Error.
+struct Command {
+    timeout: Duration,
+}
+
+impl Command {
+    #[timeout(layer = "tool", attempt = self.timeout)]
+    async fn exec(&self, script: String) -> Result<usize, io::Error> {
+        // Moves an argument: fine, the body runs once.
+        let owned: String = script;
+        sleep(ms(owned.len() as u64 * 100)).await;
+        Ok(owned.len())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_fn_alone_returns_an_io_error_holding_an_attempt_timeout() {
+    let cmd = Command { timeout: ms(500) };
+    assert_eq!(cmd.exec("ls".into()).await.unwrap(), 2);
+    let err = cmd.exec("sleep 10".into()).await.unwrap_err();
+    assert_eq!(
+        held(&err),
+        Some(&TimeoutError::new(Boundary::Attempt, ms(500), Layer::Tool))
+    );
+    assert_eq!(err.category(), ErrorCategory::Transient);
+}
+
+/// A loopback listener that never accepts, its accept queue filled until a
+/// connect to it hangs (the kernel drops the SYN); the probes that filled it
+/// and the one that hung show it.
+async fn hanging_listener() -> (tokio::net::TcpListener, Vec<tokio::net::TcpStream>) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut filling = Vec::new();
+    for _ in 0..16 {
+        match tokio::time::timeout(ms(300), tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => filling.push(stream),
+            Ok(Err(e)) => panic!("connect failed rather than hung: {e}"),
+            Err(_) => return (listener, filling),
+        }
+    }
+    panic!("the accept queue never filled");
+}
+
+/// One GET; 2 attempts, connect bounded to 200 ms.
+#[retry(layer = "http", attempts = 2, backoff = "10ms", jitter = 0.0)]
+#[timeout(connect = "200ms")]
+async fn get(client: &reqwest::Client, url: &str) -> Result<String, HttpError> {
+    Ok(client.get(url).send().await?.text().await?)
+}
+
+#[tokio::test]
+async fn a_hanging_connect_through_reqwest_times_out_at_the_connect_limit_and_is_retried() {
+    let (listener, _filling) = hanging_listener().await;
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let client = nika_retry::http::client_builder().build().unwrap();
+    let log = std::sync::Arc::new(nika_retry_tests::EventLog::default());
+    let start = std::time::Instant::now();
+    let err = nika_retry::events::observe(log.clone(), get(&client, &url))
+        .await
+        .unwrap_err();
+    let elapsed = start.elapsed();
+    let HttpError::Request(request) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(request.is_connect(), "{request:?}");
+    assert_eq!(
+        TimeoutError::find(request),
+        Some(&TimeoutError::new(Boundary::Connect, ms(200), Layer::Http))
+    );
+    assert_eq!(err.category(), ErrorCategory::Transient);
+    use nika_retry::events::Outcome;
+    let outcomes: Vec<_> = log
+        .events()
+        .iter()
+        .map(|e| (e.attempt, e.category, e.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (1, ErrorCategory::Transient, Outcome::Retrying),
+            (2, ErrorCategory::Transient, Outcome::GaveUp)
+        ]
+    );
+    // Two attempts cut at 200 ms, not the kernel's SYN retries (a minute and more).
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
 }

@@ -1,11 +1,13 @@
 //! [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
 
-use core::cell::Cell;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use core::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{PoisonError, RwLock};
 
-use crate::context::CONNECT;
+use crate::context::{CONNECT, Installed, install};
 use crate::timer::Deadline;
 use crate::{Boundary, Layer, TimeoutError};
 
@@ -38,7 +40,7 @@ use crate::{Boundary, Layer, TimeoutError};
 /// }
 /// ```
 pub fn connect<F: Future>(fut: F) -> Connect<F> {
-    let inner = match CONNECT.with(Cell::get) {
+    let inner = match reached() {
         Some((limit, layer)) => Deadline::new(fut, layer).after(Some(limit), Boundary::Connect),
         None => Deadline::new(fut, Layer::Http),
     };
@@ -62,10 +64,106 @@ impl<F: Future> Future for Connect<F> {
     }
 }
 
+/// The connect limit of an attempt, and whether the attempt has reached a
+/// connect boundary with it (so that a limit never reached can be reported).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ConnectLimit {
+    limit: Duration,
+    layer: Layer,
+    reached: bool,
+}
+
+impl ConnectLimit {
+    /// `limit` of `layer`, not reached yet.
+    pub(crate) fn new(limit: Option<Duration>, layer: Layer) -> Option<ConnectLimit> {
+        limit.map(|limit| ConnectLimit {
+            limit,
+            layer,
+            reached: false,
+        })
+    }
+}
+
+/// The connect limit of the attempt being polled, noted as reached: what a
+/// connect boundary ([`connect`], the reqwest connector) reads.
+pub(crate) fn reached() -> Option<(Duration, Layer)> {
+    CONNECT.with(|cell| {
+        let mut current = cell.get()?;
+        current.reached = true;
+        cell.set(Some(current));
+        Some((current.limit, current.layer))
+    })
+}
+
+/// Installs an attempt's connect limit for one poll; the guard takes it back,
+/// noted as reached if a connect boundary read it.
+#[inline]
+pub(crate) fn install_limit(
+    limit: &mut Option<ConnectLimit>,
+) -> Option<Installed<'_, Option<ConnectLimit>>> {
+    let value = (*limit)?;
+    Some(install(&CONNECT, Some(value), Some(limit)))
+}
+
+/// After an attempt of `operation` ended: a connect limit that no attempt of
+/// the fn has reached may be one that cannot take effect, which is said
+/// once per fn. (Not at the first attempt that reaches none: a client's
+/// pooled connection explains it when the client was built with
+/// [`client_builder`](crate::http::client_builder) and has connected.)
+#[inline]
+pub(crate) fn attempt_ended(limit: Option<ConnectLimit>, operation: &'static str) {
+    if let Some(limit) = limit {
+        settle(limit, operation);
+    }
+}
+
+/// Whether a client from [`client_builder`](crate::http::client_builder) has
+/// set up a connection in this process.
+pub(crate) static CONNECTOR_USED: AtomicBool = AtomicBool::new(false);
+
+/// The fns whose connect limit was reached once, or reported as never reached.
+static SETTLED: RwLock<Vec<&'static str>> = RwLock::new(Vec::new());
+
+fn settle(limit: ConnectLimit, operation: &'static str) {
+    let settled = SETTLED.read().unwrap_or_else(PoisonError::into_inner);
+    if settled.contains(&operation) {
+        return;
+    }
+    drop(settled);
+    if !limit.reached && CONNECTOR_USED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut settled = SETTLED.write().unwrap_or_else(PoisonError::into_inner);
+    if settled.contains(&operation) {
+        return;
+    }
+    settled.push(operation);
+    drop(settled);
+    if !limit.reached {
+        never_reached(limit, operation);
+    }
+}
+
+#[cold]
+fn never_reached(limit: ConnectLimit, operation: &'static str) {
+    let message = format!(
+        "{operation}: its connect limit of {} was never used: the attempt set up no \
+         connection through `nika_retry::connect(…)` or a reqwest client built with \
+         `nika_retry::http::client_builder()` (reqwest has no connect step of its own to wrap); \
+         build the client with that helper, wrap the connection set-up in `nika_retry::connect`, \
+         or remove `connect` from #[timeout]",
+        humantime::format_duration(limit.limit)
+    );
+    #[cfg(feature = "tracing")]
+    tracing::warn!(target: "nika_retry", layer = %limit.layer, "{message}");
+    #[cfg(not(feature = "tracing"))]
+    eprintln!("warning: {message}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::time::Duration;
+    use core::cell::Cell;
 
     #[tokio::test(start_paused = true)]
     async fn unbounded_outside_a_connect_scope() {
@@ -77,15 +175,35 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn bounded_inside_a_connect_scope() {
-        let limit = Some((Duration::from_secs(10), Layer::Http));
+        let mut limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
         let fut = {
-            let _installed = crate::context::install(&CONNECT, limit, None);
+            let _installed = install_limit(&mut limit);
             connect(core::future::pending::<()>())
         };
+        assert!(limit.is_some_and(|l| l.reached), "noted as reached");
         let start = tokio::time::Instant::now();
         let err = fut.await.unwrap_err();
         assert_eq!(err.boundary(), Boundary::Connect);
         assert_eq!(start.elapsed(), Duration::from_secs(10));
         assert_eq!(CONNECT.with(Cell::get), None, "restored after the scope");
+    }
+
+    #[test]
+    fn an_attempt_that_reaches_no_connect_boundary_is_reported_once_per_fn() {
+        let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
+        let reached = limit.map(|l| ConnectLimit { reached: true, ..l });
+        let settled = |op| SETTLED.read().unwrap().contains(&op);
+        attempt_ended(reached, "tests::reaches");
+        attempt_ended(limit, "tests::reaches");
+        assert!(
+            settled("tests::reaches"),
+            "settled by the attempt that reached it"
+        );
+        attempt_ended(None, "tests::no_limit");
+        assert!(!settled("tests::no_limit"));
+        if !CONNECTOR_USED.load(Ordering::Relaxed) {
+            attempt_ended(limit, "tests::never");
+            assert!(settled("tests::never"), "reported, once");
+        }
     }
 }

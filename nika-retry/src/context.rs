@@ -10,10 +10,7 @@ use core::cell::{Cell, RefCell};
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use core::time::Duration;
 use std::thread::LocalKey;
-
-use crate::Layer;
 
 /// The attempts shared by the nested retry loops under one outermost call:
 /// the total (one plus every retry allowed) and the attempts used so far (one
@@ -44,7 +41,7 @@ impl Budget {
 
 std::thread_local! {
     /// The connect limit of the attempt being polled.
-    pub(crate) static CONNECT: Cell<Option<(Duration, Layer)>> = const { Cell::new(None) };
+    pub(crate) static CONNECT: Cell<Option<crate::connect::ConnectLimit>> = const { Cell::new(None) };
     /// The budget of the outermost retried call being polled.
     pub(crate) static BUDGET: Cell<Option<Budget>> = const { Cell::new(None) };
 }

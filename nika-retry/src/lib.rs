@@ -85,6 +85,8 @@ pub mod events;
 pub mod http;
 mod layer;
 #[cfg(feature = "reqwest")]
+mod reqwest_connect;
+#[cfg(feature = "reqwest")]
 mod reqwest_impl;
 #[cfg(feature = "serde")]
 mod serde_impl;

@@ -195,7 +195,9 @@ impl<F: Future> Deadline<F> {
                 // The first attempt to go pending: from now on it is polled
                 // with its own waker. Polled again at once, so that what it
                 // waits on holds that waker rather than the task's.
-                let (shared, own) = this.own.insert(watch(progress.get_or_insert_with(Arc::default)));
+                let (shared, own) = this
+                    .own
+                    .insert(watch(progress.get_or_insert_with(Arc::default)));
                 shared.register(cx.waker());
                 if let Poll::Ready(out) = this.inner.as_mut().poll(&mut Context::from_waker(own)) {
                     return Poll::Ready(Ok(out));
@@ -225,7 +227,10 @@ impl<F: Future> Deadline<F> {
                 let (boundary, limit) = match which {
                     0 => (Boundary::Read, this.read.unwrap_or_default()),
                     1 => (*this.boundary, this.whole.unwrap_or_default()),
-                    _ => (Boundary::Total, at.map_or(Duration::ZERO, |(_, limit)| limit)),
+                    _ => (
+                        Boundary::Total,
+                        at.map_or(Duration::ZERO, |(_, limit)| limit),
+                    ),
                 };
                 return Poll::Ready(Err(TimeoutError::new(boundary, limit, *this.layer)));
             }
@@ -250,7 +255,9 @@ fn ends(
 ) -> Ends {
     Ends {
         read: read.zip(*last).map(|(limit, last)| after(last, limit)),
-        whole: whole.zip(*started).map(|(limit, start)| after(start, limit)),
+        whole: whole
+            .zip(*started)
+            .map(|(limit, start)| after(start, limit)),
         total: at.map(|(at, _)| at),
     }
 }
@@ -372,7 +379,11 @@ mod tests {
     async fn read_is_restarted_by_every_wake_up_and_cuts_a_stall() {
         let start = Instant::now();
         let fut = deadline(stream(ms(100), 30, u32::MAX, Duration::ZERO)).inactive(Some(ms(500)));
-        assert_eq!(fut.await, Ok(30), "3 s of chunks 100 ms apart pass a 500 ms read limit");
+        assert_eq!(
+            fut.await,
+            Ok(30),
+            "3 s of chunks 100 ms apart pass a 500 ms read limit"
+        );
         assert_eq!(start.elapsed(), secs(3));
 
         let start = Instant::now();
@@ -423,7 +434,11 @@ mod tests {
             assert_eq!(out.await, Ok(3));
         }
         let shared = progress.expect("allocated by the first attempt that went pending");
-        assert_eq!(Arc::strong_count(&shared), 1, "the attempts' wakers are gone");
+        assert_eq!(
+            Arc::strong_count(&shared),
+            1,
+            "the attempts' wakers are gone"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::{FromTimeout, RetryResult, Site, Timeouts};
-use crate::context::{BUDGET, Budget, CONNECT, Installed, install};
+use crate::connect::{self, ConnectLimit};
+use crate::context::{BUDGET, Budget, Installed, install};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
@@ -82,7 +83,7 @@ impl Call {
             inner: Deadline::new(fut, self.site.layer)
                 .after(limits.attempt, Boundary::Attempt)
                 .inactive(limits.read),
-            connect: limits.connect,
+            connect: ConnectLimit::new(limits.connect, self.site.layer),
             call: self,
             into_error: E::from_timeout,
         }
@@ -306,7 +307,7 @@ pin_project_lite::pin_project! {
     pub struct Timed<'a, F, E> {
         #[pin]
         inner: Deadline<F>,
-        connect: Option<Duration>,
+        connect: Option<ConnectLimit>,
         // For its total deadline and its budget.
         call: &'a mut Call,
         // A fn pointer rather than an `E: FromTimeout` bound here, so that a
@@ -326,10 +327,13 @@ where
         let this = self.project();
         let inner = this.inner;
         let deadline = this.call.deadline;
-        let connect = this.connect.map(|limit| (limit, this.call.site.layer));
         let _budget = install_budget(&mut this.call.budget);
-        let _connect = connect.map(|limit| install(&CONNECT, Some(limit), None));
+        let connect = connect::install_limit(this.connect);
         let polled = inner.poll_until(cx, deadline, &mut this.call.progress);
+        drop(connect);
+        if polled.is_ready() {
+            connect::attempt_ended(*this.connect, this.call.site.operation);
+        }
         let into_error = *this.into_error;
         polled.map(|out| out.unwrap_or_else(|e| Err(into_error(e))))
     }

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use syn::{Expr, ExprLit, Lit};
 
+use super::super::parse::Arg;
 use super::keys::{duration, known_unique_keys, value_expr};
+use super::retry::parse_layer;
 use super::{Layer, Limit, TIMEOUT_KEYS, Timeouts, Written};
 use crate::errors::Errors;
 
@@ -23,8 +25,52 @@ fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
     }
 }
 
-pub(super) fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) -> Timeouts {
-    let args = known_unique_keys(errors, timeout.args, &TIMEOUT_KEYS, "timeout");
+/// The limits of `#[timeout]` and the layer they belong to: the one
+/// `#[retry]` names (`retry_layer`), or else the one `#[timeout]` names itself.
+pub(super) fn timeout_plan(
+    errors: &mut Errors,
+    timeout: Written,
+    retry_layer: Option<Layer>,
+) -> Option<(Layer, Timeouts)> {
+    let mut args = known_unique_keys(errors, timeout.args, &TIMEOUT_KEYS, "timeout");
+    let layer_arg = args
+        .iter()
+        .position(|a| a.key == "layer")
+        .map(|i| args.remove(i));
+    let layer = match (retry_layer, layer_arg) {
+        (Some(layer), None) => layer,
+        (Some(layer), Some(arg)) => {
+            errors.spanned(
+                &arg.key,
+                format!(
+                    "the layer is named once per fn, and #[retry(layer = \"{}\")] names it; \
+                     remove `layer` from #[timeout]",
+                    layer.name()
+                ),
+            );
+            layer
+        }
+        (None, Some(arg)) => value_expr(errors, &arg).and_then(|e| parse_layer(errors, e))?,
+        (None, None) => {
+            errors.spanned(
+                &timeout.span,
+                "#[timeout] without #[retry] needs the layer whose limits these are: \
+                 write #[timeout(layer = \"http\" | \"provider\" | \"tool\" | \"task\", …)]; \
+                 the body then runs once, bounded, and is never retried",
+            );
+            return None;
+        }
+    };
+    Some((layer, limits(errors, &timeout.span, args, layer)))
+}
+
+/// The limit keys of `#[timeout]` for a fn of `layer`.
+fn limits(
+    errors: &mut Errors,
+    span: &proc_macro2::TokenStream,
+    args: Vec<Arg>,
+    layer: Layer,
+) -> Timeouts {
     let mut out = Timeouts::default();
     if args.is_empty() && errors.is_empty() {
         if layer == Layer::Http {
@@ -32,7 +78,7 @@ pub(super) fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) 
             out.read = Some(Limit::Literal(Duration::from_secs(120)));
         } else {
             errors.spanned(
-                &timeout.span,
+                span,
                 format!(
                     "layer `{}` has no default timeouts (only `http` has: connect 10s, read 120s); \
                      write the limit, e.g. #[timeout(attempt = \"30s\")] or #[timeout(total = \"5m\")]",
@@ -89,9 +135,21 @@ pub(super) fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) 
 fn check_order(errors: &mut Errors, literals: &[(String, Duration, &syn::Ident)]) {
     let find = |key: &str| literals.iter().find(|(k, ..)| k == key);
     let pairs = [
-        ("connect", "read", "a connection being set up makes no progress, so `read` expires first"),
-        ("connect", "attempt", "the connection is set up within the attempt"),
-        ("connect", "total", "the connection is set up within the call"),
+        (
+            "connect",
+            "read",
+            "a connection being set up makes no progress, so `read` expires first",
+        ),
+        (
+            "connect",
+            "attempt",
+            "the connection is set up within the attempt",
+        ),
+        (
+            "connect",
+            "total",
+            "the connection is set up within the call",
+        ),
         ("read", "attempt", "`attempt` ends the attempt first"),
         ("attempt", "total", "`total` ends the call first"),
     ];
