@@ -21,7 +21,7 @@ fn the_legacy_block_maps_onto_retry_config() {
     assert_eq!(retry.multiplier, 2.0);
     assert_eq!(retry.growth, Growth::Exponential);
     assert_eq!(p.timeout, Some(Duration::from_secs(30)));
-    assert_eq!(p.budget, 9);
+    assert_eq!(p.budget, None, "the default budget");
 }
 
 #[test]
@@ -56,7 +56,7 @@ fn the_task_mapping_may_hold_other_keys_and_no_policy() {
     let p = policy("id: summarize\nprompt: hello\n").unwrap();
     assert_eq!(p, TaskPolicy::new());
     let p = policy("budget: 4\n").unwrap();
-    assert_eq!(p.budget, 4);
+    assert_eq!(p.budget, Some(4));
 }
 
 #[test]

@@ -91,8 +91,10 @@ impl Classify for io::Error {
     }
 }
 
-/// The category of an [`io::ErrorKind`]: network hiccups are transient,
-/// `NotFound` and `PermissionDenied` keep their meaning, the rest is permanent.
+/// The category of an [`io::ErrorKind`]: network hiccups are transient (a
+/// connection refused, reset, aborted or closed mid-response, a host or
+/// network unreachable or down, a timeout), `NotFound` and
+/// `PermissionDenied` keep their meaning, the rest is permanent.
 ///
 /// ```
 /// use std::io::ErrorKind;
@@ -111,7 +113,11 @@ pub fn io_kind_category(kind: io::ErrorKind) -> ErrorCategory {
         | K::TimedOut
         | K::Interrupted
         | K::BrokenPipe
-        | K::WouldBlock => ErrorCategory::Transient,
+        | K::WouldBlock
+        | K::UnexpectedEof
+        | K::HostUnreachable
+        | K::NetworkUnreachable
+        | K::NetworkDown => ErrorCategory::Transient,
         K::NotFound => ErrorCategory::NotFound,
         K::PermissionDenied => ErrorCategory::Auth,
         _ => ErrorCategory::Permanent,
@@ -135,6 +141,10 @@ mod tests {
             K::Interrupted,
             K::BrokenPipe,
             K::WouldBlock,
+            K::UnexpectedEof,
+            K::HostUnreachable,
+            K::NetworkUnreachable,
+            K::NetworkDown,
         ];
         for kind in transient {
             assert_eq!(
@@ -151,13 +161,7 @@ mod tests {
             io::Error::from(K::PermissionDenied).category(),
             ErrorCategory::Auth
         );
-        for kind in [
-            K::InvalidInput,
-            K::InvalidData,
-            K::UnexpectedEof,
-            K::AlreadyExists,
-            K::Other,
-        ] {
+        for kind in [K::InvalidInput, K::InvalidData, K::AlreadyExists, K::Other] {
             assert_eq!(
                 io::Error::from(kind).category(),
                 ErrorCategory::Permanent,

@@ -7,7 +7,7 @@ use core::time::Duration;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use crate::context::{CONNECT, Installed, install};
+use crate::context;
 use crate::timer::Deadline;
 use crate::{Boundary, Layer, TimeoutError};
 
@@ -40,7 +40,7 @@ use crate::{Boundary, Layer, TimeoutError};
 /// }
 /// ```
 pub fn connect<F: Future>(fut: F) -> Connect<F> {
-    let inner = match reached() {
+    let inner = match context::connect_limit() {
         Some((limit, layer)) => Deadline::new(fut, layer).after(Some(limit), Boundary::Connect),
         None => Deadline::new(fut, Layer::Http),
     };
@@ -68,9 +68,10 @@ impl<F: Future> Future for Connect<F> {
 /// connect boundary with it (so that a limit never reached can be reported).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ConnectLimit {
-    limit: Duration,
-    layer: Layer,
-    reached: bool,
+    pub(crate) limit: Duration,
+    pub(crate) layer: Layer,
+    /// Set by the connect boundaries that read it.
+    pub(crate) reached: bool,
 }
 
 impl ConnectLimit {
@@ -82,27 +83,6 @@ impl ConnectLimit {
             reached: false,
         })
     }
-}
-
-/// The connect limit of the attempt being polled, noted as reached: what a
-/// connect boundary ([`connect`], the reqwest connector) reads.
-pub(crate) fn reached() -> Option<(Duration, Layer)> {
-    CONNECT.with(|cell| {
-        let mut current = cell.get()?;
-        current.reached = true;
-        cell.set(Some(current));
-        Some((current.limit, current.layer))
-    })
-}
-
-/// Installs an attempt's connect limit for one poll; the guard takes it back,
-/// noted as reached if a connect boundary read it.
-#[inline]
-pub(crate) fn install_limit(
-    limit: &mut Option<ConnectLimit>,
-) -> Option<Installed<'_, Option<ConnectLimit>>> {
-    let value = (*limit)?;
-    Some(install(&CONNECT, Some(value), Some(limit)))
 }
 
 /// After an attempt of `operation` ended: a connect limit that no attempt of
@@ -163,7 +143,6 @@ fn never_reached(limit: ConnectLimit, operation: &'static str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::cell::Cell;
 
     #[tokio::test(start_paused = true)]
     async fn unbounded_outside_a_connect_scope() {
@@ -175,17 +154,18 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn bounded_inside_a_connect_scope() {
-        let mut limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
+        let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
         let fut = {
-            let _installed = install_limit(&mut limit);
-            connect(core::future::pending::<()>())
+            let _in_force = context::with_connect(limit);
+            let fut = connect(core::future::pending::<()>());
+            assert!(context::connect_reached(), "noted as reached");
+            fut
         };
-        assert!(limit.is_some_and(|l| l.reached), "noted as reached");
         let start = tokio::time::Instant::now();
         let err = fut.await.unwrap_err();
         assert_eq!(err.boundary(), Boundary::Connect);
         assert_eq!(start.elapsed(), Duration::from_secs(10));
-        assert_eq!(CONNECT.with(Cell::get), None, "restored after the scope");
+        assert_eq!(context::connect_limit(), None, "restored after the scope");
     }
 
     #[test]

@@ -218,19 +218,30 @@ impl RetryState {
         Decision::Retry { delay, from_hint }
     }
 
-    /// Draws `d` uniformly from `[d·(1−jitter), d]`.
+    /// Draws `d` uniformly from `[d·(1−jitter), d]`, in whole nanoseconds
+    /// and exactly, up to [`Duration::MAX`].
     fn jittered(&mut self, cfg: &RetryConfig, d: Duration) -> Duration {
-        let jitter = effective_jitter(cfg.jitter);
-        let d_ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        // `as` saturates, and jitter ≤ 1 keeps the span within `d`.
-        let span = (d_ns as f64 * jitter) as u64;
+        // The jitter as a fraction of 2^24 rounded down, so that the span
+        // never exceeds d·jitter; d < 2^94 ns, so the product fits a u128.
+        let fraction = (effective_jitter(cfg.jitter) * f64::from(1u32 << 24)) as u128;
+        let d_ns = d.as_nanos();
+        let span = (d_ns * fraction) >> 24;
         if span == 0 {
             return d;
         }
         let rng = self.rng.get_or_insert_with(fastrand::Rng::new);
-        Duration::from_nanos(d_ns - rng.u64(0..=span))
+        // A u64 draw whenever it can be, so that a seed gives the schedules it always gave.
+        let drawn = match u64::try_from(span) {
+            Ok(span) => u128::from(rng.u64(0..=span)),
+            Err(_) => rng.u128(0..=span),
+        };
+        let ns = d_ns - drawn;
+        // At most `d`'s own seconds, so the cast is exact.
+        Duration::new((ns / NANOS_PER_SEC) as u64, (ns % NANOS_PER_SEC) as u32)
     }
 }
+
+const NANOS_PER_SEC: u128 = 1_000_000_000;
 
 /// The backoff before retry `n` (1-based: `n = 1` precedes the second attempt),
 /// before jitter: `min(initial · multiplier^(n−1), max_backoff)`, or
@@ -257,9 +268,13 @@ pub fn backoff(cfg: &RetryConfig, n: u32) -> Duration {
     if !ns.is_finite() || ns >= cap.as_nanos() as f64 {
         return cap;
     }
-    // `ns` is finite, non-negative and below `cap`, so it fits a u64 of nanoseconds
-    // unless `cap` itself is longer than 584 years.
-    Duration::from_nanos(ns as u64).min(cap)
+    // `ns` is finite, non-negative and below `cap`.
+    let d = if ns < u64::MAX as f64 {
+        Duration::from_nanos(ns as u64)
+    } else {
+        Duration::try_from_secs_f64(ns / 1e9).unwrap_or(cap)
+    };
+    d.min(cap)
 }
 
 fn effective_multiplier(m: f64) -> f64 {
@@ -530,6 +545,42 @@ mod tests {
                 hint: hint + Duration::from_nanos(1)
             })
         );
+    }
+
+    #[test]
+    fn jitter_stays_in_its_band_up_to_duration_max() {
+        for (jitter, num, den) in [(0.5f32, 1u128, 2u128), (0.25, 3, 4), (1.0, 0, 1)] {
+            let mut cfg = RetryConfig::for_layer(Layer::Provider);
+            cfg.jitter = jitter;
+            for d in [
+                Duration::MAX,
+                Duration::MAX - Duration::from_nanos(1),
+                Duration::from_secs(u64::MAX / 3),
+                Duration::from_nanos(u64::MAX) * 7,
+            ] {
+                cfg.initial_backoff = d;
+                cfg.max_backoff = d;
+                assert_eq!(backoff(&cfg, 3), d);
+                let mut state = RetryState::with_seed(5);
+                for _ in 0..200 {
+                    let got = state.jittered(&cfg, d);
+                    // got ≥ d·(1 − jitter), exactly: got·den ≥ d·num.
+                    assert!(got <= d, "{got:?} > {d:?}");
+                    assert!(
+                        got.as_nanos() * den >= d.as_nanos() * num,
+                        "{got:?} below the band of {d:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_backoff_beyond_584_years_is_not_cut_to_it() {
+        let mut cfg = exact(Layer::Provider);
+        cfg.initial_backoff = Duration::from_secs(1 << 40);
+        cfg.max_backoff = Duration::MAX;
+        assert_eq!(backoff(&cfg, 2), Duration::from_secs(1 << 42));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::{FromTimeout, Site, Timeouts};
 use crate::connect::{self, ConnectLimit};
+use crate::context;
 use crate::timer::{Deadline, Progress};
 use crate::{Boundary, TimeoutError};
 
@@ -66,9 +67,15 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let connect = connect::install_limit(this.connect);
-        let polled = this.inner.poll_until(cx, None, this.progress);
-        drop(connect);
+        let polled = match this.connect.as_mut() {
+            Some(connect) => {
+                let _in_force = context::enter_connect(*connect);
+                let polled = this.inner.poll_until(cx, None, this.progress);
+                connect.reached |= context::connect_reached();
+                polled
+            }
+            None => this.inner.poll_until(cx, None, this.progress),
+        };
         if polled.is_ready() {
             connect::attempt_ended(*this.connect, this.site.operation);
         }
