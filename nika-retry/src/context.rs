@@ -408,10 +408,10 @@ mod tests {
 
     #[test]
     fn the_accessors_read_the_frame_in_force() {
-        let limit = Some((Duration::from_secs(2), Layer::Http));
+        let limit = ConnectLimit::new(Some(Duration::from_secs(2)), Layer::Http);
         {
             let _connect = with_connect(limit);
-            assert_eq!(connect_limit(), limit);
+            assert_eq!(connect_limit(), Some((Duration::from_secs(2), Layer::Http)));
         }
         assert_eq!(connect_limit(), None);
 
