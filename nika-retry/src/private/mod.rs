@@ -7,6 +7,9 @@ mod call;
 mod derive;
 mod site;
 
+#[cfg(test)]
+mod renamed;
+
 pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult, attempt};
 pub use call::{Attempt, Call, NO_CONFIG, Timed, sleep};
 pub use derive::{

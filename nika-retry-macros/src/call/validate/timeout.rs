@@ -23,10 +23,18 @@ fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
     }
 }
 
-pub(super) fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) -> Timeouts {
+/// Checks every key of `#[timeout(...)]`; with the layer unknown (`None`),
+/// all but the layer rules.
+pub(super) fn timeout_plan(
+    errors: &mut Errors,
+    timeout: Written,
+    layer: Option<Layer>,
+) -> Timeouts {
+    let bare = timeout.args.0.is_empty();
     let args = known_unique_keys(errors, timeout.args, &TIMEOUT_KEYS, "timeout");
     let mut out = Timeouts::default();
-    if args.is_empty() && errors.is_empty() {
+    if bare {
+        let Some(layer) = layer else { return out };
         if layer == Layer::Http {
             out.connect = Some(Limit::Literal(Duration::from_secs(10)));
             out.attempt = Some((
@@ -54,12 +62,13 @@ pub(super) fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) 
     }
     for arg in &args {
         let name = arg.key.to_string();
-        let owner_ok = match name.as_str() {
-            "connect" => layer == Layer::Http,
-            "read" => matches!(layer, Layer::Http | Layer::Provider),
+        let owner_ok = match (name.as_str(), layer) {
+            (_, None) => true,
+            ("connect", Some(layer)) => layer == Layer::Http,
+            ("read", Some(layer)) => matches!(layer, Layer::Http | Layer::Provider),
             _ => true,
         };
-        if !owner_ok {
+        if let (false, Some(layer)) = (owner_ok, layer) {
             let owners = if name == "connect" {
                 "the http layer (L1)"
             } else {
