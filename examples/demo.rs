@@ -7,10 +7,19 @@
 //! ```text
 //! cargo run --example demo
 //! ```
+//!
+//! Needs this repository, and nothing else: the fault server
+//! (`nika_retry_tests::fault`, `src/fault.rs`) it starts on 127.0.0.1 for
+//! each task, and the verb crate (`nika_retry_tests::verb`, `src/verb.rs`)
+//! it drives. The jitter is seeded, so every run waits the same; README.md
+//! shows an excerpt of its output, which CI compares with a run.
 
+use std::error::Error;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use nika_retry::Layer;
+use nika_retry::engine::GiveUp;
 use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
 use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
 use nika_retry_tests::verb::{HttpTool, Provider, RequestOptions, Task, Transport, run_task};
@@ -19,20 +28,44 @@ use tokio::time::Instant;
 /// Prints each event as a timeline row and counts retries per layer.
 struct Timeline {
     start: Instant,
-    retries: Mutex<Vec<nika_retry::Layer>>,
+    retries: Mutex<Vec<Layer>>,
+    /// The layer whose loop calls the transport in the running task, if any.
+    above_http: Mutex<Option<Layer>>,
 }
 
 impl RetryObserver for Timeline {
     fn on_event(&self, e: &RetryEvent) {
-        let wait = match (e.delay, e.from_hint) {
-            (Some(d), true) => format!("{} (server hint)", humantime::format_duration(d)),
-            (Some(d), false) => format!("{} (backoff)", fmt_ms(d)),
+        let wait = match (e.delay, e.backoff) {
+            (Some(d), _) if e.from_hint => format!("{} (server hint)", fmt_ms(d)),
+            // The backoff, and the delay jitter drew from it.
+            (Some(d), Some(backoff)) => format!("{} (of {})", fmt_ms(d), fmt_ms(backoff)),
+            (Some(d), None) => fmt_ms(d),
             (None, _) => String::new(),
         };
-        let outcome = match (e.outcome, e.reason) {
-            (Outcome::Retrying, _) => "retrying".to_owned(),
-            (outcome, Some(reason)) => format!("{outcome}: {reason}"),
-            (outcome, None) => outcome.to_string(),
+        let above = *self.above_http.lock().unwrap();
+        let outcome = match (e.outcome, e.reason, above) {
+            (Outcome::Retrying, ..) => "retrying".to_owned(),
+            (Outcome::Recovered, ..) => "recovered".to_owned(),
+            // An inner loop that stops hands the error to the layer above it.
+            (Outcome::GaveUp, Some(GiveUp::NotRetryable), Some(up))
+                if e.layer == Layer::Http
+                    && e.category == nika_retry::ErrorCategory::RateLimited =>
+            {
+                format!("→ {up}: 429 is the provider layer's to retry")
+            }
+            (Outcome::GaveUp, _, Some(up)) if e.layer == Layer::Http && e.max_attempts == 1 => {
+                format!("→ {up}: its transport tries once")
+            }
+            (Outcome::GaveUp, Some(reason), Some(up)) if e.layer == Layer::Http => {
+                format!("→ {up}: {reason}")
+            }
+            (Outcome::GaveUp, _, _) if e.layer == Layer::Tool && e.max_attempts == 1 => {
+                "gave up: a tool is retried only if its task opts in".to_owned()
+            }
+            (outcome, Some(reason), _) => {
+                format!("{}: {reason}", outcome.as_str().replace('_', " "))
+            }
+            (outcome, None, _) => outcome.to_string(),
         };
         // `Transport::post` for a method, `module::fn` for a free fn.
         let owner = e.self_type.unwrap_or(
@@ -42,7 +75,7 @@ impl RetryObserver for Timeline {
         );
         let owner = owner.rsplit("::").next().unwrap_or(owner);
         println!(
-            "  {:>7}  {:<8} {:<20} {}/{}  {:<12} {:<24} {}",
+            "  {:>7}  {:<8} {:<20} {}/{}  {:<12} {:<22} {}",
             fmt_ms(self.start.elapsed()),
             e.layer,
             format!("{owner}::{}", e.fn_name()),
@@ -66,6 +99,31 @@ fn fmt_ms(d: Duration) -> String {
     }
 }
 
+/// An error and its causes: reqwest's own message names the request, and
+/// the cause at the bottom of its `source()` chain says what went wrong.
+fn describe(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    let mut last = None;
+    while let Some(e) = cause {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            // "connection refused", rather than the OS's wording with its number.
+            last = Some(io.kind().to_string());
+            break;
+        }
+        last = Some(e.to_string());
+        cause = e.source();
+    }
+    if let Some(last) = last.filter(|l| !text.contains(l.as_str())) {
+        text = format!("{text}: {last}");
+    }
+    text
+}
+
+fn requests(n: usize) -> String {
+    format!("{n} request{}", if n == 1 { "" } else { "s" })
+}
+
 /// One task of the demo workflow: its YAML, and what the server does.
 struct Scenario {
     title: &'static str,
@@ -73,8 +131,10 @@ struct Scenario {
     faults: Vec<Fault>,
 }
 
-#[tokio::main]
+// One thread and a fixed jitter seed: the same waits on every run.
+#[tokio::main(flavor = "current_thread")]
 async fn main() {
+    nika_retry::engine::seed_thread_jitter(19);
     let scenarios = [
         Scenario {
             title: "503 with Retry-After: the http layer waits it out",
@@ -121,13 +181,20 @@ async fn main() {
     let timeline = Arc::new(Timeline {
         start: Instant::now(),
         retries: Mutex::new(Vec::new()),
+        above_http: Mutex::new(None),
     });
     println!(
-        "nika-retry demo: a workflow of {} tasks against a fault server on 127.0.0.1\n",
+        "nika-retry demo: a workflow of {} tasks against a fault server on 127.0.0.1\n\n\
+         Each row is one decision of a retry loop, after an attempt failed: the layer\n\
+         whose loop decided, the attempt of how many, the error's category, the wait\n\
+         before the next attempt, and what the loop did. A wait of \"179ms (of 250ms)\"\n\
+         is the delay jitter drew from a 250 ms backoff (between half of it and all\n\
+         of it); a server hint is waited as given. \"→ provider\" hands the error to\n\
+         the loop of the layer above.\n",
         scenarios.len() + 1
     );
     println!(
-        "  {:>7}  {:<8} {:<20} {:<4} {:<12} {:<24} outcome",
+        "  {:>7}  {:<8} {:<20} {:<4} {:<12} {:<22} outcome",
         "time", "layer", "operation", "try", "category", "wait"
     );
 
@@ -145,7 +212,7 @@ async fn main() {
             Ok(_) => ok += 1,
             Err(e) => {
                 failed += 1;
-                println!("  ✗ {e}");
+                println!("  ✗ {}", describe(&e));
             }
         }
     }
@@ -154,7 +221,7 @@ async fn main() {
         // A single-attempt transport under the tool, so the tool's own policy shows.
         let tool_options = RequestOptions {
             retry: Some(
-                nika_retry::RetryConfig::for_layer(nika_retry::Layer::Http)
+                nika_retry::RetryConfig::for_layer(Layer::Http)
                     .with_max_attempts(1)
                     .unwrap(),
             ),
@@ -162,16 +229,27 @@ async fn main() {
         };
         let provider = Provider::new(Transport::new(server.url(""), RequestOptions::default()));
         let tool = HttpTool::new(Transport::new(server.url(""), tool_options));
-        let task: Task = serde_yaml::from_str(scenario.yaml).expect("the demo's YAML is valid");
+        let task: Task = serde_norway::from_str(scenario.yaml).expect("the demo's YAML is valid");
         println!("\n▶ {} — {}", task.id, scenario.title);
+        let above = if task.verb == "tool" {
+            println!("  (the tool's transport makes 1 attempt: the tool layer decides on retries)");
+            Layer::Tool
+        } else {
+            Layer::Provider
+        };
+        *timeline.above_http.lock().unwrap() = Some(above);
         match observe(timeline.clone(), run_task(&task, &provider, &tool)).await {
             Ok(out) => {
                 ok += 1;
-                println!("  ✓ {out:?} after {} request(s)", server.requests());
+                println!("  ✓ {out:?} after {}", requests(server.requests()));
             }
             Err(e) => {
                 failed += 1;
-                println!("  ✗ {e} after {} request(s)", server.requests());
+                println!(
+                    "  ✗ failed after {}: {}",
+                    requests(server.requests()),
+                    describe(&e)
+                );
             }
         }
     }
@@ -182,9 +260,9 @@ async fn main() {
         "\n{} tasks: {ok} succeeded, {failed} failed · {} retries (http {}, provider {}, tool {}) · {}",
         ok + failed,
         retries.len(),
-        count(nika_retry::Layer::Http),
-        count(nika_retry::Layer::Provider),
-        count(nika_retry::Layer::Tool),
+        count(Layer::Http),
+        count(Layer::Provider),
+        count(Layer::Tool),
         fmt_ms(timeline.start.elapsed())
     );
 }

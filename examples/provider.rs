@@ -4,8 +4,18 @@
 //! ```text
 //! cargo run --example provider
 //! ```
+//!
+//! Needs nothing outside the example: `complete` is a stand-in for the HTTP
+//! call, rate limited once and then answering. In a project of your own:
+//!
+//! ```toml
+//! nika-retry = "0.1"
+//! thiserror = "2"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use nika_retry::{Classify, TimeoutError, retry, timeout};
 
@@ -14,9 +24,15 @@ pub enum ProviderError {
     #[error("rate limited")]
     #[category(rate_limited, retry_after_ms = retry_after_ms)]
     RateLimited { retry_after_ms: Option<u64> },
+    /// A 503 may carry a `Retry-After`: keep it, so that this layer still
+    /// waits it when the http layer below gave up on it.
     #[error("api error {status}: {message}")]
-    #[category(http_status = status)]
-    Api { status: u16, message: String },
+    #[category(http_status = status, retry_after = retry_after)]
+    Api {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
     #[error(transparent)]
     #[category(transparent)]
     Timeout(#[from] TimeoutError),

@@ -5,6 +5,16 @@
 //! ```text
 //! cargo run --example tool_executor
 //! ```
+//!
+//! Needs nothing outside the example: the tool is a stand-in that fails
+//! twice, then succeeds. In a project of your own:
+//!
+//! ```toml
+//! nika-retry = { version = "0.1", features = ["serde"] }
+//! serde_norway = "0.9"   # or any serde YAML crate
+//! thiserror = "2"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -46,7 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let policy: TaskPolicy =
-        serde_yaml::from_str("retry: { max_attempts: 3, delay_ms: 100, backoff: constant }")?;
+        serde_norway::from_str("retry: { max_attempts: 3, delay_ms: 100, backoff: constant }")?;
     let opted_in: Result<String, ToolExecError> = scope(policy, execute("grep")).await;
     println!(
         "with the task's retry: block: {opted_in:?} after {} runs in all",

@@ -5,6 +5,24 @@
 //! ```text
 //! cargo run --example transport
 //! ```
+//!
+//! Needs, in a project of your own:
+//!
+//! ```toml
+//! nika-retry = { version = "0.1", features = ["reqwest"] }
+//! reqwest = "0.13"
+//! thiserror = "2"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! It talks to this repository's fault server (`nika_retry_tests::fault`),
+//! started on 127.0.0.1 to fail twice and then answer. Against your own
+//! service, drop the `use nika_retry_tests::…` line and replace these two:
+//!
+//! ```text
+//! let server = FaultServer::start([…]).await;   // delete
+//! .get(&server.url("/"))                        // .get("https://your.service/path")
+//! ```
 
 use std::time::Duration;
 

@@ -34,6 +34,11 @@ pub enum Fault {
     },
     /// Starts a `200` response, then resets the connection mid-body.
     Reset,
+    /// Starts a `200` response, then closes the connection mid-body (a FIN:
+    /// the client sees an unexpected end of file).
+    Truncated,
+    /// This status with these headers and an empty body (`x-should-retry`, …).
+    WithHeaders(u16, Vec<(String, String)>),
     /// Waits this long, then answers `200 OK` with this body.
     Stall(Duration, String),
     /// Accepts the request and never answers.
@@ -54,8 +59,19 @@ pub struct Hit {
     pub at: Instant,
     /// The request path.
     pub path: String,
+    /// Its `Idempotency-Key` header, if it had one.
+    pub idempotency_key: Option<String>,
+    /// Its `X-Retry-Count` header, if it had one.
+    pub retry_count: Option<String>,
     /// The fault served.
     pub fault: Fault,
+}
+
+/// What the server reads of a request.
+struct Request {
+    path: String,
+    idempotency_key: Option<String>,
+    retry_count: Option<String>,
 }
 
 /// A running fault server.
@@ -154,7 +170,7 @@ impl State {
     }
 
     /// Records a request and picks its fault.
-    fn next(&self, path: String) -> Option<Fault> {
+    fn next(&self, request: Request) -> Option<Fault> {
         let mut hits = self.hits.lock().expect("hits");
         if hits.len() >= self.max_requests {
             return None;
@@ -162,7 +178,9 @@ impl State {
         let fault = self.script.get(hits.len()).or(self.script.last())?.clone();
         hits.push(Hit {
             at: Instant::now(),
-            path,
+            path: request.path,
+            idempotency_key: request.idempotency_key,
+            retry_count: request.retry_count,
             fault: fault.clone(),
         });
         Some(fault)
@@ -173,10 +191,10 @@ impl State {
 async fn serve(mut stream: TcpStream, state: Arc<State>) {
     let mut buf = Vec::with_capacity(1024);
     loop {
-        let Some(path) = read_request(&mut stream, &mut buf).await else {
+        let Some(request) = read_request(&mut stream, &mut buf).await else {
             return;
         };
-        let Some(fault) = state.next(path) else {
+        let Some(fault) = state.next(request) else {
             return;
         };
         let response = match fault {
@@ -214,6 +232,19 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
                 let _ = stream.set_zero_linger();
                 return;
             }
+            Fault::Truncated => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial";
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.shutdown().await;
+                return;
+            }
+            Fault::WithHeaders(status, headers) => {
+                let headers: Vec<(&str, String)> = headers
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.clone()))
+                    .collect();
+                response(status, reason(status), &headers, "")
+            }
             Fault::Stall(wait, body) => {
                 tokio::time::sleep(wait).await;
                 response(200, "OK", &[], &body)
@@ -229,8 +260,9 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
     }
 }
 
-/// Reads one request head (and its body, if it has a length); returns its path.
-async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<String> {
+/// Reads one request head (and its body, if it has a length); returns its
+/// path and the headers the tests look at.
+async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Request> {
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             break i + 4;
@@ -247,14 +279,21 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Strin
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let path = head.split_whitespace().nth(1)?.to_owned();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
+    let header = |wanted: &str| {
+        head.lines().find_map(|l| {
             let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse().ok())?
+            name.eq_ignore_ascii_case(wanted)
+                .then(|| value.trim().to_owned())
         })
+    };
+    let length: usize = header("content-length")
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0);
+    let request = Request {
+        path,
+        idempotency_key: header("idempotency-key"),
+        retry_count: header("x-retry-count"),
+    };
     while buf.len() < head_end + length {
         let mut chunk = [0u8; 4096];
         let n = stream.read(&mut chunk).await.ok()?;
@@ -264,7 +303,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Strin
         buf.extend_from_slice(&chunk[..n]);
     }
     buf.drain(..head_end + length);
-    Some(path)
+    Some(request)
 }
 
 fn response(status: u16, reason: &str, headers: &[(&str, String)], body: &str) -> String {
@@ -284,6 +323,7 @@ fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        409 => "Conflict",
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",

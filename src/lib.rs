@@ -3,6 +3,7 @@
 //! error type and an attempt counter.
 #![forbid(unsafe_code)]
 
+pub mod doc;
 pub mod fault;
 pub mod verb;
 
@@ -23,14 +24,17 @@ pub enum ProviderError {
         /// The wait the provider asked for.
         retry_after_ms: Option<u64>,
     },
-    /// Any other API failure, classified by its status.
+    /// Any other API failure, classified by its status, with the server's
+    /// hint (a 503 may carry a `Retry-After`).
     #[error("api error {status}: {message}")]
-    #[category(http_status = status)]
+    #[category(http_status = status, retry_after = retry_after)]
     Api {
         /// The HTTP status.
         status: u16,
         /// The provider's message.
         message: String,
+        /// The wait the server asked for.
+        retry_after: Option<Duration>,
     },
     /// A time limit expired.
     #[error(transparent)]
@@ -44,6 +48,7 @@ impl ProviderError {
         ProviderError::Api {
             status,
             message: format!("status {status}"),
+            retry_after: None,
         }
     }
 

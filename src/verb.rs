@@ -77,11 +77,21 @@ impl Transport {
 
     /// One POST: connect, send, read. Retried on connection failures and 5xx,
     /// waiting at least `Retry-After`; 429 is left to the provider layer.
+    ///
+    /// Every attempt of one call sends the call's `Idempotency-Key` and its
+    /// `X-Retry-Count` (0 on the first attempt), as the Stainless-generated
+    /// LLM SDKs do, so the server can tell a retry from a new request.
     #[retry(layer = "http", config = self.options.retry.clone())]
     #[timeout(read = self.options.read_timeout)]
     pub async fn post(&self, path: &str, body: &str) -> Result<String, HttpError> {
         let url = format!("{}{path}", self.base);
-        let response = self.client.post(url).body(body.to_owned()).send().await?;
+        let mut request = self.client.post(url).body(body.to_owned());
+        if let Some(attempt) = nika_retry::current_attempt() {
+            request = request
+                .header("Idempotency-Key", attempt.idempotency_key.to_string())
+                .header("X-Retry-Count", attempt.retries());
+        }
+        let response = request.send().await?;
         let (_, retry_after) = nika_retry::http::classify_response(&response);
         let status = response.status();
         let body = response.text().await?;
@@ -106,14 +116,17 @@ pub enum ProviderError {
         /// The wait the provider asked for.
         retry_after_ms: Option<u64>,
     },
-    /// Any other API failure.
+    /// Any other API failure, with the server's hint: a 503 whose
+    /// `Retry-After` was above the http layer's cap is still waited here.
     #[error("api error {status}: {message}")]
-    #[category(http_status = status)]
+    #[category(http_status = status, retry_after = retry_after)]
     Api {
         /// The status.
         status: u16,
         /// The body.
         message: String,
+        /// The wait the server asked for.
+        retry_after: Option<Duration>,
     },
     /// The transport gave up (its own retries spent).
     #[error(transparent)]
@@ -129,18 +142,41 @@ impl From<HttpError> for ProviderError {
     fn from(error: HttpError) -> Self {
         match error {
             HttpError::Status {
-                status: 429, body, ..
+                status: 429,
+                body,
+                retry_after,
             } => ProviderError::RateLimited {
                 retry_after_ms: serde_json::from_str::<serde_json::Value>(&body)
                     .ok()
-                    .and_then(|v| v["error"]["retry_after_ms"].as_u64()),
+                    .and_then(|v| v["error"]["retry_after_ms"].as_u64())
+                    .or(retry_after.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX))),
             },
-            HttpError::Status { status, body, .. } => ProviderError::Api {
+            HttpError::Status {
                 status,
-                message: body,
+                body,
+                retry_after,
+            } => ProviderError::Api {
+                status,
+                message: error_message(status, &body),
+                retry_after,
             },
             other => ProviderError::Transport(other),
         }
+    }
+}
+
+/// What an error response says: the JSON body's `error.message`, else the
+/// body, else the status's reason phrase (an empty body says nothing).
+fn error_message(status: u16, body: &str) -> String {
+    let json = serde_json::from_str::<serde_json::Value>(body).ok();
+    match json.as_ref().and_then(|v| v["error"]["message"].as_str()) {
+        Some(message) => message.to_owned(),
+        None if !body.trim().is_empty() => body.trim().to_owned(),
+        None => reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("no message")
+            .to_owned(),
     }
 }
 
@@ -199,7 +235,7 @@ impl HttpTool {
         match self.transport.post("/tool", input).await {
             Ok(out) => Ok(out),
             Err(HttpError::Status { status, body, .. }) if status < 500 => {
-                Err(ToolError::Failed(body))
+                Err(ToolError::Failed(error_message(status, &body)))
             }
             Err(e) => Err(ToolError::Unavailable(e.to_string())),
         }

@@ -1,10 +1,10 @@
 //! The verb crate against a real HTTP server on 127.0.0.1 with a real
 //! reqwest client: every fault, which layer retried, the waits honoured.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
-use nika_retry::events::{Outcome, observe};
+use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
 use nika_retry::{Boundary, Classify, ErrorCategory, Layer, RetryConfig};
 use nika_retry_tests::EventLog;
 use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
@@ -76,27 +76,42 @@ async fn a_503_waits_at_least_its_retry_after_in_seconds() {
     );
 }
 
+/// Keeps each event with the wall-clock time it was seen.
+#[derive(Default)]
+struct Stamped(Mutex<Vec<(RetryEvent, SystemTime)>>);
+
+impl RetryObserver for Stamped {
+    fn on_event(&self, event: &RetryEvent) {
+        let mut events = self.0.lock().unwrap();
+        events.push((event.clone(), SystemTime::now()));
+    }
+}
+
 #[tokio::test]
 async fn a_503_waits_for_its_retry_after_date() {
-    let server = FaultServer::start([
-        Fault::UnavailableUntil(Duration::from_secs(2)),
-        Fault::ok("fine"),
-    ])
-    .await;
+    // The header's own date: whole seconds, so 2 s ahead of `before` is
+    // somewhere in (1 s, 2 s] ahead of it.
+    let before = SystemTime::now();
+    let header = httpdate::fmt_http_date(before + Duration::from_secs(2));
+    let date = httpdate::parse_http_date(&header).unwrap();
+    let server = FaultServer::start([Fault::UnavailableRaw(header), Fault::ok("fine")]).await;
     let transport = Transport::new(server.url(""), fast());
-    let log = Arc::new(EventLog::default());
+    let log = Arc::new(Stamped::default());
     assert_eq!(
         observe(log.clone(), transport.post("/", "x"))
             .await
             .unwrap(),
         "fine"
     );
-    let events = log.events();
-    // An HTTP-date has whole seconds: 2 s ahead is a wait of 1 to 2 s.
-    let delay = events[0].delay.unwrap();
+    let (event, seen) = log.0.lock().unwrap()[0].clone();
+    // The client read the date at some instant between `before` and the
+    // event, so the wait is the date minus that instant.
+    let delay = event.delay.unwrap();
+    let longest = date.duration_since(before).unwrap();
+    let shortest = date.duration_since(seen).unwrap_or(Duration::ZERO);
     assert!(
-        events[0].from_hint && delay >= ms(1000) && delay <= ms(2000),
-        "{delay:?}"
+        event.from_hint && shortest <= delay && delay <= longest,
+        "{shortest:?} <= {delay:?} <= {longest:?}"
     );
     let hits = server.hits();
     assert!(hits[1].at - hits[0].at >= delay);
@@ -207,7 +222,7 @@ async fn auth_not_found_and_bad_request_are_never_retried() {
 }
 
 fn task(yaml: &str) -> Task {
-    serde_yaml::from_str(yaml).unwrap()
+    serde_norway::from_str(yaml).unwrap()
 }
 
 #[tokio::test]

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Layer, RetryConfig, TokenBucket};
-use nika_retry_tests::fault::{Fault, FaultServer};
+use nika_retry::{Boundary, Layer, RetryConfig, TokenBucket};
+use nika_retry_tests::fault::{Fault, FaultServer, LIFETIME};
 use nika_retry_tests::verb::{Provider, ProviderError, RequestOptions, Transport};
 use tokio::time::Instant;
 
@@ -44,7 +44,7 @@ fn fast_http() -> RequestOptions {
 /// The task's `retry:` for the provider layer: 3 attempts, 20 ms apart.
 fn task_policy() -> TaskPolicy {
     let yaml = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }\ntimeout: 3s";
-    serde_yaml::from_str(yaml).unwrap()
+    serde_norway::from_str(yaml).unwrap()
 }
 
 /// The largest `total_attempts` any event of a call reported.
@@ -75,41 +75,84 @@ fn every_fault() -> Vec<Fault> {
     cycle.iter().cycle().take(CALLS * 9).cloned().collect()
 }
 
-/// One round of `CALLS` concurrent tasks; returns (ok, failed, worst elapsed, worst attempts).
-async fn round(server: &FaultServer) -> (usize, usize, Duration, u32) {
+/// One round of `CALLS` concurrent tasks under `policy`; returns (ok,
+/// failed, worst elapsed, worst attempts).
+async fn round(server: &FaultServer, policy: TaskPolicy) -> (usize, usize, Duration, u32) {
+    let outcomes = calls(server, policy).await;
+    let ok = outcomes.iter().filter(|o| o.result.is_ok()).count();
+    let worst = outcomes.iter().map(|o| o.elapsed).max();
+    let most = outcomes.iter().map(|o| o.attempts).max();
+    (
+        ok,
+        CALLS - ok,
+        worst.unwrap_or_default(),
+        most.unwrap_or_default(),
+    )
+}
+
+/// How one call of a round ended.
+struct CallOutcome {
+    result: Result<String, ProviderError>,
+    elapsed: Duration,
+    /// The largest `total_attempts` of its events.
+    attempts: u32,
+}
+
+/// `CALLS` concurrent calls through provider-over-http, each in its own task scope.
+async fn calls(server: &FaultServer, policy: TaskPolicy) -> Vec<CallOutcome> {
     let provider = Arc::new(Provider::new(Transport::new(server.url(""), fast_http())));
     let calls: Vec<_> = (0..CALLS)
         .map(|i| {
-            let provider = provider.clone();
+            let (provider, policy) = (provider.clone(), policy.clone());
             tokio::spawn(async move {
                 let counter = Arc::new(MaxAttempts::default());
                 let start = Instant::now();
                 let prompt = format!("prompt {i}");
-                let result: Result<String, ProviderError> = observe(
-                    counter.clone(),
-                    scope(task_policy(), provider.complete(&prompt)),
-                )
-                .await;
-                (
-                    result.is_ok(),
-                    start.elapsed(),
-                    counter.0.load(Ordering::Relaxed),
-                )
+                let result =
+                    observe(counter.clone(), scope(policy, provider.complete(&prompt))).await;
+                CallOutcome {
+                    result,
+                    elapsed: start.elapsed(),
+                    attempts: counter.0.load(Ordering::Relaxed),
+                }
             })
         })
         .collect();
-    let (mut ok, mut failed, mut worst, mut most) = (0, 0, Duration::ZERO, 0);
+    let mut outcomes = Vec::with_capacity(CALLS);
     for call in calls {
-        let (succeeded, elapsed, attempts) = call.await.unwrap();
-        if succeeded {
-            ok += 1
-        } else {
-            failed += 1
-        }
-        worst = worst.max(elapsed);
-        most = most.max(attempts);
+        outcomes.push(call.await.unwrap());
     }
-    (ok, failed, worst, most)
+    outcomes
+}
+
+/// A round where the task's `timeout:` is what stops every call: the server
+/// never answers, and the 9 attempts of 200 ms read timeouts that the budget
+/// allows would take 1.8 s, far past the 400 ms deadline.
+async fn deadline_round() {
+    const DEADLINE: Duration = Duration::from_millis(400);
+    let server = FaultServer::start_bounded([Fault::Hang], CALLS * 9 + 1, LIFETIME).await;
+    let policy = task_policy().with_timeout(DEADLINE);
+    let outcomes = calls(&server, policy).await;
+    let mut worst = Duration::ZERO;
+    for call in &outcomes {
+        let Err(ProviderError::Timeout(timeout)) = &call.result else {
+            panic!("{:?}", call.result);
+        };
+        assert_eq!(
+            (timeout.boundary(), timeout.limit(), timeout.layer()),
+            (Boundary::Total, DEADLINE, Layer::Task)
+        );
+        // Cut during its attempts: before the ninth, and not before the deadline.
+        assert!(call.attempts < 9, "{}", call.attempts);
+        assert!(call.elapsed >= DEADLINE, "{:?}", call.elapsed);
+        worst = worst.max(call.elapsed);
+    }
+    let requests = server.requests();
+    println!(
+        "deadline round: {CALLS} calls cut at {DEADLINE:?}, {requests} requests, worst call {worst:?}"
+    );
+    // Fewer requests than the attempts the calls were allowed.
+    assert!((1..CALLS * 9).contains(&requests), "{requests}");
 }
 
 fn open_fds() -> usize {
@@ -139,8 +182,10 @@ async fn soak() {
     let fds_before = open_fds();
     let mut rss = vec![];
     for _ in 0..2 {
-        let server = FaultServer::start(every_fault()).await;
-        let (ok, failed, worst, most) = round(&server).await;
+        // Counts one request past the budget of every call, so that the
+        // bound below can fail.
+        let server = FaultServer::start_bounded(every_fault(), CALLS * 9 + 1, LIFETIME).await;
+        let (ok, failed, worst, most) = round(&server, task_policy()).await;
         println!(
             "soak round: {ok} ok, {failed} failed, {} requests, worst call {worst:?}, most attempts {most}, rss {} KiB",
             server.requests(),
@@ -154,10 +199,11 @@ async fn soak() {
             worst <= TASK_TIMEOUT + Duration::from_millis(50),
             "{worst:?}"
         );
-        assert!(server.requests() <= CALLS * 9);
+        assert!(server.requests() <= CALLS * 9, "{}", server.requests());
         drop(server);
         rss.push(rss_kib());
     }
+    deadline_round().await;
     // Every spawned call and every server connection is gone.
     let deadline = Instant::now() + Duration::from_secs(2);
     while metrics.num_alive_tasks() > tasks_before && Instant::now() < deadline {
@@ -231,13 +277,19 @@ async fn amplification() {
     let budget_default = load_multiplier(Some(fast_provider(9)), fast_http(), false).await;
     let budget_5 = load_multiplier(Some(fast_provider(5)), fast_http(), false).await;
     let bucket = TokenBucket::new(100);
+    // No read timeout within reach, so that every retry costs the same 5
+    // tokens (one after a timed-out attempt costs 10).
+    let patient_http = RequestOptions {
+        read_timeout: Duration::from_secs(30),
+        ..fast_http()
+    };
     let with_bucket = load_multiplier(
         Some(
             fast_provider(9)
                 .with_token_bucket(Layer::Http, bucket.clone())
-                .with_token_bucket(Layer::Provider, bucket),
+                .with_token_bucket(Layer::Provider, bucket.clone()),
         ),
-        fast_http(),
+        patient_http,
         false,
     )
     .await;
@@ -255,9 +307,8 @@ async fn amplification() {
         "the default budget admits exactly ADR-019's 3 × 3"
     );
     assert_eq!(budget_5, 5.0, "the budget bounds every call");
-    // 100 tokens pay for 20 retries across all 100 calls.
-    assert!(
-        with_bucket <= 1.0 + 20.0 / 100.0 + f64::EPSILON,
-        "{with_bucket}"
-    );
+    // 100 tokens pay for exactly 20 retries across all 100 calls, and no
+    // success gives any back: 120 requests, the bucket empty.
+    assert_eq!(with_bucket, 1.2, "the bucket bounds the fleet");
+    assert_eq!(bucket.available(), 0);
 }

@@ -20,7 +20,7 @@ fn task_retry(attempts: u32, delay_ms: u64) -> RetryConfig {
     let yaml = format!(
         "{{ max_attempts: {attempts}, delay_ms: {delay_ms}, backoff: constant, jitter: 0.0 }}"
     );
-    serde_yaml::from_str(&yaml).unwrap()
+    serde_norway::from_str(&yaml).unwrap()
 }
 
 #[retry(layer = "tool")]
@@ -144,8 +144,8 @@ async fn events_say_which_layer_retried_how_often_how_long_and_why_it_stopped() 
     assert_eq!((retrying.attempt, retrying.max_attempts), (1, 3));
     assert_eq!(retrying.category, ErrorCategory::RateLimited);
     assert_eq!(
-        (retrying.delay, retrying.from_hint, retrying.outcome),
-        (Some(ms(7000)), true, Outcome::Retrying)
+        (retrying.delay, retrying.from_hint, retrying.backoff),
+        (Some(ms(7000)), true, None)
     );
     assert_eq!(
         (recovered.attempt, recovered.outcome, recovered.delay),
@@ -194,6 +194,36 @@ async fn events_say_which_layer_retried_how_often_how_long_and_why_it_stopped() 
             (3, Outcome::GaveUp, None)
         ]
     );
+}
+
+/// `delay_ms: 200, backoff: constant` with the default jitter of 0.5 waits
+/// 100–200 ms, and each event shows the backoff the delay was drawn from.
+#[tokio::test(start_paused = true)]
+async fn events_show_the_backoff_that_jitter_drew_each_delay_from() {
+    let log = Arc::new(EventLog::default());
+    let policy: TaskPolicy =
+        serde_norway::from_str("retry: { max_attempts: 3, delay_ms: 200, backoff: constant }")
+            .unwrap();
+    let script = Script::always(ProviderError::status(503));
+    assert!(
+        observe(log.clone(), scope(policy, tool(&script)))
+            .await
+            .is_err()
+    );
+    let retries: Vec<_> = log
+        .take()
+        .into_iter()
+        .filter(|e| e.outcome == Outcome::Retrying)
+        .collect();
+    assert_eq!(retries.len(), 2);
+    for e in retries {
+        let delay = e.delay.unwrap();
+        assert_eq!((e.backoff, e.from_hint), (Some(ms(200)), false));
+        assert!((ms(100)..=ms(200)).contains(&delay), "{delay:?}");
+        if delay != ms(200) {
+            assert!(e.to_string().ends_with("(jittered from 200ms)"), "{e}");
+        }
+    }
 }
 
 #[tokio::test(start_paused = true)]

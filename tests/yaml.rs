@@ -7,7 +7,7 @@ use nika_retry::task::TaskPolicy;
 use nika_retry::{ErrorCategory, Growth, Layer, RetryConfig};
 
 fn policy(yaml: &str) -> Result<TaskPolicy, String> {
-    serde_yaml::from_str(yaml).map_err(|e| e.to_string())
+    serde_norway::from_str(yaml).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -21,7 +21,7 @@ fn the_legacy_block_maps_onto_retry_config() {
     assert_eq!(retry.multiplier, 2.0);
     assert_eq!(retry.growth, Growth::Exponential);
     assert_eq!(p.timeout, Some(Duration::from_secs(30)));
-    assert_eq!(p.budget, 9);
+    assert_eq!(p.budget, None, "the default budget");
 }
 
 #[test]
@@ -56,7 +56,7 @@ fn the_task_mapping_may_hold_other_keys_and_no_policy() {
     let p = policy("id: summarize\nprompt: hello\n").unwrap();
     assert_eq!(p, TaskPolicy::new());
     let p = policy("budget: 4\n").unwrap();
-    assert_eq!(p.budget, 4);
+    assert_eq!(p.budget, Some(4));
 }
 
 #[test]
@@ -68,13 +68,14 @@ fn round_trips_through_yaml() {
         "timeout: 2m 30s\n",
     ] {
         let first = policy(yaml).unwrap();
-        let written = serde_yaml::to_string(&first).unwrap();
+        let written = serde_norway::to_string(&first).unwrap();
         assert_eq!(policy(&written).unwrap(), first, "{yaml} -> {written}");
     }
     let cfg = RetryConfig::for_layer(Layer::Provider)
         .with_retry_on([ErrorCategory::RateLimited])
         .unwrap();
-    let back: RetryConfig = serde_yaml::from_str(&serde_yaml::to_string(&cfg).unwrap()).unwrap();
+    let back: RetryConfig =
+        serde_norway::from_str(&serde_norway::to_string(&cfg).unwrap()).unwrap();
     assert_eq!(back, cfg);
 }
 

@@ -18,6 +18,7 @@ pub async fn flaky(n: u32) -> Res {
         Err(ProviderError::Api {
             status: 503,
             message: String::new(),
+            retry_after: None,
         })
     } else {
         Ok(black_box(n))

@@ -77,13 +77,24 @@ impl Classify for tokio::time::error::Elapsed {
 }
 
 impl Classify for io::Error {
+    /// By kind ([`io_kind_category`]), except an error that holds a
+    /// [`TimeoutError`] (`io::Error::from(TimeoutError)`), which classifies
+    /// as that `TimeoutError`: a `Total` expiry stays permanent.
     fn category(&self) -> ErrorCategory {
-        io_kind_category(self.kind())
+        match self
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<TimeoutError>())
+        {
+            Some(timeout) => timeout.category(),
+            None => io_kind_category(self.kind()),
+        }
     }
 }
 
-/// The category of an [`io::ErrorKind`]: network hiccups are transient,
-/// `NotFound` and `PermissionDenied` keep their meaning, the rest is permanent.
+/// The category of an [`io::ErrorKind`]: network hiccups are transient (a
+/// connection refused, reset, aborted or closed mid-response, a host or
+/// network unreachable or down, a timeout), `NotFound` and
+/// `PermissionDenied` keep their meaning, the rest is permanent.
 ///
 /// ```
 /// use std::io::ErrorKind;
@@ -102,7 +113,11 @@ pub fn io_kind_category(kind: io::ErrorKind) -> ErrorCategory {
         | K::TimedOut
         | K::Interrupted
         | K::BrokenPipe
-        | K::WouldBlock => ErrorCategory::Transient,
+        | K::WouldBlock
+        | K::UnexpectedEof
+        | K::HostUnreachable
+        | K::NetworkUnreachable
+        | K::NetworkDown => ErrorCategory::Transient,
         K::NotFound => ErrorCategory::NotFound,
         K::PermissionDenied => ErrorCategory::Auth,
         _ => ErrorCategory::Permanent,
@@ -126,6 +141,10 @@ mod tests {
             K::Interrupted,
             K::BrokenPipe,
             K::WouldBlock,
+            K::UnexpectedEof,
+            K::HostUnreachable,
+            K::NetworkUnreachable,
+            K::NetworkDown,
         ];
         for kind in transient {
             assert_eq!(
@@ -142,13 +161,7 @@ mod tests {
             io::Error::from(K::PermissionDenied).category(),
             ErrorCategory::Auth
         );
-        for kind in [
-            K::InvalidInput,
-            K::InvalidData,
-            K::UnexpectedEof,
-            K::AlreadyExists,
-            K::Other,
-        ] {
+        for kind in [K::InvalidInput, K::InvalidData, K::AlreadyExists, K::Other] {
             assert_eq!(
                 io::Error::from(kind).category(),
                 ErrorCategory::Permanent,
@@ -171,6 +184,19 @@ mod tests {
         assert_eq!(total.category(), ErrorCategory::Permanent);
         assert_eq!(Classify::category(&&total), ErrorCategory::Permanent);
         assert_eq!(Box::new(total).category(), ErrorCategory::Permanent);
+    }
+
+    #[test]
+    fn an_io_error_holding_a_timeout_classifies_as_the_timeout() {
+        let d = Duration::from_secs(1);
+        let total = io::Error::from(TimeoutError::new(Boundary::Total, d, Layer::Task));
+        assert_eq!(total.kind(), K::TimedOut);
+        assert_eq!(total.category(), ErrorCategory::Permanent);
+        let read = io::Error::from(TimeoutError::new(Boundary::Read, d, Layer::Http));
+        assert_eq!(read.category(), ErrorCategory::Transient);
+        // Another error inside a TimedOut io::Error keeps the kind's category.
+        let other = io::Error::new(K::TimedOut, "slow disk");
+        assert_eq!(other.category(), ErrorCategory::Transient);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,11 +1,10 @@
 //! [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
 
-use core::cell::Cell;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
-use crate::context::CONNECT;
+use crate::context;
 use crate::timer::Deadline;
 use crate::{Boundary, Layer, TimeoutError};
 
@@ -38,7 +37,7 @@ use crate::{Boundary, Layer, TimeoutError};
 /// }
 /// ```
 pub fn connect<F: Future>(fut: F) -> Connect<F> {
-    let inner = match CONNECT.with(Cell::get) {
+    let inner = match context::connect_limit() {
         Some((limit, layer)) => Deadline::new(fut, layer).after(Some(limit), Boundary::Connect),
         None => Deadline::new(fut, Layer::Http),
     };
@@ -79,13 +78,13 @@ mod tests {
     async fn bounded_inside_a_connect_scope() {
         let limit = Some((Duration::from_secs(10), Layer::Http));
         let fut = {
-            let _installed = crate::context::install(&CONNECT, limit, None);
+            let _in_force = context::with_connect(limit);
             connect(core::future::pending::<()>())
         };
         let start = tokio::time::Instant::now();
         let err = fut.await.unwrap_err();
         assert_eq!(err.boundary(), Boundary::Connect);
         assert_eq!(start.elapsed(), Duration::from_secs(10));
-        assert_eq!(CONNECT.with(Cell::get), None, "restored after the scope");
+        assert_eq!(context::connect_limit(), None, "restored after the scope");
     }
 }

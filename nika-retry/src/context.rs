@@ -1,82 +1,235 @@
 //! What a retry loop needs to know about the loops and scopes around it.
 //!
-//! Each piece lives in a thread-local that the future owning it installs
-//! only for the duration of its own `poll` (as `tokio::task_local!` does),
-//! so it follows the future across `.await`s and threads, costs no
-//! allocation, and is never shared by two tasks. Generated code reads it
-//! synchronously, from inside those polls.
+//! It lives in thread-locals that the future owning each piece installs only
+//! for the duration of its own `poll` (as `tokio::task_local!` does), so it
+//! follows the future across `.await`s and threads, costs no allocation,
+//! and is never shared by two tasks. Generated code reads it synchronously,
+//! from inside those polls.
+//!
+//! Everything a call puts in force for one poll of its attempt (the shared
+//! budget, the connect limit, the attempt's own number and key) and the
+//! marker of a task scope sit in one `Copy` cell, [`Frame`], so that a poll
+//! costs one exchange in and one out, and nothing else.
 
 use core::cell::{Cell, RefCell};
 use core::future::Future;
 use core::pin::Pin;
-use core::task::{Context, Poll};
+use core::task::{Context as TaskContext, Poll};
 use core::time::Duration;
 use std::thread::LocalKey;
 
 use crate::Layer;
+use crate::attempt::IdempotencyKey;
 
 /// The attempts shared by the nested retry loops under one outermost call:
-/// the total (one plus every retry allowed) and the attempts used so far (one
-/// plus every retry taken, at any layer), packed in one non-zero `u64`
-/// (`total << 32 | used`) so that each copy in and out of the thread-local is one move.
+/// the total (one plus every retry allowed), whether the task set it, and
+/// the attempts used so far (one plus every retry taken, at any layer),
+/// packed in one non-zero `u64` (`explicit << 63 | total << 32 | used`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Budget(core::num::NonZeroU64);
 
+const EXPLICIT: u64 = 1 << 63;
+
 impl Budget {
+    /// The default budget of `total`: it never cuts a loop below its own attempts.
     #[inline]
     pub(crate) fn new(total: u32, used: u32) -> Budget {
-        let packed = (u64::from(total.max(1)) << 32) | u64::from(used);
+        Budget::pack(total, used, false)
+    }
+
+    /// A budget of `total` that the task set: it always holds.
+    pub(crate) fn explicit(total: u32, used: u32) -> Budget {
+        Budget::pack(total, used, true)
+    }
+
+    #[inline]
+    fn pack(total: u32, used: u32, explicit: bool) -> Budget {
+        let total = u64::from(total.clamp(1, i32::MAX as u32));
+        let flag = if explicit { EXPLICIT } else { 0 };
+        let packed = flag | (total << 32) | u64::from(used);
         Budget(core::num::NonZeroU64::new(packed).unwrap_or(core::num::NonZeroU64::MIN))
     }
+
     pub(crate) fn total(self) -> u32 {
-        (self.0.get() >> 32) as u32
+        ((self.0.get() & !EXPLICIT) >> 32) as u32
     }
     pub(crate) fn used(self) -> u32 {
         self.0.get() as u32
     }
+    pub(crate) fn is_explicit(self) -> bool {
+        self.0.get() & EXPLICIT != 0
+    }
     pub(crate) fn took_one(self) -> Budget {
-        Budget::new(self.total(), self.used().saturating_add(1))
+        Budget::pack(
+            self.total(),
+            self.used().saturating_add(1),
+            self.is_explicit(),
+        )
     }
-    pub(crate) fn left(self) -> u32 {
-        self.total().saturating_sub(self.used())
+    /// Attempts left for a loop allowing `own_attempts`: a default budget is
+    /// raised to them, so that it only ever stops loops from multiplying.
+    pub(crate) fn left(self, own_attempts: u32) -> u32 {
+        let total = if self.is_explicit() {
+            self.total()
+        } else {
+            self.total().max(own_attempts)
+        };
+        total.saturating_sub(self.used())
     }
+}
+
+/// The attempt being polled, as [`current_attempt`](crate::current_attempt) reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AttemptSlot {
+    pub(crate) layer: Layer,
+    pub(crate) attempt: u32,
+    pub(crate) max_attempts: u32,
+    /// [`IdempotencyKey::UNDRAWN`] until the body first reads it.
+    pub(crate) key: IdempotencyKey,
+}
+
+/// What is in force for the attempt being polled: the context of this module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Frame {
+    /// The budget of the outermost retried call.
+    pub(crate) budget: Option<Budget>,
+    /// The connect limit of the attempt, and its layer.
+    pub(crate) connect: Option<(Duration, Layer)>,
+    /// The innermost attempt.
+    pub(crate) attempt: Option<AttemptSlot>,
+    /// Whether a task policy is in force (then `task` has it).
+    pub(crate) scoped: bool,
+}
+
+impl Frame {
+    const EMPTY: Frame = Frame {
+        budget: None,
+        connect: None,
+        attempt: None,
+        scoped: false,
+    };
 }
 
 std::thread_local! {
-    /// The connect limit of the attempt being polled.
-    pub(crate) static CONNECT: Cell<Option<(Duration, Layer)>> = const { Cell::new(None) };
-    /// The budget of the outermost retried call being polled.
-    pub(crate) static BUDGET: Cell<Option<Budget>> = const { Cell::new(None) };
+    static CONTEXT: Cell<Frame> = const { Cell::new(Frame::EMPTY) };
 }
 
-/// `value` installed in `key` until the guard is dropped; then the outer value
-/// is put back (even on a panic), and what the nested code left in `key` is
-/// written to `back`, if given. A guard rather than a closure, so that the
-/// polls using it are not instantiated once per closure.
-pub(crate) struct Installed<'a, T: Copy + 'static> {
-    key: &'static LocalKey<Cell<T>>,
-    outer: T,
-    back: Option<&'a mut T>,
-}
-
-/// Installs `value` in `key` for the life of the returned guard.
+/// The connect limit of the attempt being polled.
 #[inline]
-pub(crate) fn install<'a, T: Copy + 'static>(
-    key: &'static LocalKey<Cell<T>>,
-    value: T,
-    back: Option<&'a mut T>,
-) -> Installed<'a, T> {
-    let outer = key.with(|c| c.replace(value));
-    Installed { key, outer, back }
+pub(crate) fn connect_limit() -> Option<(Duration, Layer)> {
+    CONTEXT.with(|c| c.get().connect)
 }
 
-impl<T: Copy + 'static> Drop for Installed<'_, T> {
+/// `connect` in force until the guard drops, for tests.
+#[cfg(test)]
+pub(crate) fn with_connect(connect: Option<(Duration, Layer)>) -> impl Drop {
+    struct Restore(Frame);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CONTEXT.with(|c| c.set(self.0));
+        }
+    }
+    Restore(CONTEXT.with(|c| c.replace(Frame { connect, ..c.get() })))
+}
+
+/// The budget in force (the outermost call's), if any.
+pub(crate) fn budget() -> Option<Budget> {
+    CONTEXT.with(|c| c.get().budget)
+}
+
+/// Counts one retry against the budget in force, if any.
+pub(crate) fn take_from_budget() {
+    CONTEXT.with(|c| {
+        let mut ctx = c.get();
+        ctx.budget = ctx.budget.map(Budget::took_one);
+        c.set(ctx);
+    });
+}
+
+/// Runs `f` on the attempt being polled, writing back what it changed.
+pub(crate) fn with_attempt<R>(f: impl FnOnce(&mut AttemptSlot) -> R) -> Option<R> {
+    CONTEXT.with(|c| {
+        let mut ctx = c.get();
+        let out = f(ctx.attempt.as_mut()?);
+        c.set(ctx);
+        Some(out)
+    })
+}
+
+/// Puts in force the context `enter` builds from the one around it, until
+/// the guard drops. On drop, the outer context is restored, carrying the
+/// budget as the nested loops left it, and what the poll changed in the
+/// call's own part is written to `own` (its budget, if it owns one, and its
+/// attempt's key).
+#[inline]
+pub(crate) fn enter<'a>(
+    own: Own<'a>,
+    enter: impl FnOnce(&Frame, &mut Own<'a>) -> Frame,
+) -> Entered<'a> {
+    let mut own = own;
+    let outer = CONTEXT.with(|c| {
+        let outer = c.get();
+        c.set(enter(&outer, &mut own));
+        outer
+    });
+    Entered { outer, own }
+}
+
+/// The parts of a call that a poll may change.
+pub(crate) struct Own<'a> {
+    /// `Some` for the outermost call, which owns the budget.
+    pub(crate) budget: &'a mut Option<Budget>,
+    pub(crate) key: &'a mut IdempotencyKey,
+}
+
+/// The guard [`enter`] returns.
+pub(crate) struct Entered<'a> {
+    outer: Frame,
+    own: Own<'a>,
+}
+
+impl Drop for Entered<'_> {
     #[inline]
     fn drop(&mut self) {
-        let inner = self.key.with(|c| c.replace(self.outer));
-        if let Some(back) = self.back.take() {
-            *back = inner;
+        let own_budget = self.own.budget.is_some();
+        let mut outer = self.outer;
+        let inner = CONTEXT.with(|c| {
+            let inner = c.get();
+            if !own_budget {
+                outer.budget = inner.budget;
+            }
+            c.set(outer);
+            inner
+        });
+        if own_budget {
+            *self.own.budget = inner.budget;
         }
+        if let Some(slot) = inner.attempt {
+            *self.own.key = slot.key;
+        }
+    }
+}
+
+/// Marks a task policy in force (or hidden, for `false`) until the guard drops.
+pub(crate) fn enter_scope(scoped: bool) -> ScopeMark {
+    CONTEXT.with(|c| {
+        let mut ctx = c.get();
+        let outer = core::mem::replace(&mut ctx.scoped, scoped);
+        c.set(ctx);
+        ScopeMark(outer)
+    })
+}
+
+/// The guard [`enter_scope`] returns.
+pub(crate) struct ScopeMark(bool);
+
+impl Drop for ScopeMark {
+    fn drop(&mut self) {
+        CONTEXT.with(|c| {
+            let mut ctx = c.get();
+            ctx.scoped = self.0;
+            c.set(ctx);
+        });
     }
 }
 
@@ -105,7 +258,7 @@ impl<T: 'static, F> Scoped<T, F> {
 impl<T: 'static, F: Future> Future for Scoped<T, F> {
     type Output = F::Output;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<F::Output> {
         struct SwapBack<'a, T: 'static> {
             key: &'static LocalKey<RefCell<Option<T>>>,
             slot: &'a mut Option<T>,
@@ -157,16 +310,45 @@ mod tests {
     }
 
     #[test]
-    fn install_writes_the_inner_value_back_and_restores_the_outer() {
-        let budget = Budget::new(9, 1);
-        let mut own = Some(budget);
+    fn a_default_budget_never_cuts_a_loop_below_its_own_attempts() {
+        let default = Budget::new(9, 9);
+        assert_eq!((default.left(3), default.left(10)), (0, 1));
+        let explicit = Budget::explicit(9, 9);
+        assert_eq!((explicit.left(3), explicit.left(10)), (0, 0));
+        assert!(explicit.took_one().is_explicit());
+        assert_eq!(explicit.took_one().used(), 10);
+        assert_eq!(Budget::new(u32::MAX, 0).total(), i32::MAX as u32);
+    }
+
+    #[test]
+    fn a_poll_writes_its_changes_back_and_restores_the_outer_context() {
+        let mut budget = None;
+        let mut key = IdempotencyKey::UNDRAWN;
+        let slot = AttemptSlot {
+            layer: Layer::Http,
+            attempt: 1,
+            max_attempts: 3,
+            key,
+        };
         {
-            let _installed = install(&BUDGET, own, Some(&mut own));
-            assert_eq!(BUDGET.with(Cell::get), Some(budget));
-            BUDGET.with(|c| c.set(Some(Budget::new(9, 4))));
+            let own = Own {
+                budget: &mut budget,
+                key: &mut key,
+            };
+            let _entered = enter(own, |outer, own| {
+                assert_eq!(*outer, Frame::EMPTY);
+                *own.budget = Some(Budget::new(9, 1));
+                Frame {
+                    budget: *own.budget,
+                    attempt: Some(slot),
+                    ..*outer
+                }
+            });
+            take_from_budget();
+            with_attempt(|slot| slot.key = IdempotencyKey::draw());
         }
-        assert_eq!(own, Some(Budget::new(9, 4)));
-        assert_eq!(BUDGET.with(Cell::get), None);
-        assert_eq!(budget.left(), 8);
+        assert_eq!(budget, Some(Budget::new(9, 2)));
+        assert_ne!(key, IdempotencyKey::UNDRAWN);
+        assert_eq!(CONTEXT.with(Cell::get), Frame::EMPTY);
     }
 }

@@ -218,19 +218,30 @@ impl RetryState {
         Decision::Retry { delay, from_hint }
     }
 
-    /// Draws `d` uniformly from `[d·(1−jitter), d]`.
+    /// Draws `d` uniformly from `[d·(1−jitter), d]`, in whole nanoseconds
+    /// and exactly, up to [`Duration::MAX`].
     fn jittered(&mut self, cfg: &RetryConfig, d: Duration) -> Duration {
-        let jitter = effective_jitter(cfg.jitter);
-        let d_ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        // `as` saturates, and jitter ≤ 1 keeps the span within `d`.
-        let span = (d_ns as f64 * jitter) as u64;
+        // The jitter as a fraction of 2^24 rounded down, so that the span
+        // never exceeds d·jitter; d < 2^94 ns, so the product fits a u128.
+        let fraction = (effective_jitter(cfg.jitter) * f64::from(1u32 << 24)) as u128;
+        let d_ns = d.as_nanos();
+        let span = (d_ns * fraction) >> 24;
         if span == 0 {
             return d;
         }
         let rng = self.rng.get_or_insert_with(fastrand::Rng::new);
-        Duration::from_nanos(d_ns - rng.u64(0..=span))
+        // A u64 draw whenever it can be, so that a seed gives the schedules it always gave.
+        let drawn = match u64::try_from(span) {
+            Ok(span) => u128::from(rng.u64(0..=span)),
+            Err(_) => rng.u128(0..=span),
+        };
+        let ns = d_ns - drawn;
+        // At most `d`'s own seconds, so the cast is exact.
+        Duration::new((ns / NANOS_PER_SEC) as u64, (ns % NANOS_PER_SEC) as u32)
     }
 }
+
+const NANOS_PER_SEC: u128 = 1_000_000_000;
 
 /// The backoff before retry `n` (1-based: `n = 1` precedes the second attempt),
 /// before jitter: `min(initial · multiplier^(n−1), max_backoff)`, or
@@ -257,9 +268,13 @@ pub fn backoff(cfg: &RetryConfig, n: u32) -> Duration {
     if !ns.is_finite() || ns >= cap.as_nanos() as f64 {
         return cap;
     }
-    // `ns` is finite, non-negative and below `cap`, so it fits a u64 of nanoseconds
-    // unless `cap` itself is longer than 584 years.
-    Duration::from_nanos(ns as u64).min(cap)
+    // `ns` is finite, non-negative and below `cap`.
+    let d = if ns < u64::MAX as f64 {
+        Duration::from_nanos(ns as u64)
+    } else {
+        Duration::try_from_secs_f64(ns / 1e9).unwrap_or(cap)
+    };
+    d.min(cap)
 }
 
 fn effective_multiplier(m: f64) -> f64 {
@@ -424,11 +439,148 @@ mod tests {
         cfg.max_attempts = u32::MAX;
         let (delays, why) = schedule(&cfg, T);
         assert_eq!((delays.len(), why), (9, GiveUp::AttemptsExhausted));
-        assert!(delays.iter().all(|d| *d <= Duration::MAX));
+        // A NaN multiplier counts as 1: every backoff is the (saturated) cap,
+        // and the jitter of 7 counts as 1, so the delays still spread.
+        assert_eq!(backoff(&cfg, 9), Duration::MAX);
+        let distinct: std::collections::BTreeSet<_> = delays.iter().collect();
+        assert!(
+            distinct.len() > 1,
+            "jitter 7 clamped to 1 still jitters: {delays:?}"
+        );
         cfg.multiplier = f64::MAX;
         cfg.initial_backoff = Duration::from_secs(1);
         cfg.max_backoff = Duration::from_secs(10);
         assert_eq!(backoff(&cfg, 10), Duration::from_secs(10));
+    }
+
+    /// Many seeded draws of the delay before retry `n`, each from a fresh
+    /// state; the smallest and the largest.
+    fn draws(cfg: &RetryConfig, n: u32) -> (Duration, Duration) {
+        let (mut lo, mut hi) = (Duration::MAX, Duration::ZERO);
+        for seed in 0..4_000 {
+            let mut state = RetryState::with_seed(seed);
+            let mut delay = Duration::ZERO;
+            for _ in 0..n {
+                let Decision::Retry { delay: d, .. } = state.decide(cfg, T, Limits::NONE) else {
+                    panic!("retry {n} of {cfg:?} was refused");
+                };
+                delay = d;
+            }
+            lo = lo.min(delay);
+            hi = hi.max(delay);
+        }
+        (lo, hi)
+    }
+
+    #[test]
+    fn jitter_spreads_delays_over_the_whole_band_and_never_outside_it() {
+        // The http layer's 50 %: 250 ms before retry 1, 1 s before retry 2.
+        let http = RetryConfig::for_layer(Layer::Http);
+        for (n, d) in [(1, 250u64), (2, 1_000)] {
+            let d = Duration::from_millis(d);
+            let (lo, hi) = draws(&http, n);
+            // Never outside [d/2, d].
+            assert!(lo >= d / 2 && hi <= d, "retry {n}: {lo:?}..{hi:?}");
+            // 4 000 uniform draws come within 1 % of both ends.
+            assert!(lo <= d / 2 + d / 100, "retry {n}: lowest {lo:?}");
+            assert!(hi >= d - d / 100, "retry {n}: highest {hi:?}");
+        }
+        // Other fractions: the band is [d·(1−j), d].
+        for j in [0.1f32, 0.25, 0.9, 1.0] {
+            let cfg = exact(Layer::Provider).with_jitter(j).unwrap();
+            let d = Duration::from_secs(1);
+            let (lo, hi) = draws(&cfg, 1);
+            let floor = d.mul_f64(1.0 - f64::from(j));
+            assert!(lo >= floor && hi <= d, "jitter {j}: {lo:?}..{hi:?}");
+            assert!(lo <= floor + d / 100, "jitter {j}: lowest {lo:?}");
+            assert!(hi >= d - d / 100, "jitter {j}: highest {hi:?}");
+        }
+    }
+
+    #[test]
+    fn jitter_draws_are_uniform_over_the_band() {
+        // Quartiles of 4 000 draws from [500 ms, 1 s]: about 1 000 each.
+        let cfg = exact(Layer::Provider).with_jitter(0.5).unwrap();
+        let mut quartiles = [0u32; 4];
+        for seed in 0..4_000 {
+            let Decision::Retry { delay, .. } =
+                RetryState::with_seed(seed).decide(&cfg, T, Limits::NONE)
+            else {
+                panic!("refused")
+            };
+            let q = ((delay.as_millis() as u64).saturating_sub(500) / 125).min(3);
+            quartiles[q as usize] += 1;
+        }
+        assert!(
+            quartiles.iter().all(|&n| (850..=1_150).contains(&n)),
+            "{quartiles:?}"
+        );
+    }
+
+    #[test]
+    fn zero_jitter_is_exact() {
+        let (lo, hi) = draws(&exact(Layer::Http), 2);
+        assert_eq!((lo, hi), (Duration::from_secs(1), Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_hint_equal_to_the_cap_is_slept_on() {
+        let cfg = exact(Layer::Provider);
+        let hint = cfg.max_retry_after;
+        let failure = Failure::new(ErrorCategory::RateLimited, Some(hint));
+        assert_eq!(
+            RetryState::with_seed(1).decide(&cfg, failure, Limits::NONE),
+            Decision::Retry {
+                delay: hint,
+                from_hint: true
+            }
+        );
+        let above = Failure::new(
+            ErrorCategory::RateLimited,
+            Some(hint + Duration::from_nanos(1)),
+        );
+        assert_eq!(
+            RetryState::with_seed(1).decide(&cfg, above, Limits::NONE),
+            Decision::GiveUp(GiveUp::HintTooLong {
+                hint: hint + Duration::from_nanos(1)
+            })
+        );
+    }
+
+    #[test]
+    fn jitter_stays_in_its_band_up_to_duration_max() {
+        for (jitter, num, den) in [(0.5f32, 1u128, 2u128), (0.25, 3, 4), (1.0, 0, 1)] {
+            let mut cfg = RetryConfig::for_layer(Layer::Provider);
+            cfg.jitter = jitter;
+            for d in [
+                Duration::MAX,
+                Duration::MAX - Duration::from_nanos(1),
+                Duration::from_secs(u64::MAX / 3),
+                Duration::from_nanos(u64::MAX) * 7,
+            ] {
+                cfg.initial_backoff = d;
+                cfg.max_backoff = d;
+                assert_eq!(backoff(&cfg, 3), d);
+                let mut state = RetryState::with_seed(5);
+                for _ in 0..200 {
+                    let got = state.jittered(&cfg, d);
+                    // got ≥ d·(1 − jitter), exactly: got·den ≥ d·num.
+                    assert!(got <= d, "{got:?} > {d:?}");
+                    assert!(
+                        got.as_nanos() * den >= d.as_nanos() * num,
+                        "{got:?} below the band of {d:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_backoff_beyond_584_years_is_not_cut_to_it() {
+        let mut cfg = exact(Layer::Provider);
+        cfg.initial_backoff = Duration::from_secs(1 << 40);
+        cfg.max_backoff = Duration::MAX;
+        assert_eq!(backoff(&cfg, 2), Duration::from_secs(1 << 42));
     }
 
     #[test]

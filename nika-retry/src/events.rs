@@ -2,8 +2,10 @@
 //!
 //! ADR-019 accepts three retry layers on the condition that the user can
 //! always tell which one is firing. Each decision becomes a [`RetryEvent`],
-//! sent to `tracing` (feature `tracing`, on by default: target `nika_retry`,
-//! WARN for retries and give-ups, DEBUG for recoveries) and to the
+//! sent to `tracing` (feature `tracing`, on by default: target `nika_retry`;
+//! WARN for a retry and for a give-up after retries, DEBUG for a give-up on
+//! the first attempt — not retryable, a one-attempt layer, the 429 that the
+//! http layer leaves to the provider — and for a recovery) and to the
 //! [`RetryObserver`]s installed with [`observe`] — the engine's EventLog.
 //!
 //! ```
@@ -104,6 +106,9 @@ pub struct RetryEvent {
     pub delay: Option<Duration>,
     /// Whether `delay` is the server's hint rather than the computed backoff.
     pub from_hint: bool,
+    /// The computed backoff before jitter, when `delay` was drawn from it
+    /// (`Retrying` without a hint): `delay` lies in `[backoff·(1−jitter), backoff]`.
+    pub backoff: Option<Duration>,
     /// What the loop does next.
     pub outcome: Outcome,
     /// Why it stopped (`GaveUp` and `BudgetExhausted` only).
@@ -123,7 +128,8 @@ impl RetryEvent {
 }
 
 impl fmt::Display for RetryEvent {
-    /// One log line: `[provider] my::op attempt 1/3 rate_limited: retrying in 7s (server hint)`.
+    /// One log line: `[provider] my::op attempt 1/3 rate_limited: retrying in 7s (server hint)`,
+    /// or `… transient: retrying in 713ms (jittered from 1s)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[{}] ", self.layer)?;
         match self.self_type {
@@ -142,6 +148,12 @@ impl fmt::Display for RetryEvent {
             write!(f, " in {}", humantime::format_duration(delay))?;
             if self.from_hint {
                 f.write_str(" (server hint)")?;
+            } else if let Some(backoff) = self.backoff.filter(|b| *b != delay) {
+                write!(
+                    f,
+                    " (jittered from {})",
+                    humantime::format_duration(backoff)
+                )?;
             }
         }
         if let Some(reason) = self.reason {
@@ -241,15 +253,36 @@ pub(crate) fn current() -> Vec<Arc<dyn RetryObserver>> {
     OBSERVERS.with(|o| o.borrow().clone())
 }
 
-/// Whether an event of `outcome` would reach anyone (a `tracing`
-/// subscriber that enables it, or an observer); if not, it is not even built.
+/// How loud an event is in the logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// A give-up on the first attempt (not retryable, a one-attempt layer,
+    /// the 429 the http layer leaves to the provider) and a recovery.
+    Debug,
+    /// A retry, and a give-up after at least one retry.
+    Warn,
+}
+
+/// The level of an event of `outcome` after the 1-based `attempt`.
 #[inline]
-pub(crate) fn listening(outcome: Outcome) -> bool {
+pub(crate) fn level(outcome: Outcome, attempt: u32) -> Level {
+    match outcome {
+        Outcome::Retrying => Level::Warn,
+        Outcome::Recovered => Level::Debug,
+        Outcome::GaveUp | Outcome::BudgetExhausted if attempt > 1 => Level::Warn,
+        Outcome::GaveUp | Outcome::BudgetExhausted => Level::Debug,
+    }
+}
+
+/// Whether an event at `level` would reach anyone (a `tracing` subscriber
+/// that enables it, or an observer); if not, it is not even built.
+#[inline]
+pub(crate) fn listening(level: Level) -> bool {
     #[cfg(feature = "tracing")]
     {
-        let enabled = match outcome {
-            Outcome::Recovered => tracing::enabled!(target: "nika_retry", tracing::Level::DEBUG),
-            _ => tracing::enabled!(target: "nika_retry", tracing::Level::WARN),
+        let enabled = match level {
+            Level::Debug => tracing::enabled!(target: "nika_retry", tracing::Level::DEBUG),
+            Level::Warn => tracing::enabled!(target: "nika_retry", tracing::Level::WARN),
         };
         if enabled {
             return true;
@@ -287,14 +320,15 @@ fn trace(e: &RetryEvent) {
                 outcome = e.outcome.as_str(),
                 delay_ms,
                 from_hint = e.from_hint,
+                backoff_ms = e.backoff.map(|d| d.as_millis() as u64),
                 total_attempts = e.total_attempts,
                 reason,
                 "{e}"
             )
         };
     }
-    match e.outcome {
-        Outcome::Recovered => event!(tracing::Level::DEBUG),
-        _ => event!(tracing::Level::WARN),
+    match level(e.outcome, e.attempt) {
+        Level::Debug => event!(tracing::Level::DEBUG),
+        Level::Warn => event!(tracing::Level::WARN),
     }
 }

@@ -35,10 +35,39 @@ pub const fn status_category(status: u16) -> ErrorCategory {
     }
 }
 
+/// The category of a response: its status's, unless the server said
+/// otherwise with `x-should-retry: true` or `false` (as the OpenAI and
+/// Anthropic APIs do), which wins over the status.
+///
+/// `true` keeps a retryable status's category (429 stays `RateLimited`) and
+/// makes any other `Transient`; `false` makes it `Permanent`. Any other
+/// value is ignored.
+///
+/// ```
+/// use nika_retry::{http::response_category, ErrorCategory};
+///
+/// assert_eq!(response_category(503, &[("x-should-retry", "false")]), ErrorCategory::Permanent);
+/// assert_eq!(response_category(409, &[("X-Should-Retry", "true")]), ErrorCategory::Transient);
+/// assert_eq!(response_category(429, &[("x-should-retry", "true")]), ErrorCategory::RateLimited);
+/// assert_eq!(response_category(503, &[("x-should-retry", "maybe")]), ErrorCategory::Transient);
+/// ```
+pub fn response_category<H: Headers + ?Sized>(status: u16, headers: &H) -> ErrorCategory {
+    let category = status_category(status);
+    match headers.header("x-should-retry").map(<[u8]>::trim_ascii) {
+        Some(v) if v.eq_ignore_ascii_case(b"true") && !category.is_retryable() => {
+            ErrorCategory::Transient
+        }
+        Some(v) if v.eq_ignore_ascii_case(b"false") => ErrorCategory::Permanent,
+        _ => category,
+    }
+}
+
 /// Parses a `Retry-After` value (RFC 9110 §10.2.3): delta-seconds or an HTTP-date.
 ///
-/// A date in the past gives zero; a negative, fractional, unparsable or
-/// overflowing value gives `None`. `now` is the wall clock to measure a date
+/// A date in the past (before 1970 included) gives zero; delta-seconds too
+/// large for the clock give [`Duration::MAX`], a hint too long that makes
+/// the call give up rather than be ignored; a negative, fractional or
+/// unparsable value gives `None`. `now` is the wall clock to measure a date
 /// against (pass `SystemTime::now()`).
 ///
 /// ```
@@ -51,15 +80,52 @@ pub const fn status_category(status: u16) -> ErrorCategory {
 ///     parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
 ///     Some(Duration::from_secs(30))
 /// );
+/// assert_eq!(parse_retry_after("99999999999999999999999", now), Some(Duration::MAX));
 /// assert_eq!(parse_retry_after("soon", now), None);
 /// ```
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
-    if value.bytes().all(|b| b.is_ascii_digit()) {
-        return value.parse::<u64>().ok().map(Duration::from_secs);
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(
+            value
+                .parse::<u64>()
+                .map_or(Duration::MAX, Duration::from_secs),
+        );
     }
-    let date = httpdate::parse_http_date(value).ok()?;
-    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+    match httpdate::parse_http_date(value) {
+        Ok(date) => Some(date.duration_since(now).unwrap_or(Duration::ZERO)),
+        Err(_) if valid_date_before_1970(value) => Some(Duration::ZERO),
+        Err(_) => None,
+    }
+}
+
+/// Whether `value` is an IMF-fixdate or asctime date with a year before
+/// 1970, which `httpdate` cannot represent. The Gregorian calendar repeats
+/// every 400 years, weekdays and leap days included, so the date is valid
+/// exactly when the same date 400·k years later is. (RFC 850 dates have two
+/// year digits, read as 1970–2069.)
+fn valid_date_before_1970(value: &str) -> bool {
+    let year_at = match value.len() {
+        29 => 12..16, // Sun, 06 Nov 1994 08:49:37 GMT
+        24 => 20..24, // Sun Nov  6 08:49:37 1994
+        _ => return false,
+    };
+    let mut date = [0u8; 29];
+    let date = &mut date[..value.len()];
+    date.copy_from_slice(value.as_bytes());
+    let year = &mut date[year_at];
+    if !year.iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    let y = year.iter().fold(0u32, |y, d| y * 10 + u32::from(d - b'0'));
+    if y >= 1970 {
+        return false;
+    }
+    let shifted = y + 400 * (1970 - y).div_ceil(400);
+    for (i, digit) in year.iter_mut().rev().enumerate() {
+        *digit = b'0' + (shifted / 10u32.pow(i as u32) % 10) as u8;
+    }
+    core::str::from_utf8(date).is_ok_and(|d| httpdate::parse_http_date(d).is_ok())
 }
 
 /// Parses a millisecond hint (`retry-after-ms: 1500`, decimals allowed).
@@ -205,7 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_garbage_negative_and_overflow_are_none() {
+    fn retry_after_garbage_and_negative_are_none() {
         for bad in [
             "",
             "soon",
@@ -213,13 +279,90 @@ mod tests {
             "+5",
             "1.5",
             "1e3",
-            "18446744073709551616",
-            "99999999999999999999999",
             "Wed, 32 Oct 2015 07:28:00 GMT",
             "\u{0}",
         ] {
             assert_eq!(parse_retry_after(bad, now()), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn retry_after_seconds_too_large_for_the_clock_are_a_hint_too_long() {
+        for huge in [
+            "18446744073709551616",
+            "99999999999999999999999",
+            &"9".repeat(500),
+        ] {
+            assert_eq!(
+                parse_retry_after(huge, now()),
+                Some(Duration::MAX),
+                "{huge:?}"
+            );
+        }
+        let headers = [("retry-after", "99999999999999999999999")];
+        assert_eq!(retry_hint(&headers, now()), Some(Duration::MAX));
+    }
+
+    #[test]
+    fn retry_after_dates_before_1970_are_in_the_past() {
+        for old in [
+            "Wed, 01 Jan 1969 00:00:00 GMT",
+            "Sat, 01 Jan 0000 00:00:00 GMT",
+            "Wed, 31 Dec 1969 23:59:59 GMT",
+            "Thu, 29 Feb 1968 12:00:00 GMT",
+            "Sun Jul 20 20:17:40 1969",
+            "Sun Nov  6 08:49:37 1594",
+        ] {
+            assert_eq!(
+                parse_retry_after(old, now()),
+                Some(Duration::ZERO),
+                "{old:?}"
+            );
+        }
+        for invalid in [
+            "Thu, 01 Jan 1969 00:00:00 GMT", // a Wednesday
+            "Fri, 29 Feb 1969 12:00:00 GMT", // not a leap year
+            "Mon, 32 Jan 1900 00:00:00 GMT",
+            "Thu, 01 Jan 19x9 00:00:00 GMT",
+            "Sun Nov 31 08:49:37 1594",
+        ] {
+            assert_eq!(parse_retry_after(invalid, now()), None, "{invalid:?}");
+        }
+    }
+
+    #[test]
+    fn x_should_retry_wins_over_the_status() {
+        let says = |value: &'static str| [("x-should-retry", value)];
+        assert_eq!(
+            response_category(503, &says("false")),
+            ErrorCategory::Permanent
+        );
+        assert_eq!(
+            response_category(429, &says(" FALSE ")),
+            ErrorCategory::Permanent
+        );
+        assert_eq!(
+            response_category(400, &says("true")),
+            ErrorCategory::Transient
+        );
+        assert_eq!(
+            response_category(401, &says("True")),
+            ErrorCategory::Transient
+        );
+        assert_eq!(
+            response_category(429, &says("true")),
+            ErrorCategory::RateLimited
+        );
+        assert_eq!(
+            response_category(503, &says("true")),
+            ErrorCategory::Transient
+        );
+        assert_eq!(
+            response_category(400, &says("yes")),
+            ErrorCategory::Permanent
+        );
+        let none: [(&str, &str); 0] = [];
+        assert_eq!(response_category(503, &none), ErrorCategory::Transient);
     }
 
     #[test]

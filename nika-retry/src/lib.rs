@@ -4,6 +4,7 @@
 //! the timeouts, with the policy of the fn's layer (ADR-019):
 //!
 //! ```
+//! use std::time::Duration;
 //! use nika_retry::{retry, timeout, Classify, TimeoutError};
 //!
 //! #[derive(Debug, thiserror::Error, Classify)]
@@ -11,9 +12,11 @@
 //!     #[error("rate limited")]
 //!     #[category(rate_limited, retry_after_ms = retry_after_ms)]
 //!     RateLimited { retry_after_ms: Option<u64> },
+//!     /// A 503 may carry a `Retry-After` too: keep it, so that the layer
+//!     /// above still waits it when the http layer gave up on it.
 //!     #[error("api error {status}: {message}")]
-//!     #[category(http_status = status)]
-//!     Api { status: u16, message: String },
+//!     #[category(http_status = status, retry_after = retry_after)]
+//!     Api { status: u16, message: String, retry_after: Option<Duration> },
 //!     #[error(transparent)]
 //!     #[category(transparent)]
 //!     Timeout(#[from] TimeoutError),
@@ -71,9 +74,11 @@
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
 //! - [`TokenBucket`]: an opt-in retry budget shared across calls of a layer.
+//! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod attempt;
 mod bucket;
 mod category;
 mod classify;
@@ -86,12 +91,16 @@ pub mod http;
 mod layer;
 #[cfg(feature = "reqwest")]
 mod reqwest_impl;
+#[cfg(feature = "schema")]
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod task;
 mod timeout;
 mod timer;
 
+pub use attempt::{AttemptInfo, IdempotencyKey, current_attempt};
 pub use bucket::TokenBucket;
 pub use category::{CategorySet, ErrorCategory, ParseCategoryError};
 pub use classify::{Classify, io_kind_category};
@@ -99,6 +108,11 @@ pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use connect::{Connect, connect};
 pub use layer::{Layer, ParseLayerError};
 pub use timeout::{Boundary, TimeoutError};
+
+/// The crate README's example, compiled as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 #[doc(hidden)]
 #[path = "private/mod.rs"]

@@ -4,9 +4,10 @@ use std::time::SystemTime;
 
 use reqwest::header::HeaderMap;
 
-use crate::http::{Headers, retry_hint, status_category};
+use crate::http::{Headers, response_category, retry_hint, status_category};
 use crate::{Classify, ErrorCategory};
 
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl Classify for reqwest::Error {
     /// A status error by its status; a failure of the connection itself
     /// (refused, reset, stalled: an `io::Error` anywhere in the source chain,
@@ -42,6 +43,7 @@ fn io_source(error: &reqwest::Error) -> Option<&std::io::Error> {
     None
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl Headers for HeaderMap {
     fn header(&self, name: &str) -> Option<&[u8]> {
         self.get(name).map(|v| v.as_bytes())
@@ -54,21 +56,24 @@ impl crate::__private::HttpStatus for reqwest::StatusCode {
     }
 }
 
-/// The category of a response's status and the server's wait hint from its
-/// headers (`retry-after-ms`, `x-amz-retry-after`, `grpc-retry-pushback-ms`,
-/// then `Retry-After` in either form), for a transport that turns a non-success
-/// response into its own error.
+/// The category of a response and the server's wait hint from its headers
+/// (`retry-after-ms`, `x-amz-retry-after`, `grpc-retry-pushback-ms`, then
+/// `Retry-After` in either form), for a transport that turns a non-success
+/// response into its own error. The category is the status's, unless an
+/// `x-should-retry: true / false` header says otherwise
+/// ([`response_category`](crate::http::response_category)).
 ///
 /// ```
 /// # async fn demo(response: reqwest::Response) {
 /// let (category, hint) = nika_retry::http::classify_response(&response);
 /// # }
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 pub fn classify_response(
     response: &reqwest::Response,
 ) -> (ErrorCategory, Option<std::time::Duration>) {
     (
-        status_category(response.status().as_u16()),
+        response_category(response.status().as_u16(), response.headers()),
         retry_hint(response.headers(), SystemTime::now()),
     )
 }

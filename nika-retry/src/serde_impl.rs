@@ -18,41 +18,234 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::{CategorySet, ConfigError, ErrorCategory, Growth, Layer, RetryConfig};
 
-/// The `retry:` block as written.
+/// The `retry:` block as written. Each key is checked as it is read, so a
+/// refusal carries the YAML path and position (`retry.jitter: … at line 3`).
+///
+/// Its doc comments are the JSON Schema's descriptions (feature `schema`):
+/// what an editor shows on hover.
 #[derive(Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-struct RetryBlock {
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(
+        description = "The task's retry policy: replaces the provider layer's and turns the tool and task layers' retries on; never reaches the http layer."
+    )
+)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a retry: mapping such as { max_attempts: 3, delay_ms: 500 }"
+)]
+pub(crate) struct RetryBlock {
+    /// Attempts in all, counting the first: 3 tries once and retries at most twice.
+    #[serde(deserialize_with = "max_attempts")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 10)))]
     max_attempts: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The backoff before the second attempt, in milliseconds (default 1000).
+    #[serde(
+        default,
+        deserialize_with = "millis::delay_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     delay_ms: Option<u64>,
+    /// How the backoff grows: constant, linear, exponential (×2, the default) or a multiplier of at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     backoff: Option<Backoff>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The fraction of each backoff drawn at random (default 0.5): a delay falls in [backoff·(1−jitter), backoff].
+    #[serde(
+        default,
+        deserialize_with = "jitter",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 1.0)))]
     jitter: Option<f32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The cap on each backoff, jitter included, in milliseconds (default 16000, or delay_ms if larger).
+    #[serde(
+        default,
+        deserialize_with = "millis::max_delay_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     max_delay_ms: Option<u64>,
+    /// The failures retried (default both): transient (connection errors, timeouts, 5xx), rate_limited (429).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retry_on: Option<Vec<Category>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The longest server hint (Retry-After) waited on, in milliseconds (default 60000); a longer one gives up at once.
+    #[serde(
+        default,
+        deserialize_with = "millis::max_retry_after_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
     max_retry_after_ms: Option<u64>,
 }
 
 /// `backoff:` — a named growth or a multiplier.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Backoff {
+pub(crate) enum Backoff {
     Constant,
     Linear,
     Exponential,
     Multiplier(f64),
 }
 
-/// A category in `retry_on:`, by its snake-case name.
-struct Category(ErrorCategory);
+/// A category in `retry_on:`, by its snake-case name: `transient` or `rate_limited`.
+pub(crate) struct Category(ErrorCategory);
+
+/// The refusal of `value` for `key`, worded as the `RetryConfig` setters word theirs.
+fn invalid<E: de::Error>(key: &'static str, value: impl fmt::Display, rule: &'static str) -> E {
+    E::custom(ConfigError::new(key, value, rule))
+}
+
+/// A number read for `key`: checked against `range` inside the visitor.
+struct Number {
+    key: &'static str,
+    /// What the key holds, for a value of the wrong type.
+    expected: &'static str,
+    /// Why an in-type value out of range is refused.
+    rule: &'static str,
+    range: core::ops::RangeInclusive<f64>,
+    whole: bool,
+}
+
+impl<'de> Visitor<'de> for Number {
+    type Value = Option<f64>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expected)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        if self.whole && v.fract() != 0.0 {
+            return Err(invalid(self.key, v, self.expected));
+        }
+        if self.range.contains(&v) {
+            Ok(Some(v))
+        } else {
+            Err(invalid(self.key, v, self.rule))
+        }
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        if self.range.contains(&(v as f64)) {
+            Ok(Some(v as f64))
+        } else {
+            Err(invalid(self.key, v, self.rule))
+        }
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        match u64::try_from(v) {
+            Ok(v) => self.visit_u64(v),
+            Err(_) => Err(invalid(self.key, v, self.rule)),
+        }
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Err(invalid(self.key, v, self.expected))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Err(invalid(self.key, v, self.expected))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+        Err(invalid(self.key, "[…]", self.expected))
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+        Err(invalid(self.key, "{…}", self.expected))
+    }
+}
+
+/// A whole number of `key` (`null` reads as absent).
+fn whole<'de, D: Deserializer<'de>>(
+    d: D,
+    key: &'static str,
+    range: core::ops::RangeInclusive<u64>,
+    expected: &'static str,
+    rule: &'static str,
+) -> Result<Option<u64>, D::Error> {
+    let visitor = Number {
+        key,
+        expected,
+        rule,
+        range: *range.start() as f64..=*range.end() as f64,
+        whole: true,
+    };
+    // Within the range, an f64 holds the integer exactly.
+    Ok(d.deserialize_any(visitor)?.map(|v| v as u64))
+}
+
+fn max_attempts<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = whole(
+        d,
+        "max_attempts",
+        1..=u64::from(crate::MAX_ATTEMPTS),
+        "expected a whole number from 1 to 10",
+        "must be between 1 and 10 (it counts the first attempt)",
+    )?;
+    let n = n.ok_or_else(|| {
+        invalid(
+            "max_attempts",
+            "null",
+            "expected a whole number from 1 to 10",
+        )
+    })?;
+    Ok(n as u32)
+}
+
+fn jitter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
+    let visitor = Number {
+        key: "jitter",
+        expected: "expected a number from 0.0 to 1.0",
+        rule: "must be between 0.0 and 1.0",
+        range: 0.0..=1.0,
+        whole: false,
+    };
+    Ok(d.deserialize_any(visitor)?.map(|v| v as f32))
+}
+
+/// The `…_ms` keys: whole milliseconds, 0 or more.
+mod millis {
+    use super::*;
+
+    fn read<'de, D: Deserializer<'de>>(d: D, key: &'static str) -> Result<Option<u64>, D::Error> {
+        whole(
+            d,
+            key,
+            0..=u64::MAX,
+            "expected a whole number of milliseconds, such as 500",
+            "must be a whole number of milliseconds, 0 or more",
+        )
+    }
+
+    pub(super) fn delay_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        read(d, "delay_ms")
+    }
+    pub(super) fn max_delay_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        read(d, "max_delay_ms")
+    }
+    pub(super) fn max_retry_after_ms<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<u64>, D::Error> {
+        read(d, "max_retry_after_ms")
+    }
+}
 
 impl<'de> Deserialize<'de> for Category {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let name = String::deserialize(d)?;
-        name.parse().map(Category).map_err(de::Error::custom)
+        struct CategoryVisitor;
+        const EXPECTED: &str = "expected transient or rate_limited";
+        impl Visitor<'_> for CategoryVisitor {
+            type Value = Category;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Category, E> {
+                let category: ErrorCategory =
+                    v.parse().map_err(|_| invalid("retry_on", v, EXPECTED))?;
+                // auth, not_found and permanent: the setter says why not.
+                RetryConfig::for_layer(Layer::Task)
+                    .with_retry_on([category])
+                    .map_err(E::custom)?;
+                Ok(Category(category))
+            }
+        }
+        d.deserialize_str(CategoryVisitor)
     }
 }
 
@@ -173,6 +366,7 @@ impl From<&RetryConfig> for RetryBlock {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de> Deserialize<'de> for RetryConfig {
     /// From the workflow YAML `retry: { max_attempts, delay_ms, backoff }` block.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -181,6 +375,7 @@ impl<'de> Deserialize<'de> for RetryConfig {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl Serialize for RetryConfig {
     /// As a `retry:` block that deserialises back to the same config.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -206,14 +401,18 @@ pub(crate) fn parse_timeout(text: &str) -> Result<Duration, String> {
 }
 
 /// `budget:`: the attempts of one outermost call in all, at least 1.
-pub(crate) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
-    let budget = u32::deserialize(d)?;
-    if budget == 0 {
-        return Err(de::Error::custom(
-            "invalid budget `0`: must be at least 1 (it counts the first attempt)",
-        ));
-    }
-    Ok(budget)
+pub(crate) fn budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    const EXPECTED: &str = "expected a whole number of attempts, at least 1";
+    let n = whole(
+        d,
+        "budget",
+        1..=u64::from(u32::MAX),
+        EXPECTED,
+        "must be at least 1 (it counts the first attempt)",
+    )?;
+    Ok(Some(
+        n.ok_or_else(|| invalid("budget", "null", EXPECTED))? as u32
+    ))
 }
 
 /// `Option<Duration>` as a `timeout:` string.

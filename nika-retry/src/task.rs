@@ -4,8 +4,10 @@
 //! Inside [`scope`], the task's `retry:` replaces the provider layer's policy
 //! and is the only thing that turns tool- and task-layer retries on; it never
 //! touches the http layer, which is set per request (ADR-019). The scope also
-//! sets the attempt budget that nested retry loops share (default 9, the
-//! ADR's 3 × 3) and the task's `timeout:`.
+//! sets the task's `timeout:` and the attempt budget that nested retry loops
+//! share: by default 9 (the ADR's 3 × 3), raised for a loop that allows
+//! more attempts by itself, so that it only ever stops loops from
+//! multiplying; a `budget:` the task sets always holds.
 //!
 //! ```
 //! use nika_retry::task::{scope, TaskPolicy};
@@ -57,7 +59,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::sync::Arc;
 
-use crate::context::Scoped;
+use crate::context::{self, Scoped};
 use crate::events::{self, RetryObserver};
 use crate::timer::{Deadline, from_now};
 use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
@@ -76,14 +78,31 @@ pub const DEFAULT_BUDGET: u32 = 9;
 /// retry: { max_attempts: 3, delay_ms: 500, backoff: exponential }
 /// timeout: 30s
 /// ```
+///
+/// Every key is described in the workflow YAML reference
+/// (`docs/workflow-yaml.md`); feature `schema` generates its JSON Schema
+/// (`nika_retry::schema::task_policy()`).
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Deserialize, serde::Serialize))]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(
+        description = "A workflow task's retry:, timeout: and budget: keys (docs/workflow-yaml.md); the task's other keys are not checked here."
+    )
+)]
 pub struct TaskPolicy {
     /// The task's `retry:` block: replaces the provider, tool and task layers' policies.
     #[cfg_attr(
         feature = "serde",
         serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            description = "The task's retry policy, for the provider, tool and task layers (never http): max_attempts, delay_ms, backoff, jitter, max_delay_ms, retry_on, max_retry_after_ms."
+        )
     )]
     pub retry: Option<RetryConfig>,
     /// The task's `timeout:`: bounds the whole scope.
@@ -95,23 +114,36 @@ pub struct TaskPolicy {
             skip_serializing_if = "Option::is_none"
         )
     )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            schema_with = "crate::schema::timeout",
+            description = "How long the whole task may take, retries and sleeps included, at every layer: a duration with a unit, such as 30s, 2m or 1h 30m."
+        )
+    )]
     pub timeout: Option<Duration>,
-    /// Attempts the nested retry loops of one outermost call may make in all.
+    /// Attempts the nested retry loops of one outermost call may make in
+    /// all, which always holds; `None`, the default, allows
+    /// [`DEFAULT_BUDGET`] (9), or the `max_attempts` of a loop that allows
+    /// more by itself (a lone `attempts = 10` makes 10 attempts).
     #[cfg_attr(
         feature = "serde",
         serde(
-            default = "default_budget",
-            deserialize_with = "crate::serde_impl::budget"
+            default,
+            deserialize_with = "crate::serde_impl::budget",
+            skip_serializing_if = "Option::is_none"
         )
     )]
-    pub budget: u32,
+    #[cfg_attr(
+        feature = "schema",
+        schemars(
+            schema_with = "crate::schema::budget",
+            description = "Attempts the nested retry loops of one outermost call may make in all, every layer counted, http included; a budget set here always holds. Without it: 9, raised to a loop's own max_attempts."
+        )
+    )]
+    pub budget: Option<u32>,
     #[cfg_attr(feature = "serde", serde(skip))]
     buckets: [Option<TokenBucket>; 4],
-}
-
-#[cfg(feature = "serde")]
-fn default_budget() -> u32 {
-    DEFAULT_BUDGET
 }
 
 impl Default for TaskPolicy {
@@ -121,12 +153,12 @@ impl Default for TaskPolicy {
 }
 
 impl TaskPolicy {
-    /// No `retry:`, no `timeout:`, the default budget of 9.
+    /// No `retry:`, no `timeout:`, the default budget.
     pub const fn new() -> TaskPolicy {
         TaskPolicy {
             retry: None,
             timeout: None,
-            budget: DEFAULT_BUDGET,
+            budget: None,
             buckets: [None, None, None, None],
         }
     }
@@ -145,10 +177,11 @@ impl TaskPolicy {
         self
     }
 
-    /// Sets the attempt budget of the nested retry loops (at least 1).
+    /// Sets the attempt budget of the nested retry loops (at least 1): the
+    /// attempts of one outermost call in all, whatever the loops allow.
     #[must_use]
     pub fn with_budget(mut self, budget: u32) -> TaskPolicy {
-        self.budget = budget.max(1);
+        self.budget = Some(budget.max(1));
         self
     }
 
@@ -169,12 +202,41 @@ std::thread_local! {
     static POLICY: RefCell<Option<TaskPolicy>> = const { RefCell::new(None) };
 }
 
-/// The attempt budget and the token bucket of `layer` in the task policy in force, if any.
-pub(crate) fn budget_in_force(layer: Layer) -> Option<(u32, Option<TokenBucket>)> {
+/// What the task policy in force says to a call of one layer.
+pub(crate) struct InForce {
+    /// The budget the task set, if it did.
+    pub(crate) budget: Option<u32>,
+    /// The token bucket of the layer.
+    pub(crate) bucket: Option<TokenBucket>,
+    /// The `max_attempts` of the task's `retry:`, if it applies to the layer.
+    pub(crate) max_attempts: Option<u32>,
+}
+
+impl InForce {
+    /// No task policy.
+    pub(crate) const NONE: InForce = InForce {
+        budget: None,
+        bucket: None,
+        max_attempts: None,
+    };
+}
+
+/// What the task policy in force says to a call of `layer`.
+#[cold]
+pub(crate) fn in_force(layer: Layer) -> InForce {
     POLICY.with(|p| {
         let policy = p.borrow();
-        let policy = policy.as_ref()?;
-        Some((policy.budget, policy.token_bucket(layer).cloned()))
+        let Some(policy) = policy.as_ref() else {
+            return InForce::NONE;
+        };
+        InForce {
+            budget: policy.budget,
+            bucket: policy.token_bucket(layer).cloned(),
+            max_attempts: (layer != Layer::Http)
+                .then_some(policy.retry.as_ref())
+                .flatten()
+                .map(RetryConfig::effective_attempts),
+        }
     })
 }
 
@@ -225,6 +287,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let _scoped = context::enter_scope(true);
         this.inner
             .poll_until(cx, *this.deadline)
             .map(|out| out.unwrap_or_else(|e| Err(E::from(e))))
@@ -250,6 +313,7 @@ where
 pub fn carry<F: Future>(fut: F) -> Carried<F> {
     let policy = POLICY.with(|p| p.borrow().clone());
     Carried {
+        scoped: policy.is_some(),
         inner: Scoped::new(&POLICY, policy, fut),
         observers: events::current(),
     }
@@ -266,6 +330,7 @@ pin_project_lite::pin_project! {
     pub struct Carried<F> {
         #[pin]
         inner: Scoped<TaskPolicy, F>,
+        scoped: bool,
         observers: Vec<Arc<dyn RetryObserver>>,
     }
 }
@@ -276,6 +341,7 @@ impl<F: Future> Future for Carried<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let inner = this.inner;
+        let _scoped = context::enter_scope(*this.scoped);
         events::with_observers(this.observers, || inner.poll(cx))
     }
 }

@@ -105,6 +105,33 @@ impl fmt::Display for TimeoutError {
 
 impl std::error::Error for TimeoutError {}
 
+/// An `io::Error` of kind [`TimedOut`](std::io::ErrorKind::TimedOut) that
+/// holds the `TimeoutError` as its inner error, as tokio does for its
+/// `Elapsed`: a fn returning `io::Error` (a tool, a shell command) takes
+/// `#[timeout]` and [`task::scope`](crate::task::scope) as it is.
+/// [`get_ref`](std::io::Error::get_ref) and
+/// [`downcast`](std::io::Error::downcast) give the `TimeoutError` back, and
+/// [`Classify`](crate::Classify) for `io::Error` classifies such an error as
+/// the `TimeoutError` it holds: a `Total` expiry stays permanent.
+///
+/// ```
+/// use std::io;
+/// use std::time::Duration;
+/// use nika_retry::{Boundary, Classify, ErrorCategory, Layer, TimeoutError};
+///
+/// let total = TimeoutError::new(Boundary::Total, Duration::from_secs(5), Layer::Tool);
+/// let err = io::Error::from(total.clone());
+/// assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+/// assert_eq!(err.category(), ErrorCategory::Permanent);
+/// assert_eq!(err.get_ref().and_then(|e| e.downcast_ref::<TimeoutError>()), Some(&total));
+/// assert_eq!(err.downcast::<TimeoutError>().ok(), Some(total));
+/// ```
+impl From<TimeoutError> for std::io::Error {
+    fn from(error: TimeoutError) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,7 +60,8 @@ impl IntoConfig for &RetryConfig {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot hold a timeout: `#[timeout]` needs `{Self}: From<nika_retry::TimeoutError>`",
     label = "this error type needs `From<nika_retry::TimeoutError>`",
-    note = "add a variant such as `#[error(transparent)] #[category(transparent)] Timeout(#[from] nika_retry::TimeoutError)`"
+    note = "for your own error type, add a variant such as `#[error(transparent)] #[category(transparent)] Timeout(#[from] nika_retry::TimeoutError)`",
+    note = "for a type from another crate, which cannot take a new `From` impl, return your own error type that wraps it: an enum with one variant holding `{Self}` and one holding `nika_retry::TimeoutError` (`std::io::Error` already holds a timeout)"
 )]
 pub trait FromTimeout {
     /// Converts the expiry.

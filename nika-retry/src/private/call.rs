@@ -1,6 +1,5 @@
 //! The state of one call of an annotated fn, and the futures of its attempts.
 
-use core::cell::Cell;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
@@ -10,8 +9,9 @@ use std::borrow::Cow;
 use tokio::time::Instant;
 
 use super::{FromTimeout, RetryResult, Site, Timeouts};
-use crate::context::{BUDGET, Budget, CONNECT, Installed, install};
-use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState};
+use crate::attempt::IdempotencyKey;
+use crate::context::{self, AttemptSlot, Budget, Entered, Frame, Own};
+use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
 use crate::timer::{Deadline, from_now};
@@ -23,7 +23,9 @@ use crate::{Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
 /// Kept small, since it lives in the fn's future: the config is the site's
 /// `const` unless a task scope or `config = …` replaces it, and those are
 /// only looked up when an attempt fails; per-attempt limits are passed to
-/// each attempt rather than stored.
+/// each attempt rather than stored. What the loops around it say (the
+/// shared budget, a task scope) is read on the first poll of the first
+/// attempt, in the same exchange that puts the call's own context in force.
 #[derive(Debug)]
 pub struct Call {
     site: &'static Site,
@@ -33,6 +35,13 @@ pub struct Call {
     /// `Some` for the outermost retried call, which owns the shared budget.
     budget: Option<Budget>,
     bucket: Option<TokenBucket>,
+    /// What the last retry took from the bucket, given back if it succeeds.
+    bucket_taken: u32,
+    /// The attempts the loop allows as far as known; 0 until the first poll.
+    max_attempts: u32,
+    /// Whether the last attempt failed on one of the call's own time limits.
+    timed_out: bool,
+    key: IdempotencyKey,
     first_failure: Option<Instant>,
     last_category: ErrorCategory,
 }
@@ -41,17 +50,16 @@ impl Call {
     /// A call of `site`, bounded in all by `total` if given.
     #[inline(always)]
     pub fn new(site: &'static Site, total: Option<Duration>) -> Call {
-        let (budget_total, bucket) = match task::budget_in_force(site.layer) {
-            Some((budget, bucket)) => (budget, bucket),
-            None => (task::DEFAULT_BUDGET, None),
-        };
-        let nested = BUDGET.with(Cell::get).is_some();
         Call {
             site,
             state: RetryState::new(),
             deadline: total.map(|limit| (from_now(limit), limit)),
-            budget: (!nested).then_some(Budget::new(budget_total, 1)),
-            bucket,
+            budget: None,
+            bucket: None,
+            bucket_taken: 0,
+            max_attempts: 0,
+            timed_out: false,
+            key: IdempotencyKey::UNDRAWN,
             first_failure: None,
             last_category: ErrorCategory::Transient,
         }
@@ -60,10 +68,38 @@ impl Call {
     /// Runs one attempt.
     #[inline]
     pub fn attempt<F: Future>(&mut self, fut: F) -> Attempt<'_, F> {
-        Attempt {
-            fut,
-            budget: &mut self.budget,
-        }
+        Attempt { fut, call: self }
+    }
+
+    /// Puts the call's context in force for one poll of its attempt.
+    #[inline]
+    fn enter(&mut self, connect: Option<Duration>) -> Entered<'_> {
+        let Call {
+            site,
+            state,
+            budget,
+            bucket,
+            max_attempts,
+            key,
+            ..
+        } = self;
+        let own = Own { budget, key };
+        context::enter(own, |outer, own| {
+            if *max_attempts == 0 {
+                *max_attempts = resolve(site, outer, own.budget, bucket);
+            }
+            Frame {
+                budget: own.budget.or(outer.budget),
+                connect: connect.map(|limit| (limit, site.layer)).or(outer.connect),
+                attempt: Some(AttemptSlot {
+                    layer: site.layer,
+                    attempt: state.attempt(),
+                    max_attempts: *max_attempts,
+                    key: *own.key,
+                }),
+                scoped: outer.scoped,
+            }
+        })
     }
 
     /// Runs one attempt under `limits` and the call's total deadline.
@@ -126,9 +162,9 @@ impl Call {
         self_type: Option<fn() -> &'static str>,
     ) {
         if let Some(bucket) = &self.bucket {
-            bucket.refill();
+            bucket.release(self.bucket_taken);
         }
-        if !events::listening(Outcome::Recovered) {
+        if !events::listening(events::level(Outcome::Recovered, self.state.attempt())) {
             return;
         }
         let max_attempts = self.config(config).effective_attempts();
@@ -150,27 +186,28 @@ impl Call {
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Duration> {
-        let listening = events::listening(Outcome::Retrying);
-        let now = (listening || self.deadline.is_some()).then(Instant::now);
-        if let Some(now) = now {
-            self.first_failure.get_or_insert(now);
-        }
+        let timed_out = core::mem::take(&mut self.timed_out);
+        let now = self.deadline.is_some().then(Instant::now);
         self.last_category = failure.category;
-        let budget = self.budget.or_else(|| BUDGET.with(Cell::get));
+        let config = self.config(config);
+        let max_attempts = config.effective_attempts();
+        self.max_attempts = max_attempts;
+        let budget = self.budget.or_else(context::budget);
         let limits = Limits {
             time_left: self
                 .deadline
                 .zip(now)
                 .map(|((at, _), now)| at.saturating_duration_since(now)),
-            budget_left: budget.map(Budget::left),
+            budget_left: budget.map(|b| b.left(max_attempts)),
         };
         let attempt = self.state.attempt();
-        let config = self.config(config);
         let mut decision = self.state.decide(&config, failure, limits);
-        if matches!(decision, Decision::Retry { .. })
-            && self.bucket.as_ref().is_some_and(|b| !b.try_acquire())
-        {
-            decision = Decision::GiveUp(GiveUp::TokenBucketEmpty);
+        if matches!(decision, Decision::Retry { .. }) {
+            match self.bucket.as_ref().map(|b| b.acquire(timed_out)) {
+                Some(None) => decision = Decision::GiveUp(GiveUp::TokenBucketEmpty),
+                Some(Some(taken)) => self.bucket_taken = taken,
+                None => {}
+            }
         }
         let (outcome, delay, from_hint, reason) = match decision {
             Decision::Retry { delay, from_hint } => {
@@ -182,19 +219,23 @@ impl Call {
             }
             Decision::GiveUp(why) => (Outcome::GaveUp, None, false, Some(why)),
         };
-        let Some(now) = now.filter(|_| listening) else {
+        if !events::listening(events::level(outcome, attempt)) {
             return delay;
-        };
+        }
+        let now = now.unwrap_or_else(Instant::now);
+        self.first_failure.get_or_insert(now);
         let mut event = self.event(
             now,
             self_type,
             attempt,
-            config.effective_attempts(),
+            max_attempts,
             failure.category,
             outcome,
         );
         event.delay = delay;
         event.from_hint = from_hint;
+        // Recomputed only for a listener: the jitter drew `delay` from it.
+        event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
         event.reason = reason;
         events::emit(&event);
         delay
@@ -204,12 +245,7 @@ impl Call {
     fn take_from_budget(&mut self) {
         match &mut self.budget {
             Some(own) => *own = own.took_one(),
-            None => BUDGET.with(|b| {
-                if let Some(mut shared) = b.get() {
-                    shared = shared.took_one();
-                    b.set(Some(shared));
-                }
-            }),
+            None => context::take_from_budget(),
         }
     }
 
@@ -222,7 +258,8 @@ impl Call {
         category: ErrorCategory,
         outcome: Outcome,
     ) -> RetryEvent {
-        let budget = self.budget.or_else(|| BUDGET.with(Cell::get));
+        super::probe::event_built();
+        let budget = self.budget.or_else(context::budget);
         RetryEvent {
             layer: self.site.layer,
             operation: self.site.operation,
@@ -232,6 +269,7 @@ impl Call {
             category,
             delay: None,
             from_hint: false,
+            backoff: None,
             outcome,
             reason: None,
             since_first_failure: self
@@ -242,6 +280,34 @@ impl Call {
     }
 }
 
+/// What the loops and the scope around a call say about it, read once, on
+/// its first poll: the budget it owns if it is the outermost retried call
+/// (the task's, which always holds, or the default), its layer's token
+/// bucket, and the attempts it allows (the task's `retry:` over the site's).
+#[inline]
+fn resolve(
+    site: &Site,
+    outer: &Frame,
+    budget: &mut Option<Budget>,
+    bucket: &mut Option<TokenBucket>,
+) -> u32 {
+    let scope = if outer.scoped {
+        task::in_force(site.layer)
+    } else {
+        task::InForce::NONE
+    };
+    if outer.budget.is_none() {
+        *budget = Some(match scope.budget {
+            Some(total) => Budget::explicit(total, 1),
+            None => Budget::new(task::DEFAULT_BUDGET, 1),
+        });
+    }
+    *bucket = scope.bucket;
+    scope
+        .max_attempts
+        .unwrap_or_else(|| site.config.effective_attempts())
+}
+
 /// The sleep between attempts.
 #[inline]
 pub fn sleep(delay: Duration) -> tokio::time::Sleep {
@@ -249,11 +315,11 @@ pub fn sleep(delay: Duration) -> tokio::time::Sleep {
 }
 
 pin_project_lite::pin_project! {
-    /// One attempt, polled with the call's context installed.
+    /// One attempt, polled with the call's context in force.
     pub struct Attempt<'a, F> {
         #[pin]
         fut: F,
-        budget: &'a mut Option<Budget>,
+        call: &'a mut Call,
     }
 }
 
@@ -272,21 +338,13 @@ fn lazy<C: FnOnce() -> Option<RetryConfig>>(config: C) -> impl FnMut() -> Option
     move || config.take().and_then(|c| c())
 }
 
-/// Installs the outermost call's budget (`Some` only there) for one poll of
-/// its attempt; the guard takes it back, updated by the nested loops.
-#[inline]
-fn install_budget(budget: &mut Option<Budget>) -> Option<Installed<'_, Option<Budget>>> {
-    let value = (*budget)?;
-    Some(install(&BUDGET, Some(value), Some(budget)))
-}
-
 impl<F: Future> Future for Attempt<'_, F> {
     type Output = F::Output;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _budget = install_budget(this.budget);
+        let _entered = this.call.enter(None);
         this.fut.poll(cx)
     }
 }
@@ -297,7 +355,7 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: Deadline<F>,
         connect: Option<Duration>,
-        // For its total deadline and its budget.
+        // For its total deadline, its budget and its attempt's context.
         call: &'a mut Call,
         // A fn pointer rather than an `E: FromTimeout` bound here, so that a
         // missing `From<TimeoutError>` is reported once, at `timed`.
@@ -316,11 +374,16 @@ where
         let this = self.project();
         let inner = this.inner;
         let deadline = this.call.deadline;
-        let connect = this.connect.map(|limit| (limit, this.call.site.layer));
-        let _budget = install_budget(&mut this.call.budget);
-        let _connect = connect.map(|limit| install(&CONNECT, Some(limit), None));
-        let polled = inner.poll_until(cx, deadline);
+        let polled = {
+            let _entered = this.call.enter(*this.connect);
+            inner.poll_until(cx, deadline)
+        };
         let into_error = *this.into_error;
-        polled.map(|out| out.unwrap_or_else(|e| Err(into_error(e))))
+        polled.map(|out| {
+            out.unwrap_or_else(|e| {
+                this.call.timed_out = true;
+                Err(into_error(e))
+            })
+        })
     }
 }

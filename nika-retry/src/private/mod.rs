@@ -5,6 +5,7 @@
 mod bounds;
 mod call;
 mod derive;
+mod probe;
 mod site;
 
 #[cfg(test)]
@@ -15,4 +16,5 @@ pub use call::{Attempt, Call, NO_CONFIG, Timed, sleep};
 pub use derive::{
     DurationHint, HttpStatus, MillisHint, hint_duration, hint_millis, status_category,
 };
+pub use probe::events_built;
 pub use site::{Overrides, Site, Timeouts};

@@ -1,4 +1,5 @@
-//! The top example of DESIGN.md, with the types it leaves out.
+//! The top example of README.md (and of the `nika-retry` crate docs), with
+//! the types it leaves out.
 use nika_retry::{retry, timeout, Classify};
 
 #[derive(Debug, thiserror::Error, Classify)]

@@ -1,0 +1,104 @@
+//! The JSON Schema of a workflow task's `retry:`, `timeout:` and `budget:`
+//! keys (feature `schema`), generated from the types that read them.
+//!
+//! An editor with a YAML language server validates a workflow file against
+//! it; the repository keeps a copy at `schema/task-policy.schema.json`.
+//!
+//! ```
+//! let schema = nika_retry::schema::task_policy();
+//! let keys = schema.get("properties").and_then(|p| p.as_object()).unwrap();
+//! assert!(keys.contains_key("retry") && keys.contains_key("timeout") && keys.contains_key("budget"));
+//! ```
+
+use std::borrow::Cow;
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+
+use crate::RetryConfig;
+use crate::serde_impl::{Backoff, Category, RetryBlock};
+use crate::task::TaskPolicy;
+
+/// Where the schema is published: its `$id`.
+pub const ID: &str =
+    "https://raw.githubusercontent.com/nika-engine/nika-retry/main/schema/task-policy.schema.json";
+
+/// The JSON Schema (draft 07, the draft YAML language servers know best) of
+/// a task's mapping: its `retry:`, `timeout:` and `budget:` keys, its other
+/// keys left free.
+///
+/// One rule is not in it, since a JSON Schema cannot compare two keys:
+/// `delay_ms` must not exceed `max_delay_ms`.
+pub fn task_policy() -> Schema {
+    let mut schema = SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<TaskPolicy>();
+    schema.insert("$id".into(), ID.into());
+    schema.insert(
+        "title".into(),
+        "A workflow task's retry:, timeout: and budget:".into(),
+    );
+    schema
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
+impl JsonSchema for RetryConfig {
+    fn schema_name() -> Cow<'static, str> {
+        "RetryConfig".into()
+    }
+
+    /// As the `retry:` block it reads from.
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        RetryBlock::json_schema(generator)
+    }
+}
+
+impl JsonSchema for Backoff {
+    fn schema_name() -> Cow<'static, str> {
+        "Backoff".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "anyOf": [
+                { "enum": ["constant", "linear", "exponential"] },
+                { "type": "number", "minimum": 1.0 }
+            ]
+        })
+    }
+}
+
+impl JsonSchema for Category {
+    fn schema_name() -> Cow<'static, str> {
+        "RetryOn".into()
+    }
+
+    /// Only the categories that may be retried: the others are refused.
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "enum": ["transient", "rate_limited"] })
+    }
+}
+
+/// `timeout:`: a duration with a unit, above zero, as humantime reads it (or null).
+pub(crate) fn timeout(_: &mut SchemaGenerator) -> Schema {
+    const UNIT: &str = "nanos|nsec|ns|usec|us|µs|millis|msec|ms|seconds|second|secs|sec|s|\
+        minutes|minute|mins|min|m|hours|hour|hrs|hr|h|days|day|d|weeks|week|wks|wk|w|\
+        months|month|M|years|year|yrs|yr|y";
+    // Whole or decimal numbers, each with a unit; some digit not zero.
+    let pattern = format!(r"^(?=.*[1-9])\s*(?:\d+(?:\.\d+)?\s*(?:{UNIT})\s*)+$");
+    json_schema!({
+        "type": ["string", "null"],
+        "pattern": pattern
+    })
+}
+
+/// `budget:`: a whole number of attempts, at least 1. Left out, it is 9,
+/// raised to a loop's own attempts (the field is `None` then).
+pub(crate) fn budget(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "integer",
+        "format": "uint32",
+        "minimum": 1,
+        "default": crate::task::DEFAULT_BUDGET
+    })
+}

@@ -1,0 +1,188 @@
+//! "No allocation per call and per attempt" (README, BENCHMARKS.md), pinned
+//! by a counting `#[global_allocator]`. It counts the allocations of the
+//! thread that runs the calls only: the test harness's own thread may
+//! allocate at any moment on a loaded machine.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::future::Future;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use nika_retry::events::{RetryEvent, RetryObserver, observe};
+use nika_retry::{Classify, TimeoutError, retry, timeout};
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum Error {
+    #[error("busy")]
+    #[category(transient)]
+    Busy,
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+type Res = Result<u32, Error>;
+
+/// Attempts made by the failing fns, over all calls.
+static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+
+/// Of every three attempts, the first two fail.
+fn flaky(n: u32) -> Res {
+    if ATTEMPTS.fetch_add(1, Ordering::Relaxed) % 3 < 2 {
+        Err(Error::Busy)
+    } else {
+        Ok(black_box(n))
+    }
+}
+
+#[retry(layer = "provider")]
+async fn succeeds(n: u32) -> Res {
+    Ok(black_box(n))
+}
+
+#[retry(layer = "provider")]
+#[timeout(attempt = "30s", total = "5m")]
+async fn succeeds_timed(n: u32) -> Res {
+    Ok(black_box(n))
+}
+
+#[retry(layer = "provider", backoff = "2ms", jitter = 0.0)]
+async fn recovers(n: u32) -> Res {
+    flaky(n)
+}
+
+#[retry(layer = "provider", backoff = "2ms")]
+#[timeout(attempt = "30s", total = "5m")]
+async fn recovers_timed(n: u32) -> Res {
+    tokio::task::yield_now().await;
+    flaky(n)
+}
+
+/// An observer that allocates nothing itself.
+#[derive(Default)]
+struct Count(AtomicU32);
+
+impl RetryObserver for Count {
+    fn on_event(&self, _: &RetryEvent) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts the allocations of the thread that allocates.
+struct Counting;
+
+std::thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: the allocator also runs while a thread's locals are torn down.
+    let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
+}
+
+/// Allocations made by this thread so far.
+fn allocs() -> usize {
+    ALLOCS.with(Cell::get)
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged; the counter has no effect on the memory handed out, and a
+// const-initialised thread-local `Cell` neither allocates nor has a destructor.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded contract of `GlobalAlloc::alloc`.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded contract of `GlobalAlloc::alloc_zeroed`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: forwarded contract of `GlobalAlloc::realloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded contract of `GlobalAlloc::dealloc`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const WARM_UP: u32 = 100;
+const CALLS: u32 = 1_000;
+
+/// Heap allocations made by `CALLS` calls of `f`, after a warm-up; every call must succeed.
+fn allocations<F, Fut>(rt: &tokio::runtime::Runtime, f: F) -> usize
+where
+    F: Fn(u32) -> Fut,
+    Fut: Future<Output = Res>,
+{
+    rt.block_on(async {
+        for i in 0..WARM_UP {
+            assert_eq!(f(i).await.ok(), Some(i));
+        }
+        let before = allocs();
+        for i in 0..CALLS {
+            assert!(f(i).await.is_ok());
+        }
+        allocs() - before
+    })
+}
+
+fn runtime(paused: bool) -> tokio::runtime::Runtime {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_time();
+    if paused {
+        builder.start_paused(true);
+    }
+    builder.build().unwrap()
+}
+
+#[test]
+fn no_allocation_per_call_nor_per_attempt() {
+    let live = runtime(false);
+    // The counter is live: building a runtime allocates.
+    assert!(allocs() > 0);
+
+    let success = [
+        ("#[retry]", allocations(&live, succeeds)),
+        ("#[retry] #[timeout]", allocations(&live, succeeds_timed)),
+    ];
+    assert_eq!(success.map(|(_, n)| n), [0, 0], "success path: {success:?}");
+
+    // Three attempts a call, two backoff sleeps, on a paused clock.
+    let paused = runtime(true);
+    let attempts_before = ATTEMPTS.load(Ordering::SeqCst);
+    let count = Arc::new(Count::default());
+    let failure = [
+        ("#[retry]", allocations(&paused, recovers)),
+        ("#[retry] #[timeout]", allocations(&paused, recovers_timed)),
+        // Events built and delivered to an observer of each call.
+        (
+            "observed",
+            allocations(&paused, |n| observe(count.clone(), recovers(n))),
+        ),
+    ];
+    assert_eq!(
+        ATTEMPTS.load(Ordering::SeqCst) - attempts_before,
+        3 * 3 * (WARM_UP + CALLS),
+        "every call made three attempts"
+    );
+    // Two retries and one recovery reported per observed call.
+    assert_eq!(count.0.load(Ordering::SeqCst), 3 * (WARM_UP + CALLS));
+    assert_eq!(
+        failure.map(|(_, n)| n),
+        [0, 0, 0],
+        "failure path: {failure:?}"
+    );
+}
