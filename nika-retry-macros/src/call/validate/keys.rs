@@ -34,6 +34,21 @@ pub(super) fn known_unique_keys(
             }
         }
         let name = arg.key.to_string();
+        if attr == "retry" && LAYERS.contains(&name.as_str()) && matches!(arg.value, Value::Flag) {
+            // `#[retry(provider)]`: reported, then read as the layer, so
+            // that no "missing `layer`" follows.
+            errors.spanned(
+                &arg.key,
+                format!(
+                    "unknown #[retry] key `{name}`: to name the layer, write layer = \"{name}\""
+                ),
+            );
+            let text = syn::LitStr::new(&name, arg.key.span());
+            arg.key = Ident::new("layer", arg.key.span());
+            arg.value = Value::Expr(syn::parse_quote!(#text));
+            kept.push(arg);
+            continue;
+        }
         if let Some(colon) = &arg.colon {
             errors.spanned(
                 colon,
