@@ -1,6 +1,7 @@
 //! An L1 HTTP transport: retries connection failures and 5xx (waiting at
-//! least `Retry-After`), leaves 429 to the provider layer, bounds each
-//! attempt with a read timeout taken from per-request options.
+//! least `Retry-After`), leaves 429 to the provider layer; its connect and
+//! read limits come from per-request options, and the connect limit reaches
+//! the reqwest client through `nika_retry::http::client_builder`.
 //!
 //! ```text
 //! cargo run --example transport
@@ -46,6 +47,9 @@ pub enum HttpError {
 }
 
 pub struct RequestOptions {
+    /// Bounds setting up a connection.
+    pub connect_timeout: Duration,
+    /// Cuts an attempt that has gone this long without progress.
     pub read_timeout: Duration,
     /// `None`: the http layer defaults (3 attempts, 250 ms then 1 s, 50 % jitter).
     pub retry: Option<RetryConfig>,
@@ -58,7 +62,7 @@ pub struct Transport {
 
 impl Transport {
     #[retry(layer = "http", config = self.options.retry.clone())]
-    #[timeout(read = self.options.read_timeout)]
+    #[timeout(connect = self.options.connect_timeout, read = self.options.read_timeout)]
     pub async fn get(&self, url: &str) -> Result<String, HttpError> {
         let response = self.client.get(url).send().await?;
         let (_, retry_after) = nika_retry::http::classify_response(&response);
@@ -82,11 +86,10 @@ async fn main() {
     ])
     .await;
     let transport = Transport {
-        client: reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .unwrap(),
+        // Its connector takes the connect limit of the fn whose attempt connects.
+        client: nika_retry::http::client_builder().build().unwrap(),
         options: RequestOptions {
+            connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(120),
             retry: None,
         },

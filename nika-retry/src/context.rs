@@ -20,6 +20,7 @@ use std::thread::LocalKey;
 
 use crate::Layer;
 use crate::attempt::IdempotencyKey;
+use crate::connect::ConnectLimit;
 
 /// The attempts shared by the nested retry loops under one outermost call:
 /// the total (one plus every retry allowed), whether the task set it, and
@@ -93,8 +94,9 @@ pub(crate) struct AttemptSlot {
 pub(crate) struct Frame {
     /// The budget of the outermost retried call.
     pub(crate) budget: Option<Budget>,
-    /// The connect limit of the attempt, and its layer.
-    pub(crate) connect: Option<(Duration, Layer)>,
+    /// The connect limit of the attempt, its layer, and whether a connect
+    /// boundary has read it.
+    pub(crate) connect: Option<ConnectLimit>,
     /// The innermost attempt.
     pub(crate) attempt: Option<AttemptSlot>,
     /// Whether a task policy is in force (then `task` has it).
@@ -114,15 +116,53 @@ std::thread_local! {
     static CONTEXT: Cell<Frame> = const { Cell::new(Frame::EMPTY) };
 }
 
-/// The connect limit of the attempt being polled.
+/// The connect limit of the attempt being polled, noted as reached: what a
+/// connect boundary ([`connect`](crate::connect), the reqwest connector) reads.
 #[inline]
 pub(crate) fn connect_limit() -> Option<(Duration, Layer)> {
-    CONTEXT.with(|c| c.get().connect)
+    CONTEXT.with(|c| {
+        let mut ctx = c.get();
+        let connect = ctx.connect.as_mut()?;
+        connect.reached = true;
+        let out = (connect.limit, connect.layer);
+        c.set(ctx);
+        Some(out)
+    })
+}
+
+/// Whether a connect boundary has read the connect limit in force.
+#[inline]
+pub(crate) fn connect_reached() -> bool {
+    CONTEXT.with(|c| c.get().connect.is_some_and(|l| l.reached))
+}
+
+/// `connect` in force, over the limit around it, until the guard drops: for
+/// `#[timeout]` alone, which has no call of its own to enter.
+pub(crate) fn enter_connect(connect: ConnectLimit) -> ConnectScope {
+    CONTEXT.with(|c| {
+        let mut ctx = c.get();
+        let outer = ctx.connect.replace(connect);
+        c.set(ctx);
+        ConnectScope(outer)
+    })
+}
+
+/// The guard [`enter_connect`] returns: it puts the outer limit back.
+pub(crate) struct ConnectScope(Option<ConnectLimit>);
+
+impl Drop for ConnectScope {
+    fn drop(&mut self) {
+        CONTEXT.with(|c| {
+            let mut ctx = c.get();
+            ctx.connect = self.0;
+            c.set(ctx);
+        });
+    }
 }
 
 /// `connect` in force until the guard drops, for tests.
 #[cfg(test)]
-pub(crate) fn with_connect(connect: Option<(Duration, Layer)>) -> impl Drop {
+pub(crate) fn with_connect(connect: Option<ConnectLimit>) -> impl Drop {
     struct Restore(Frame);
     impl Drop for Restore {
         fn drop(&mut self) {

@@ -90,6 +90,8 @@ pub mod events;
 pub mod http;
 mod layer;
 #[cfg(feature = "reqwest")]
+mod reqwest_connect;
+#[cfg(feature = "reqwest")]
 mod reqwest_impl;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
@@ -211,20 +213,34 @@ pub mod __private;
 #[doc(inline)]
 pub use nika_retry_macros::retry;
 
-/// Bounds each attempt and the whole call of a `#[retry]` fn in time.
+/// Bounds an `async fn` in time: each attempt and the whole call of a
+/// `#[retry]` fn, or the one run of a fn that has no `#[retry]`.
 ///
 /// ```text
-/// #[timeout(connect = "10s", read = "120s" | attempt = "30s", total = "5m" | total = EXPR,
-///           crate = "path")]
+/// #[timeout(connect = "10s", read = "120s", attempt = "30s", total = "5m" | total = EXPR,
+///           layer = "…" (only without #[retry]), crate = "path")]
 /// ```
 ///
-/// `read` / `attempt` bound each attempt (a retry gets a fresh limit),
-/// `total` bounds the call with its retries and sleeps (no sleep is started
-/// that would end past it), and `connect` bounds what the body wraps in
-/// [`connect`]. Literals are checked at compile time; any other expression is a
-/// `Duration` or `Option<Duration>` (`None`: no limit), evaluated as each
-/// attempt starts (`total` once, as the call starts). A
-/// bare `#[timeout]` on an `http` fn means connect 10 s, read 120 s.
+/// Four limits, one meaning each:
+///
+/// - `read` is an **inactivity** limit, as an HTTP client's read timeout is:
+///   it expires only once the attempt has gone that long without being woken
+///   by anything it waits on; every wake-up restarts it. A long response that
+///   keeps streaming is never cut by `read`; a stalled one is. A sibling
+///   future in a `join!` beside the call does not count as its progress.
+///   `http` and `provider` layers only.
+/// - `attempt` bounds one attempt's whole duration (a retry gets a fresh one).
+/// - `total` bounds the whole call with its retries and sleeps (no sleep is
+///   started that would end past it).
+/// - `connect` bounds connection set-up: what the body wraps in [`connect`],
+///   and, with feature `reqwest`, the connector of a client built with
+///   `http::client_builder`. `http` layer only.
+///
+/// They nest: a literal `connect` ≤ `read` ≤ `attempt` ≤ `total` is checked
+/// at compile time. Any other expression is a `Duration` or
+/// `Option<Duration>` (`None`: no limit), evaluated as each attempt starts
+/// (`total` once, as the call starts). A bare `#[timeout]` on an `http` fn
+/// means connect 10 s, read 120 s.
 ///
 /// Expiry becomes the fn's own error through `From<TimeoutError>`: per-attempt
 /// expiries are transient (and retried), a `total` expiry is permanent.

@@ -22,32 +22,32 @@ where
         let input = input;
         #[allow(unused_imports)]
         use retry as _;
-        let mut __nika_call = {
-            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-                max_attempts: ::core::option::Option::None,
-                initial_backoff: ::core::option::Option::None,
-                max_backoff: ::core::option::Option::None,
-                multiplier: ::core::option::Option::None,
-                jitter: ::core::option::Option::None,
-                retry_on: ::core::option::Option::None,
-            }
-                .site(
-                    ::nika_retry::Layer::Tool,
-                    ::core::concat!(::core::module_path!(), "::", "run"),
-                );
-            ::nika_retry::__private::Call::new(
-                __NIKA_SITE,
-                ::core::option::Option::Some(::core::time::Duration::new(300u64, 0u32)),
-            )
-        };
+        let mut __nika_call = ::nika_retry::__private::Call::new(
+            {
+                const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+                    max_attempts: ::core::option::Option::None,
+                    initial_backoff: ::core::option::Option::None,
+                    max_backoff: ::core::option::Option::None,
+                    multiplier: ::core::option::Option::None,
+                    jitter: ::core::option::Option::None,
+                    retry_on: ::core::option::Option::None,
+                }
+                    .site(
+                        ::nika_retry::Layer::Tool,
+                        ::core::concat!(::core::module_path!(), "::", "run"),
+                    );
+                __NIKA_SITE
+            },
+            ::core::option::Option::Some(::core::time::Duration::new(300u64, 0u32)),
+        );
         loop {
             let __nika_delay = {
                 let __nika_result = __nika_call
                     .timed(
                         ::nika_retry::__private::Timeouts {
                             connect: ::core::option::Option::None,
+                            read: ::core::option::Option::None,
                             attempt: ::core::option::Option::None,
-                            attempt_boundary: ::nika_retry::Boundary::Attempt,
                         },
                         async {
                             if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<

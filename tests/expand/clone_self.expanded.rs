@@ -1,19 +1,22 @@
 async fn run(self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderError> {
-    let mut __nika_call = {
-        const __NIKA_SITE: &nr::__private::Site = &nr::__private::Overrides {
-            max_attempts: ::core::option::Option::None,
-            initial_backoff: ::core::option::Option::None,
-            max_backoff: ::core::option::Option::None,
-            multiplier: ::core::option::Option::None,
-            jitter: ::core::option::Option::None,
-            retry_on: ::core::option::Option::None,
-        }
-            .site(
-                nr::Layer::Provider,
-                ::core::concat!(::core::module_path!(), "::", "run"),
-            );
-        nr::__private::Call::new(__NIKA_SITE, ::core::option::Option::None)
-    };
+    let mut __nika_call = nr::__private::Call::new(
+        {
+            const __NIKA_SITE: &nr::__private::Site = &nr::__private::Overrides {
+                max_attempts: ::core::option::Option::None,
+                initial_backoff: ::core::option::Option::None,
+                max_backoff: ::core::option::Option::None,
+                multiplier: ::core::option::Option::None,
+                jitter: ::core::option::Option::None,
+                retry_on: ::core::option::Option::None,
+            }
+                .site(
+                    nr::Layer::Provider,
+                    ::core::concat!(::core::module_path!(), "::", "run"),
+                );
+            __NIKA_SITE
+        },
+        ::core::option::Option::None,
+    );
     loop {
         let __nika_delay = {
             let mut __nika_self = ::core::clone::Clone::clone(&self);

@@ -1,19 +1,22 @@
 async fn name(&self) -> Result<&str, ProviderError> {
-    let mut __nika_call = {
-        const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-            max_attempts: ::core::option::Option::None,
-            initial_backoff: ::core::option::Option::None,
-            max_backoff: ::core::option::Option::None,
-            multiplier: ::core::option::Option::None,
-            jitter: ::core::option::Option::None,
-            retry_on: ::core::option::Option::None,
-        }
-            .site(
-                ::nika_retry::Layer::Provider,
-                ::core::concat!(::core::module_path!(), "::", "name"),
-            );
-        ::nika_retry::__private::Call::new(__NIKA_SITE, ::core::option::Option::None)
-    };
+    let mut __nika_call = ::nika_retry::__private::Call::new(
+        {
+            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+                max_attempts: ::core::option::Option::None,
+                initial_backoff: ::core::option::Option::None,
+                max_backoff: ::core::option::Option::None,
+                multiplier: ::core::option::Option::None,
+                jitter: ::core::option::Option::None,
+                retry_on: ::core::option::Option::None,
+            }
+                .site(
+                    ::nika_retry::Layer::Provider,
+                    ::core::concat!(::core::module_path!(), "::", "name"),
+                );
+            __NIKA_SITE
+        },
+        ::core::option::Option::None,
+    );
     loop {
         let __nika_delay = {
             let __nika_result = __nika_call

@@ -3,31 +3,34 @@
 pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
     #[allow(unused_imports)]
     use timeout as _;
-    let mut __nika_call = {
-        const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-            max_attempts: ::core::option::Option::None,
-            initial_backoff: ::core::option::Option::None,
-            max_backoff: ::core::option::Option::None,
-            multiplier: ::core::option::Option::None,
-            jitter: ::core::option::Option::None,
-            retry_on: ::core::option::Option::None,
-        }
-            .site(
-                ::nika_retry::Layer::Provider,
-                ::core::concat!(::core::module_path!(), "::", "complete"),
-            );
-        ::nika_retry::__private::Call::new(__NIKA_SITE, ::core::option::Option::None)
-    };
+    let mut __nika_call = ::nika_retry::__private::Call::new(
+        {
+            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+                max_attempts: ::core::option::Option::None,
+                initial_backoff: ::core::option::Option::None,
+                max_backoff: ::core::option::Option::None,
+                multiplier: ::core::option::Option::None,
+                jitter: ::core::option::Option::None,
+                retry_on: ::core::option::Option::None,
+            }
+                .site(
+                    ::nika_retry::Layer::Provider,
+                    ::core::concat!(::core::module_path!(), "::", "complete"),
+                );
+            __NIKA_SITE
+        },
+        ::core::option::Option::None,
+    );
     loop {
         let __nika_delay = {
             let __nika_result = __nika_call
                 .timed(
                     ::nika_retry::__private::Timeouts {
                         connect: ::core::option::Option::None,
-                        attempt: ::core::option::Option::Some(
+                        read: ::core::option::Option::Some(
                             ::core::time::Duration::new(120u64, 0u32),
                         ),
-                        attempt_boundary: ::nika_retry::Boundary::Read,
+                        attempt: ::core::option::Option::None,
                     },
                     async {
                         if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! async fn f(args) -> R {
-//!     let mut call = { const SITE: &Site = &Overrides { .. }.site(layer, "module::f"); Call::new(SITE, total) };
+//!     let mut call = Call::new({ const SITE: &Site = &Overrides { .. }.site(layer, "f"); SITE }, total);
 //!     loop {
 //!         let delay = {
 //!             let arg = arg.clone();                  // for each clone(arg)
@@ -22,6 +22,8 @@
 //! }
 //! ```
 //!
+//! `#[timeout]` alone runs the same `async` block once: `once(site, total, limits, async { … }).await`.
+//!
 //! The body stays a non-`move` `async` block, so it can borrow `&mut self`
 //! and the arguments afresh on every attempt; the user's signature, docs and
 //! attributes are re-emitted untouched. Every generated local is named with
@@ -36,7 +38,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Signature, Stmt, Type};
 
 use super::item::{self, Body, SelfArg};
-use super::validate::{AttemptBoundary, Category, Layer, Limit, Plan, Settings, Timeouts};
+use super::validate::{Category, Layer, Limit, Plan, Settings, Timeouts};
 use crate::krate;
 
 pub(crate) fn expand(plan: Plan) -> TokenStream {
@@ -47,6 +49,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         layer,
         settings,
         timeouts,
+        alone,
         absorbed,
         params,
         krate,
@@ -87,7 +90,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let ret = Ident::new("__nika_ret", Span::mixed_site());
 
     let total = limit_tokens(&krate, timeouts.as_ref().and_then(|t| t.total.as_ref()));
-    let site = site(&krate, layer, &settings, &sig.ident, total);
+    let site = site(&krate, layer, &settings, &sig.ident);
     // Evaluated only when an attempt fails, in a closure handed to `next`.
     let config = match &settings.config {
         Some(expr) => {
@@ -141,27 +144,38 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     };
     let next = quote_spanned!(span=> #call_at.next({ &#result }, #config, #self_type));
 
-    let retry_loop = quote! {
-        #(#[allow(unused_imports)] use #absorbed as _;)*
-        let mut #call = #site;
-        loop {
-            let #delay = {
-                #(#clones)*
-                let #result = #attempt.await;
-                match #next {
-                    ::core::option::Option::Some(#delay) => #delay,
-                    ::core::option::Option::None => return #result,
-                }
-            };
-            #krate::__private::sleep(#delay).await;
+    let run = if alone {
+        // `#[timeout]` alone: one run under the limits, no loop.
+        let limits = attempt_limits(&krate, timeouts.as_ref().unwrap_or(&Timeouts::default()));
+        let krate_at = krate::at(&krate, span);
+        let once = quote_spanned!(span=> #krate_at::__private::once);
+        quote! {
+            #(#[allow(unused_imports)] use #absorbed as _;)*
+            #once(#site, #total, #limits, #attempt_block).await
+        }
+    } else {
+        quote! {
+            #(#[allow(unused_imports)] use #absorbed as _;)*
+            let mut #call = #krate::__private::Call::new(#site, #total);
+            loop {
+                let #delay = {
+                    #(#clones)*
+                    let #result = #attempt.await;
+                    match #next {
+                        ::core::option::Option::Some(#delay) => #delay,
+                        ::core::option::Option::None => return #result,
+                    }
+                };
+                #krate::__private::sleep(#delay).await;
+            }
         }
     };
     let new_body = match body {
-        Body::Async => retry_loop,
+        Body::Async => run,
         Body::AsyncTrait { prologue, .. } => quote! {
             ::std::boxed::Box::pin(async move {
                 #(#prologue)*
-                #retry_loop
+                #run
             })
         },
     };
@@ -216,15 +230,9 @@ fn unmut(sig: &mut Signature, body: &mut Body, name: &Ident) {
     }
 }
 
-/// The call state, with the layer defaults and the literals applied in a
-/// `const` that the body cannot see.
-fn site(
-    krate: &syn::Path,
-    layer: Layer,
-    settings: &Settings,
-    name: &Ident,
-    total: TokenStream,
-) -> TokenStream {
+/// The `&'static Site`: the layer defaults with the literals applied, in a
+/// `const` of a block of its own, which the body cannot see.
+fn site(krate: &syn::Path, layer: Layer, settings: &Settings, name: &Ident) -> TokenStream {
     let layer = layer_tokens(krate, layer);
     let some = |value: Option<TokenStream>| match value {
         Some(v) => quote!(::core::option::Option::Some(#v)),
@@ -267,7 +275,7 @@ fn site(
                 retry_on: #on,
             }
             .site(#layer, ::core::concat!(::core::module_path!(), "::", #name));
-            #krate::__private::Call::new(#site, #total)
+            #site
         }
     }
 }
@@ -290,16 +298,13 @@ fn limit_tokens(krate: &syn::Path, limit: Option<&Limit>) -> TokenStream {
 /// The per-attempt limits, built as each attempt starts.
 fn attempt_limits(krate: &syn::Path, timeouts: &Timeouts) -> TokenStream {
     let connect = limit_tokens(krate, timeouts.connect.as_ref());
-    let attempt = limit_tokens(krate, timeouts.attempt.as_ref().map(|(l, _)| l));
-    let boundary = match timeouts.attempt.as_ref().map(|(_, b)| *b) {
-        Some(AttemptBoundary::Read) => quote!(Read),
-        _ => quote!(Attempt),
-    };
+    let read = limit_tokens(krate, timeouts.read.as_ref());
+    let attempt = limit_tokens(krate, timeouts.attempt.as_ref());
     quote! {
         #krate::__private::Timeouts {
             connect: #connect,
+            read: #read,
             attempt: #attempt,
-            attempt_boundary: #krate::Boundary::#boundary,
         }
     }
 }

@@ -30,7 +30,7 @@ const RETRY_KEYS: [&str; 10] = [
     "clone",
     "crate",
 ];
-const TIMEOUT_KEYS: [&str; 5] = ["connect", "read", "attempt", "total", "crate"];
+const TIMEOUT_KEYS: [&str; 6] = ["connect", "read", "attempt", "total", "layer", "crate"];
 /// Mirrors `nika_retry::MAX_ATTEMPTS`.
 const MAX_ATTEMPTS: u64 = 10;
 
@@ -81,18 +81,12 @@ pub(crate) enum Limit {
     Expr(Expr),
 }
 
-/// Which key bounds each attempt.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum AttemptBoundary {
-    Read,
-    Attempt,
-}
-
 /// The validated `#[timeout]`.
 #[derive(Default)]
 pub(crate) struct Timeouts {
     pub(crate) connect: Option<Limit>,
-    pub(crate) attempt: Option<(Limit, AttemptBoundary)>,
+    pub(crate) read: Option<Limit>,
+    pub(crate) attempt: Option<Limit>,
     pub(crate) total: Option<Limit>,
 }
 
@@ -121,6 +115,8 @@ pub(crate) struct Plan {
     pub(crate) settings: Settings,
     /// `None` without `#[timeout]`.
     pub(crate) timeouts: Option<Timeouts>,
+    /// `#[timeout]` without `#[retry]`: one run, no loop.
+    pub(crate) alone: bool,
     /// The paths of the sibling attributes absorbed, so their imports count as used.
     pub(crate) absorbed: Vec<syn::Path>,
     pub(crate) params: Params,
@@ -195,24 +191,20 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
     let krate = crate_path(&mut errors, [&mut retry, &mut timeout]);
     let fn_shape = check_fn(&mut errors, &item, own.0);
     let params = fn_shape.as_ref().map(|(body, _)| Params::of(&item, body));
-    let Some(retry) = retry else {
-        if let Some(timeout) = &timeout {
-            errors.spanned(
-                &timeout.span,
-                "#[timeout] needs a #[retry(layer = \"…\")] on the same fn: the layer owns its timeouts \
-                 (for a single attempt, write #[retry(layer = \"task\")])",
-            );
+    let (layer, settings, timeouts, alone) = match (retry, timeout) {
+        (Some(retry), timeout) => {
+            let (layer, settings) = retry_settings(&mut errors, retry, params.as_ref());
+            // Checked whatever the layer, so that an unknown layer hides no other mistake.
+            let timeouts = timeout.map(|t| timeout_plan(&mut errors, t, Some(layer)).1);
+            (layer, settings, timeouts, false)
         }
-        return Err(errors.finish(()).err().unwrap_or_else(|| {
-            syn::Error::new(
-                Span::call_site(),
-                "#[timeout] needs a #[retry(layer = \"…\")]",
-            )
-        }));
+        (None, Some(timeout)) => {
+            let (layer, timeouts) = timeout_plan(&mut errors, timeout, None);
+            (layer, Settings::default(), Some(timeouts), true)
+        }
+        // The attribute's own arguments did not parse: reported above.
+        (None, None) => (None, Settings::default(), None, false),
     };
-    let (layer, settings) = retry_settings(&mut errors, retry, params.as_ref());
-    // Checked whatever the layer, so that an unknown layer hides no other mistake.
-    let timeouts = timeout.map(|t| timeout_plan(&mut errors, t, layer));
     match (layer, fn_shape, params) {
         (Some(layer), Some((body, output)), Some(params)) if errors.is_empty() => Ok(Plan {
             item,
@@ -221,6 +213,7 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
             layer,
             settings,
             timeouts,
+            alone,
             absorbed,
             params,
             krate,

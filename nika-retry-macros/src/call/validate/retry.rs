@@ -228,7 +228,7 @@ fn mut_without_clone(
     }
 }
 
-fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
+pub(super) fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
     let text = match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
