@@ -66,8 +66,9 @@ pub(crate) enum ExpandedBy {
 /// tokio's entry points leave in a body.
 pub(crate) fn already_expanded(item: &ItemFn) -> Option<ExpandedBy> {
     let body = item.block.to_token_stream();
-    // Every expansion of ours builds a `__private::Call`.
-    if calls_private_call(&body) {
+    // Every expansion of ours calls `__private::Call` (a retry loop) or
+    // `__private::once` (`#[timeout]` alone).
+    if calls_private_run(&body) {
         return Some(ExpandedBy::Us);
     }
     if mentions(&body, &|i| {
@@ -81,11 +82,16 @@ pub(crate) fn already_expanded(item: &ItemFn) -> Option<ExpandedBy> {
     None
 }
 
-fn calls_private_call(tokens: &TokenStream) -> bool {
+fn calls_private_run(tokens: &TokenStream) -> bool {
     let trees: Vec<TokenTree> = tokens.clone().into_iter().collect();
-    trees.windows(4).any(|w| {
-        matches!((&w[0], &w[3]), (TokenTree::Ident(a), TokenTree::Ident(b)) if a == "__private" && b == "Call")
-    }) || trees.iter().any(|tree| matches!(tree, TokenTree::Group(g) if calls_private_call(&g.stream())))
+    trees.windows(4).any(|w| match (&w[0], &w[3]) {
+        (TokenTree::Ident(a), TokenTree::Ident(b)) => {
+            a == "__private" && (b == "Call" || b == "once")
+        }
+        _ => false,
+    }) || trees
+        .iter()
+        .any(|tree| matches!(tree, TokenTree::Group(g) if calls_private_run(&g.stream())))
 }
 
 fn mentions(tokens: &TokenStream, is: &dyn Fn(&str) -> bool) -> bool {

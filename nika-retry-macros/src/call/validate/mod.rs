@@ -226,7 +226,7 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
 }
 
 /// `crate = "path"` from either attribute (taken out of their arguments), else `::nika_retry`.
-fn crate_path<const N: usize>(errors: &mut Errors, attrs: [&mut Option<Written>; N]) -> syn::Path {
+fn crate_path(errors: &mut Errors, attrs: [&mut Option<Written>; 2]) -> syn::Path {
     let mut found: Option<(syn::Path, String)> = None;
     for written in attrs.into_iter().flatten() {
         let (given, rest) = std::mem::take(&mut written.args.0)
@@ -240,16 +240,15 @@ fn crate_path<const N: usize>(errors: &mut Errors, attrs: [&mut Option<Written>;
             let path = match expr {
                 Expr::Lit(ExprLit {
                     lit: Lit::Str(s), ..
-                }) => s.parse::<syn::Path>().map_err(|_| s),
+                }) => match s.parse::<syn::Path>() {
+                    Ok(path) => path,
+                    Err(_) => {
+                        errors.spanned(s, format!("`{}` is not a path; write the name the dependency has here, e.g. crate = \"nr\"", s.value()));
+                        continue;
+                    }
+                },
                 _ => {
                     errors.spanned(expr, "write the path as a string: crate = \"nika_retry\"");
-                    continue;
-                }
-            };
-            let path = match path {
-                Ok(path) => path,
-                Err(s) => {
-                    errors.spanned(s, format!("`{}` is not a path; write the name the dependency has here, e.g. crate = \"nr\"", s.value()));
                     continue;
                 }
             };
