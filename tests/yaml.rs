@@ -145,7 +145,10 @@ fn whole_numbers_are_read_exactly() {
         Duration::from_millis(9_007_199_254_740_993)
     );
     // A float that is a whole number is that number; one that is not is refused.
-    let retry = policy("retry: { max_attempts: 3.0 }").unwrap().retry.unwrap();
+    let retry = policy("retry: { max_attempts: 3.0 }")
+        .unwrap()
+        .retry
+        .unwrap();
     assert_eq!(retry.max_attempts, 3);
     let err = policy("retry: { max_attempts: 2, delay_ms: 0.5 }").unwrap_err();
     assert!(err.contains("invalid delay_ms `0.5`"), "{err}");
