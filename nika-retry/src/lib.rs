@@ -269,6 +269,70 @@ pub use nika_retry_macros::retry;
 /// assert_eq!(err.to_string(), "attempt timeout of 1s expired (layer tool)");
 /// # }
 /// ```
+///
+/// # `#[timeout]` alone
+///
+/// Without `#[retry]`, `#[timeout(layer = "…", …)]` bounds one run of the
+/// body and never retries it: for the boundaries ADR-019 gives no retry (an
+/// agent loop's total, a tool's execution, a task). A task scope's `retry:`
+/// does not apply to it; `layer` is then required (and beside a `#[retry]`,
+/// which names the layer, refused). `std::io::Error` holds a timeout, so a
+/// tool returning it needs no error type of its own.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::{timeout, Boundary, Classify, TimeoutError};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum AgentError {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Timeout(#[from] TimeoutError),
+/// }
+///
+/// struct Limits { max_duration_secs: u64 }
+///
+/// impl Limits {
+///     fn max_duration(&self) -> Duration {
+///         Duration::from_secs(self.max_duration_secs)
+///     }
+/// }
+///
+/// struct Agent { limits: Limits }
+///
+/// impl Agent {
+///     /// The agent loop: bounded in total, run once.
+///     #[timeout(layer = "task", total = self.limits.max_duration())]
+///     async fn run(&self) -> Result<u32, AgentError> {
+///         loop {
+///             tokio::time::sleep(Duration::from_secs(1)).await; // one turn
+///         }
+///     }
+/// }
+///
+/// struct Shell { timeout: Duration }
+///
+/// impl Shell {
+///     /// One tool call, bounded; the timeout comes back as an `io::Error`.
+///     #[timeout(layer = "tool", attempt = self.timeout)]
+///     async fn exec(&self, secs: u64) -> Result<u64, std::io::Error> {
+///         tokio::time::sleep(Duration::from_secs(secs)).await;
+///         Ok(secs)
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let agent = Agent { limits: Limits { max_duration_secs: 30 } };
+/// let err = agent.run().await.unwrap_err();
+/// assert_eq!(err.to_string(), "total timeout of 30s expired (layer task)");
+///
+/// let shell = Shell { timeout: Duration::from_secs(5) };
+/// assert_eq!(shell.exec(1).await.unwrap(), 1);
+/// let err = shell.exec(60).await.unwrap_err();
+/// assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+/// assert_eq!(TimeoutError::find(&err).map(|t| t.boundary()), Some(Boundary::Attempt));
+/// # }
+/// ```
 #[doc(inline)]
 pub use nika_retry_macros::timeout;
 
