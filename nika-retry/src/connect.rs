@@ -85,11 +85,11 @@ impl ConnectLimit {
     }
 }
 
-/// After an attempt of `operation` ended: a connect limit that no attempt of
-/// the fn has reached may be one that cannot take effect, which is said
-/// once per fn. (Not at the first attempt that reaches none: a client's
-/// pooled connection explains it when the client was built with
-/// [`client_builder`](crate::http::client_builder) and has connected.)
+/// After an attempt of `operation` ended: a connect limit that the attempt
+/// did not reach may be one that cannot take effect, which is said once per
+/// fn, unless an earlier attempt of the fn reached it or a client from
+/// [`client_builder`](crate::http::client_builder) has connected in this
+/// process (a pooled connection of that client explains it).
 #[inline]
 pub(crate) fn attempt_ended(limit: Option<ConnectLimit>, operation: &'static str) {
     if let Some(limit) = limit {

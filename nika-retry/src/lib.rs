@@ -125,7 +125,8 @@ pub mod __private;
 /// ```text
 /// #[retry(layer = "http" | "provider" | "tool" | "task",
 ///         attempts = 3, backoff = "250ms", max_backoff = "4s", multiplier = 4.0,
-///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …))]
+///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …),
+///         crate = "path")]
 /// ```
 ///
 /// `layer` is required; the other keys override that layer's defaults
@@ -136,9 +137,25 @@ pub mod __private;
 /// ([`task::scope`]) takes precedence over both, except on layer `http`. The fn must return `Result<T, E>` with
 /// `E: Classify`; only `Transient` and `RateLimited` errors are ever retried.
 ///
-/// The body runs once per attempt, as written: it may borrow `&self`,
-/// `&mut self` and the arguments, and use `?` and `return`. An argument it
-/// moves is cloned for each attempt when listed in `clone(…)`:
+/// # Writing the body
+///
+/// The body runs once per attempt, as written, and means what it means in a
+/// plain `async fn`: it may borrow `&self`, `&mut self` and the arguments,
+/// use `?` and `return`, and every return-position coercion still works
+/// (`Ok(&self.buf)` for `Result<&str, _>`, `Ok(Box::new(x))` for
+/// `Result<Box<dyn Trait>, _>`, in the tail and in an early `return`), inside
+/// `#[async_trait]` too.
+///
+/// **`clone(…)`.** Every attempt starts from the arguments as the caller
+/// passed them. An argument the body moves must be listed in `clone(…)`, so
+/// that each attempt gets its own clone; without it, rustc reports E0382
+/// "use of moved value … in previous iteration of loop" at the attribute:
+/// that is the sign to add `clone(arg)`. A `mut` argument must be listed
+/// too (it is a compile error otherwise: an attempt would see what the one
+/// before left in it). `clone(self)` clones `self` taken by value (`self`,
+/// `mut self`, `self: Arc<Self>`) for each attempt, and a name bound by a
+/// destructuring argument (`(a, b): (String, u32)`) may be listed like any
+/// other:
 ///
 /// ```
 /// use nika_retry::{retry, Classify};
@@ -147,14 +164,49 @@ pub mod __private;
 /// #[category(transient)]
 /// struct Busy;
 ///
-/// #[retry(layer = "provider", attempts = 2, backoff = "1ms", clone(body))]
-/// async fn send(body: String) -> Result<usize, Busy> {
+/// #[retry(layer = "provider", attempts = 2, backoff = "1ms", clone(body, tries))]
+/// async fn send(body: String, mut tries: u32) -> Result<usize, Busy> {
+///     tries += 1; // every attempt starts from the caller's `tries`
 ///     let owned: String = body; // moved: needs clone(body)
-///     Ok(owned.len())
+///     Ok(owned.len() + tries as usize)
 /// }
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() { assert_eq!(send("four".into()).await.unwrap(), 4); }
+/// # async fn main() { assert_eq!(send("four".into(), 0).await.unwrap(), 5); }
 /// ```
+///
+/// ```compile_fail
+/// # use nika_retry::{retry, Classify};
+/// # #[derive(Debug, Classify)] #[category(transient)] struct Busy;
+/// #[retry(layer = "provider")]
+/// async fn count(mut n: u32) -> Result<u32, Busy> { // error: `n` is `mut`: … add clone(n)
+///     n += 1;
+///     Ok(n)
+/// }
+/// ```
+///
+/// **`&mut self`** is the caller's state: the attempts share it by design,
+/// each borrowing it afresh. A fn that returns a borrow of it
+/// (`-> Result<&mut Item, E>` from `&mut self`) is refused by the borrow
+/// checker (E0499/E0524 "… in previous iteration of loop"), as the same loop
+/// written by hand would be: retry a fn that does the fallible work and
+/// returns owned data, and take the borrow after it.
+///
+/// **`#[tracing::instrument]`** goes below `#[retry]`: it then wraps the
+/// whole call, so one span covers every attempt and the retry events.
+/// Written above, it would open one span per attempt, and `#[retry]`
+/// refuses it with a compile error saying so; the same for
+/// `#[tokio::test]` / `#[tokio::main]` above `#[retry]`.
+///
+/// **Renamed attributes.** `#[retry]` and `#[timeout]` find each other by the
+/// last segment of their path (`nika_retry::timeout`, a re-export such as
+/// `my::timeout`). Under another name (`use nika_retry::timeout as t;`), write
+/// `#[t(…)]` above `#[retry]`; below it is a compile error, never a second
+/// wrapper around the whole loop.
+///
+/// **`crate = "path"`** names this crate where the dependency is renamed
+/// (`nr = { package = "nika-retry", … }` → `crate = "nr"`), as tokio's and
+/// serde's attributes do; on `#[retry]` or `#[timeout]` (either serves
+/// both), and as `#[category(crate = "nr")]` on a derived type.
 ///
 /// Layer `tool` takes no retry keys: tool failures are semantic, and a task
 /// opts in to retrying them from its workflow `retry:` block.
@@ -166,7 +218,7 @@ pub use nika_retry_macros::retry;
 ///
 /// ```text
 /// #[timeout(connect = "10s", read = "120s", attempt = "30s", total = "5m" | total = EXPR,
-///           layer = "…" (only without #[retry]))]
+///           layer = "…" (only without #[retry]), crate = "path")]
 /// ```
 ///
 /// Four limits, one meaning each:
@@ -217,6 +269,70 @@ pub use nika_retry_macros::retry;
 /// assert_eq!(err.to_string(), "attempt timeout of 1s expired (layer tool)");
 /// # }
 /// ```
+///
+/// # `#[timeout]` alone
+///
+/// Without `#[retry]`, `#[timeout(layer = "…", …)]` bounds one run of the
+/// body and never retries it: for the boundaries ADR-019 gives no retry (an
+/// agent loop's total, a tool's execution, a task). A task scope's `retry:`
+/// does not apply to it; `layer` is then required (and beside a `#[retry]`,
+/// which names the layer, refused). `std::io::Error` holds a timeout, so a
+/// tool returning it needs no error type of its own.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::{timeout, Boundary, Classify, TimeoutError};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum AgentError {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Timeout(#[from] TimeoutError),
+/// }
+///
+/// struct Limits { max_duration_secs: u64 }
+///
+/// impl Limits {
+///     fn max_duration(&self) -> Duration {
+///         Duration::from_secs(self.max_duration_secs)
+///     }
+/// }
+///
+/// struct Agent { limits: Limits }
+///
+/// impl Agent {
+///     /// The agent loop: bounded in total, run once.
+///     #[timeout(layer = "task", total = self.limits.max_duration())]
+///     async fn run(&self) -> Result<u32, AgentError> {
+///         loop {
+///             tokio::time::sleep(Duration::from_secs(1)).await; // one turn
+///         }
+///     }
+/// }
+///
+/// struct Shell { timeout: Duration }
+///
+/// impl Shell {
+///     /// One tool call, bounded; the timeout comes back as an `io::Error`.
+///     #[timeout(layer = "tool", attempt = self.timeout)]
+///     async fn exec(&self, secs: u64) -> Result<u64, std::io::Error> {
+///         tokio::time::sleep(Duration::from_secs(secs)).await;
+///         Ok(secs)
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let agent = Agent { limits: Limits { max_duration_secs: 30 } };
+/// let err = agent.run().await.unwrap_err();
+/// assert_eq!(err.to_string(), "total timeout of 30s expired (layer task)");
+///
+/// let shell = Shell { timeout: Duration::from_secs(5) };
+/// assert_eq!(shell.exec(1).await.unwrap(), 1);
+/// let err = shell.exec(60).await.unwrap_err();
+/// assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+/// assert_eq!(TimeoutError::find(&err).map(|t| t.boundary()), Some(Boundary::Attempt));
+/// # }
+/// ```
 #[doc(inline)]
 pub use nika_retry_macros::timeout;
 
@@ -224,12 +340,16 @@ pub use nika_retry_macros::timeout;
 ///
 /// On each variant (or on a struct): one of `transient`, `rate_limited`,
 /// `auth`, `not_found`, `permanent`; or `http_status = field` (a `u16`,
-/// classified by [`http::status_category`]); or `transparent` (delegate to the
+/// classified by [`http::status_category`], an `Option<u16>`, whose `None`
+/// means no response and is transient, or with feature `reqwest` a
+/// `StatusCode`); or `transparent` (delegate to the
 /// variant's one field). A hint key adds the server's wait:
 /// `retry_after = field` (`Duration` / `Option<Duration>`) or
 /// `retry_after_ms = field` (`u64` / `Option<u64>`). Tuple fields are named by
 /// index. `#[category(default = …)]` on the enum classifies the variants left
 /// unmarked; without it, an unmarked variant is a compile error.
+/// `#[category(crate = "nr")]` on the type names this crate where the
+/// dependency is renamed.
 ///
 /// ```
 /// use std::time::Duration;

@@ -16,9 +16,7 @@ use crate::{Boundary, Layer, TimeoutError};
 /// `limit` from now, saturating: a limit too long for the clock (say
 /// `Duration::MAX` from a config) means about thirty years, not a panic.
 pub(crate) fn from_now(limit: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
+    after(Instant::now(), limit)
 }
 
 /// `at + limit`, saturating as [`from_now`] does.
@@ -138,25 +136,6 @@ impl<F> Deadline<F> {
     }
 }
 
-/// The limits that may end an attempt, at `now`; ties go to the per-attempt
-/// limits, which are listed first.
-struct Ends {
-    read: Option<Instant>,
-    whole: Option<Instant>,
-    total: Option<Instant>,
-}
-
-impl Ends {
-    /// The earliest end, and which one it is (0: read, 1: whole, 2: total).
-    fn first(&self) -> Option<(Instant, usize)> {
-        [self.read, self.whole, self.total]
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, end)| end.map(|end| (end, i)))
-            .min_by_key(|&(end, i)| (end, i))
-    }
-}
-
 impl<F: Future> Deadline<F> {
     /// Polls `inner` under its limits and under `at`, an absolute deadline
     /// set by a `Total` limit (the instant and the limit). `at` is passed on
@@ -206,8 +185,7 @@ impl<F: Future> Deadline<F> {
             let now = Instant::now();
             *this.started = Some(now);
             *this.last = Some(now);
-            let ends = ends(this.whole, this.read, this.started, this.last, at);
-            match ends.first() {
+            match first_end(this.whole, this.read, this.started, this.last, at) {
                 Some((end, _)) => this.sleep.set(Some(tokio::time::sleep_until(end))),
                 None => return Poll::Pending,
             }
@@ -219,8 +197,8 @@ impl<F: Future> Deadline<F> {
             if sleep.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
-            let ends = ends(this.whole, this.read, this.started, this.last, at);
-            let Some((end, which)) = ends.first() else {
+            let Some((end, which)) = first_end(this.whole, this.read, this.started, this.last, at)
+            else {
                 return Poll::Pending;
             };
             if end <= Instant::now() {
@@ -245,21 +223,25 @@ fn watch(shared: &Arc<Progress>) -> (Arc<Progress>, Waker) {
     (Arc::clone(shared), Waker::from(Arc::clone(shared)))
 }
 
-/// The ends of the limits, once the first pending poll has set `started`.
-fn ends(
+/// The earliest end of the limits once the first pending poll has set
+/// `started`, and which limit it is (0: read, 1: whole, 2: total); ties go
+/// to the per-attempt limits, listed first.
+fn first_end(
     whole: &Option<Duration>,
     read: &Option<Duration>,
     started: &Option<Instant>,
     last: &Option<Instant>,
     at: Option<(Instant, Duration)>,
-) -> Ends {
-    Ends {
-        read: read.zip(*last).map(|(limit, last)| after(last, limit)),
-        whole: whole
-            .zip(*started)
-            .map(|(limit, start)| after(start, limit)),
-        total: at.map(|(at, _)| at),
-    }
+) -> Option<(Instant, usize)> {
+    let read = read.zip(*last).map(|(limit, last)| after(last, limit));
+    let whole = whole
+        .zip(*started)
+        .map(|(limit, start)| after(start, limit));
+    [read, whole, at.map(|(at, _)| at)]
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, end)| end.map(|end| (end, i)))
+        .min_by_key(|&(end, i)| (end, i))
 }
 
 impl<F: Future> Future for Deadline<F> {
