@@ -103,11 +103,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     let retry_loop = if alone {
         // `#[timeout]` alone: one run under the limits, no loop.
         let limits = attempt_limits(timeouts.as_ref().unwrap_or(&Timeouts::default()));
-        let once = quote_spanned!(span=> ::nika_retry::__private::once);
+        // Named at the error type, where a missing `From<TimeoutError>` is reported.
+        let into_error = quote_spanned!(span=> ::nika_retry::__private::FromTimeout::from_timeout);
         quote! {
             #(#[allow(unused_imports)] use #absorbed as _;)*
             #site
-            #once(__NIKA_SITE, #total, #limits, #attempt_block_typed).await
+            ::nika_retry::__private::once(__NIKA_SITE, #total, #limits, #attempt_block_typed, #into_error).await
         }
     } else {
         quote! {
