@@ -9,7 +9,11 @@
 //! - `success`: the attempt succeeds at once, on a current-thread runtime;
 //! - `failure`: two transient failures then success (3 attempts, sleeps of
 //!   2 ms then 4 ms, no jitter, for every contender) on a paused clock, which
-//!   auto-advances, so the sleeps cost their timer work but no wall time.
+//!   auto-advances, so the sleeps cost their timer work but no wall time;
+//! - `pending`: the attempt waits once (a 1 ms timer, paused clock) and then
+//!   succeeds: the path where a time limit arms its timer, `read` (which
+//!   tells the attempt's own wake-ups from others') and `attempt` beside a
+//!   hand-written `tokio::time::timeout`.
 //!
 //! ```sh
 //! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench retry_paths
@@ -156,6 +160,51 @@ async fn hand_timeout_fail(n: u32) -> Res {
     hand_loop!(tokio_timeout!(flaky(n)), FAIL_BACKOFF)
 }
 
+// ---------------------------------------------------------------------------
+// Pending-path contenders: the attempt waits once, then succeeds.
+
+/// The attempt of the pending path: waits on a 1 ms timer, then `Ok`.
+async fn op_pending(n: u32) -> Res {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    Ok(black_box(n))
+}
+
+async fn plain_pending(n: u32) -> Res {
+    op_pending(n).await
+}
+
+#[retry(layer = "provider")]
+#[timeout(read = "30s")]
+async fn retry_read_pending(n: u32) -> Res {
+    op_pending(n).await
+}
+
+#[retry(layer = "provider")]
+#[timeout(attempt = "30s")]
+async fn retry_attempt_pending(n: u32) -> Res {
+    op_pending(n).await
+}
+
+#[timeout(layer = "provider", read = "30s")]
+async fn read_alone_pending(n: u32) -> Res {
+    op_pending(n).await
+}
+
+async fn hand_timeout_pending(n: u32) -> Res {
+    hand_loop!(tokio_timeout!(op_pending(n)), PROVIDER_BACKOFF)
+}
+
+/// Calls `$cb!(name, contender)` for each pending-path contender.
+macro_rules! pending_contenders {
+    ($cb:ident) => {
+        $cb!("plain", plain_pending);
+        $cb!("retry_read", retry_read_pending);
+        $cb!("retry_attempt", retry_attempt_pending);
+        $cb!("read_alone", read_alone_pending);
+        $cb!("hand_timeout", hand_timeout_pending);
+    };
+}
+
 /// Calls `$cb!(name, contender)` for each success-path contender.
 macro_rules! success_contenders {
     ($cb:ident) => {
@@ -291,6 +340,21 @@ fn print_tables() {
         );
         println!("| {name} | {ok:.3} | {call} | {attempt} |");
     }
+
+    println!("\n## Pending path (the attempt waits once on a 1 ms timer)\n");
+    println!("| contender | future (bytes) | allocations per call |");
+    println!("|---|---:|---:|");
+    macro_rules! pending_row {
+        ($name:expr, $f:ident) => {
+            let size = std::mem::size_of_val(&$f(1));
+            println!(
+                "| {} | {size} | {:.3} |",
+                $name,
+                allocs_per_call(&paused, $name, $f)
+            );
+        };
+    }
+    pending_contenders!(pending_row);
     println!();
 }
 
@@ -330,7 +394,20 @@ fn failure_path(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, success_path, failure_path);
+fn pending_path(c: &mut Criterion) {
+    let rt = paused_runtime();
+    let mut group = c.benchmark_group("pending");
+    configure(&mut group);
+    macro_rules! bench {
+        ($name:expr, $f:ident) => {
+            group.bench_function($name, |b| b.to_async(&rt).iter(|| $f(black_box(1))));
+        };
+    }
+    pending_contenders!(bench);
+    group.finish();
+}
+
+criterion_group!(benches, success_path, failure_path, pending_path);
 
 fn main() {
     print_tables();

@@ -7,6 +7,12 @@
 //! ```text
 //! cargo run --example demo
 //! ```
+//!
+//! Needs this repository, and nothing else: the fault server
+//! (`nika_retry_tests::fault`, `src/fault.rs`) it starts on 127.0.0.1 for
+//! each task, and the verb crate (`nika_retry_tests::verb`, `src/verb.rs`)
+//! it drives. The jitter is seeded, so every run waits the same; README.md
+//! shows an excerpt of its output, which CI compares with a run.
 
 use std::error::Error;
 use std::sync::{Arc, Mutex};

@@ -4,6 +4,15 @@
 //! ```text
 //! cargo run --example provider
 //! ```
+//!
+//! Needs nothing outside the example: `complete` is a stand-in for the HTTP
+//! call, rate limited once and then answering. In a project of your own:
+//!
+//! ```toml
+//! nika-retry = "0.1"
+//! thiserror = "2"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

@@ -5,6 +5,16 @@
 //! ```text
 //! cargo run --example tool_executor
 //! ```
+//!
+//! Needs nothing outside the example: the tool is a stand-in that fails
+//! twice, then succeeds. In a project of your own:
+//!
+//! ```toml
+//! nika-retry = { version = "0.1", features = ["serde"] }
+//! serde_norway = "0.9"   # or any serde YAML crate
+//! thiserror = "2"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -1,9 +1,28 @@
 //! An L1 HTTP transport: retries connection failures and 5xx (waiting at
-//! least `Retry-After`), leaves 429 to the provider layer, bounds each
-//! attempt with a read timeout taken from per-request options.
+//! least `Retry-After`), leaves 429 to the provider layer; its connect and
+//! read limits come from per-request options, and the connect limit reaches
+//! the reqwest client through `nika_retry::http::client_builder`.
 //!
 //! ```text
 //! cargo run --example transport
+//! ```
+//!
+//! Needs, in a project of your own:
+//!
+//! ```toml
+//! nika-retry = { version = "0.1", features = ["reqwest"] }
+//! reqwest = "0.13"
+//! thiserror = "2"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! It talks to this repository's fault server (`nika_retry_tests::fault`),
+//! started on 127.0.0.1 to fail twice and then answer. Against your own
+//! service, drop the `use nika_retry_tests::…` line and replace these two:
+//!
+//! ```text
+//! let server = FaultServer::start([…]).await;   // delete
+//! .get(&server.url("/"))                        // .get("https://your.service/path")
 //! ```
 
 use std::time::Duration;
@@ -28,6 +47,9 @@ pub enum HttpError {
 }
 
 pub struct RequestOptions {
+    /// Bounds setting up a connection.
+    pub connect_timeout: Duration,
+    /// Cuts an attempt that has gone this long without progress.
     pub read_timeout: Duration,
     /// `None`: the http layer defaults (3 attempts, 250 ms then 1 s, 50 % jitter).
     pub retry: Option<RetryConfig>,
@@ -40,7 +62,7 @@ pub struct Transport {
 
 impl Transport {
     #[retry(layer = "http", config = self.options.retry.clone())]
-    #[timeout(read = self.options.read_timeout)]
+    #[timeout(connect = self.options.connect_timeout, read = self.options.read_timeout)]
     pub async fn get(&self, url: &str) -> Result<String, HttpError> {
         let response = self.client.get(url).send().await?;
         let (_, retry_after) = nika_retry::http::classify_response(&response);
@@ -64,11 +86,10 @@ async fn main() {
     ])
     .await;
     let transport = Transport {
-        client: reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .unwrap(),
+        // Its connector takes the connect limit of the fn whose attempt connects.
+        client: nika_retry::http::client_builder().build().unwrap(),
         options: RequestOptions {
+            connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(120),
             retry: None,
         },

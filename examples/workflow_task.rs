@@ -5,6 +5,19 @@
 //! ```text
 //! cargo run --example workflow_task
 //! ```
+//!
+//! Needs this repository: the verb crate it drives (`nika_retry_tests::verb`,
+//! `src/verb.rs`: a transport, a provider and a tool written as a user would)
+//! and the fault server (`nika_retry_tests::fault`), started on 127.0.0.1 to
+//! fail twice with a 500 and then answer. In a project of your own, with
+//! your verb crate, `nika-retry = { version = "0.1", features = ["serde"] }`,
+//! `serde_norway = "0.9"` (or any serde YAML crate) and `tokio`, replace
+//! the fault server's two lines:
+//!
+//! ```text
+//! let server = FaultServer::start([…]).await;   // delete
+//! let base = server.url("");                    // let base = "https://api.your-provider.com";
+//! ```
 
 use std::sync::{Arc, Mutex};
 
@@ -44,8 +57,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         retry: Some(once.clone()),
         ..RequestOptions::default()
     };
-    let provider = Provider::new(Transport::new(server.url(""), options()));
-    let tool = HttpTool::new(Transport::new(server.url(""), options()));
+    let base = server.url("");
+    let provider = Provider::new(Transport::new(base.as_str(), options()));
+    let tool = HttpTool::new(Transport::new(base.as_str(), options()));
 
     let tasks: Vec<Task> = serde_norway::from_str(WORKFLOW)?;
     let log = Arc::new(EventLog::default());

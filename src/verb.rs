@@ -12,9 +12,9 @@ use nika_retry::{Classify, RetryConfig, TimeoutError, retry, timeout};
 /// Per-request options of the transport (ADR-019: L1 is configured per request).
 #[derive(Clone, Debug)]
 pub struct RequestOptions {
-    /// Bounds establishing the connection (reqwest's connect phase).
+    /// Bounds setting up a connection (the connector of the client).
     pub connect_timeout: Duration,
-    /// Bounds each attempt: sending and reading the whole response.
+    /// Cuts an attempt that has gone this long without progress.
     pub read_timeout: Duration,
     /// Replaces the http layer defaults when set.
     pub retry: Option<RetryConfig>,
@@ -64,8 +64,8 @@ pub struct Transport {
 impl Transport {
     /// A transport to `base` (`http://127.0.0.1:PORT`).
     pub fn new(base: impl Into<String>, options: RequestOptions) -> Transport {
-        let client = reqwest::Client::builder()
-            .connect_timeout(options.connect_timeout)
+        // The connector takes the connect limit of `post`'s #[timeout].
+        let client = nika_retry::http::client_builder()
             .build()
             .expect("a plain HTTP client builds");
         Transport {
@@ -82,7 +82,7 @@ impl Transport {
     /// `X-Retry-Count` (0 on the first attempt), as the Stainless-generated
     /// LLM SDKs do, so the server can tell a retry from a new request.
     #[retry(layer = "http", config = self.options.retry.clone())]
-    #[timeout(read = self.options.read_timeout)]
+    #[timeout(connect = self.options.connect_timeout, read = self.options.read_timeout)]
     pub async fn post(&self, path: &str, body: &str) -> Result<String, HttpError> {
         let url = format!("{}{path}", self.base);
         let mut request = self.client.post(url).body(body.to_owned());

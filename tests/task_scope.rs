@@ -220,6 +220,9 @@ async fn events_show_the_backoff_that_jitter_drew_each_delay_from() {
         let delay = e.delay.unwrap();
         assert_eq!((e.backoff, e.from_hint), (Some(ms(200)), false));
         assert!((ms(100)..=ms(200)).contains(&delay), "{delay:?}");
+        if delay != ms(200) {
+            assert!(e.to_string().ends_with("(jittered from 200ms)"), "{e}");
+        }
     }
 }
 

@@ -132,3 +132,24 @@ fn bad_inputs_name_the_key_and_the_value() {
         }
     }
 }
+
+#[test]
+fn whole_numbers_are_read_exactly() {
+    // Above 2^53, where an f64 would round.
+    let retry = policy("retry: { max_attempts: 2, delay_ms: 9007199254740993 }")
+        .unwrap()
+        .retry
+        .unwrap();
+    assert_eq!(
+        retry.initial_backoff,
+        Duration::from_millis(9_007_199_254_740_993)
+    );
+    // A float that is a whole number is that number; one that is not is refused.
+    let retry = policy("retry: { max_attempts: 3.0 }")
+        .unwrap()
+        .retry
+        .unwrap();
+    assert_eq!(retry.max_attempts, 3);
+    let err = policy("retry: { max_attempts: 2, delay_ms: 0.5 }").unwrap_err();
+    assert!(err.contains("invalid delay_ms `0.5`"), "{err}");
+}

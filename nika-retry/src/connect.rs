@@ -3,6 +3,9 @@
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use core::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{PoisonError, RwLock};
 
 use crate::context;
 use crate::timer::Deadline;
@@ -61,10 +64,85 @@ impl<F: Future> Future for Connect<F> {
     }
 }
 
+/// The connect limit of an attempt, and whether the attempt has reached a
+/// connect boundary with it (so that a limit never reached can be reported).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ConnectLimit {
+    pub(crate) limit: Duration,
+    pub(crate) layer: Layer,
+    /// Set by the connect boundaries that read it.
+    pub(crate) reached: bool,
+}
+
+impl ConnectLimit {
+    /// `limit` of `layer`, not reached yet.
+    pub(crate) fn new(limit: Option<Duration>, layer: Layer) -> Option<ConnectLimit> {
+        limit.map(|limit| ConnectLimit {
+            limit,
+            layer,
+            reached: false,
+        })
+    }
+}
+
+/// After an attempt of `operation` ended: a connect limit that the attempt
+/// did not reach may be one that cannot take effect, which is said once per
+/// fn, unless an earlier attempt of the fn reached it or a client from
+/// [`client_builder`](crate::http::client_builder) has connected in this
+/// process (a pooled connection of that client explains it).
+#[inline]
+pub(crate) fn attempt_ended(limit: Option<ConnectLimit>, operation: &'static str) {
+    if let Some(limit) = limit {
+        settle(limit, operation);
+    }
+}
+
+/// Whether a client from [`client_builder`](crate::http::client_builder) has
+/// set up a connection in this process.
+pub(crate) static CONNECTOR_USED: AtomicBool = AtomicBool::new(false);
+
+/// The fns whose connect limit was reached once, or reported as never reached.
+static SETTLED: RwLock<Vec<&'static str>> = RwLock::new(Vec::new());
+
+fn settle(limit: ConnectLimit, operation: &'static str) {
+    let settled = SETTLED.read().unwrap_or_else(PoisonError::into_inner);
+    if settled.contains(&operation) {
+        return;
+    }
+    drop(settled);
+    if !limit.reached && CONNECTOR_USED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut settled = SETTLED.write().unwrap_or_else(PoisonError::into_inner);
+    if settled.contains(&operation) {
+        return;
+    }
+    settled.push(operation);
+    drop(settled);
+    if !limit.reached {
+        never_reached(limit, operation);
+    }
+}
+
+#[cold]
+fn never_reached(limit: ConnectLimit, operation: &'static str) {
+    let message = format!(
+        "{operation}: its connect limit of {} was never used: the attempt set up no \
+         connection through `nika_retry::connect(…)` or a reqwest client built with \
+         `nika_retry::http::client_builder()` (reqwest has no connect step of its own to wrap); \
+         build the client with that helper, wrap the connection set-up in `nika_retry::connect`, \
+         or remove `connect` from #[timeout]",
+        humantime::format_duration(limit.limit)
+    );
+    #[cfg(feature = "tracing")]
+    tracing::warn!(target: "nika_retry", layer = %limit.layer, "{message}");
+    #[cfg(not(feature = "tracing"))]
+    eprintln!("warning: {message}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::time::Duration;
 
     #[tokio::test(start_paused = true)]
     async fn unbounded_outside_a_connect_scope() {
@@ -76,15 +154,36 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn bounded_inside_a_connect_scope() {
-        let limit = Some((Duration::from_secs(10), Layer::Http));
+        let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
         let fut = {
             let _in_force = context::with_connect(limit);
-            connect(core::future::pending::<()>())
+            let fut = connect(core::future::pending::<()>());
+            assert!(context::connect_reached(), "noted as reached");
+            fut
         };
         let start = tokio::time::Instant::now();
         let err = fut.await.unwrap_err();
         assert_eq!(err.boundary(), Boundary::Connect);
         assert_eq!(start.elapsed(), Duration::from_secs(10));
         assert_eq!(context::connect_limit(), None, "restored after the scope");
+    }
+
+    #[test]
+    fn an_attempt_that_reaches_no_connect_boundary_is_reported_once_per_fn() {
+        let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
+        let reached = limit.map(|l| ConnectLimit { reached: true, ..l });
+        let settled = |op| SETTLED.read().unwrap().contains(&op);
+        attempt_ended(reached, "tests::reaches");
+        attempt_ended(limit, "tests::reaches");
+        assert!(
+            settled("tests::reaches"),
+            "settled by the attempt that reached it"
+        );
+        attempt_ended(None, "tests::no_limit");
+        assert!(!settled("tests::no_limit"));
+        if !CONNECTOR_USED.load(Ordering::Relaxed) {
+            attempt_ended(limit, "tests::never");
+            assert!(settled("tests::never"), "reported, once");
+        }
     }
 }

@@ -20,6 +20,7 @@ use std::thread::LocalKey;
 
 use crate::__private::{Site, resolve};
 use crate::attempt::IdempotencyKey;
+use crate::connect::ConnectLimit;
 use crate::{Layer, TokenBucket};
 
 /// The attempts shared by the nested retry loops under one outermost call:
@@ -132,8 +133,9 @@ impl AttemptSlot {
 pub(crate) struct Context {
     /// The budget of the outermost retried call.
     pub(crate) budget: Cell<Option<Budget>>,
-    /// The connect limit of the attempt, and its layer.
-    pub(crate) connect: Cell<Option<(Duration, Layer)>>,
+    /// The connect limit of the attempt, its layer, and whether a connect
+    /// boundary has read it.
+    pub(crate) connect: Cell<Option<ConnectLimit>>,
     /// The innermost attempt.
     attempt: Cell<AttemptSlot>,
     /// Its key, when it has one (`HAS_KEY`).
@@ -154,16 +156,43 @@ std::thread_local! {
     };
 }
 
-/// The connect limit of the attempt being polled.
+/// The connect limit of the attempt being polled, noted as reached: what a
+/// connect boundary ([`connect`](crate::connect), the reqwest connector) reads.
 #[inline]
 pub(crate) fn connect_limit() -> Option<(Duration, Layer)> {
-    CONTEXT.with(|c| c.connect.get())
+    CONTEXT.with(|c| {
+        let mut connect = c.connect.get()?;
+        connect.reached = true;
+        c.connect.set(Some(connect));
+        Some((connect.limit, connect.layer))
+    })
+}
+
+/// Whether a connect boundary has read the connect limit in force.
+#[inline]
+pub(crate) fn connect_reached() -> bool {
+    CONTEXT.with(|c| c.connect.get().is_some_and(|l| l.reached))
+}
+
+/// `connect` in force, over the limit around it, until the guard drops: for
+/// `#[timeout]` alone, which has no call of its own to enter.
+pub(crate) fn enter_connect(connect: ConnectLimit) -> ConnectScope {
+    ConnectScope(CONTEXT.with(|c| c.connect.replace(Some(connect))))
+}
+
+/// The guard [`enter_connect`] returns: it puts the outer limit back.
+pub(crate) struct ConnectScope(Option<ConnectLimit>);
+
+impl Drop for ConnectScope {
+    fn drop(&mut self) {
+        CONTEXT.with(|c| c.connect.set(self.0));
+    }
 }
 
 /// `connect` in force until the guard drops, for tests.
 #[cfg(test)]
-pub(crate) fn with_connect(connect: Option<(Duration, Layer)>) -> impl Drop {
-    struct Restore(Option<(Duration, Layer)>);
+pub(crate) fn with_connect(connect: Option<ConnectLimit>) -> impl Drop {
+    struct Restore(Option<ConnectLimit>);
     impl Drop for Restore {
         fn drop(&mut self) {
             CONTEXT.with(|c| c.connect.set(self.0));
@@ -212,7 +241,7 @@ pub(crate) fn attempt(
 #[inline]
 pub(crate) fn in_force<R>(
     own: Own<'_>,
-    connect: Option<(Duration, Layer)>,
+    connect: Option<ConnectLimit>,
     attempt: u32,
     poll: impl FnOnce() -> R,
 ) -> R {
@@ -244,7 +273,7 @@ pub(crate) struct Own<'a> {
 
 impl Entered<'_> {
     #[inline]
-    fn enter(&mut self, connect: Option<(Duration, Layer)>, attempt: u32) {
+    fn enter(&mut self, connect: Option<ConnectLimit>, attempt: u32) {
         let c = self.c;
         let own = &mut self.own;
         // The key is not read on the first poll, which cannot have drawn it.
@@ -274,7 +303,7 @@ impl Entered<'_> {
 /// What [`in_force`] puts back after the poll.
 struct Entered<'a> {
     c: &'a Context,
-    outer_connect: Option<Option<(Duration, Layer)>>,
+    outer_connect: Option<Option<ConnectLimit>>,
     outer_attempt: AttemptSlot,
     outer_key: Option<IdempotencyKey>,
     own: Own<'a>,
@@ -407,7 +436,7 @@ mod tests {
         static SITE: Site = crate::__private::Overrides::NONE.site(Layer::Tool, "t");
         let (mut max_attempts, mut budget, mut bucket) = (0, None, None);
         let mut key = IdempotencyKey::UNDRAWN;
-        let connect = Some((Duration::from_secs(1), Layer::Http));
+        let connect = ConnectLimit::new(Some(Duration::from_secs(1)), Layer::Http);
         let drawn = IdempotencyKey::from_u128(7);
         {
             let own = Own {
@@ -418,7 +447,8 @@ mod tests {
                 key: &mut key,
             };
             in_force(own, connect, 2, || {
-                assert_eq!(connect_limit(), connect);
+                assert_eq!(connect_limit(), Some((Duration::from_secs(1), Layer::Http)));
+                assert!(connect_reached());
                 take_from_budget();
                 let (slot, first) = attempt(|| drawn).unwrap();
                 assert_eq!(

@@ -128,7 +128,8 @@ impl RetryEvent {
 }
 
 impl fmt::Display for RetryEvent {
-    /// One log line: `[provider] my::op attempt 1/3 rate_limited: retrying in 7s (server hint)`.
+    /// One log line: `[provider] my::op attempt 1/3 rate_limited: retrying in 7s (server hint)`,
+    /// or `… transient: retrying in 713ms (jittered from 1s)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[{}] ", self.layer)?;
         match self.self_type {
@@ -147,6 +148,12 @@ impl fmt::Display for RetryEvent {
             write!(f, " in {}", humantime::format_duration(delay))?;
             if self.from_hint {
                 f.write_str(" (server hint)")?;
+            } else if let Some(backoff) = self.backoff.filter(|b| *b != delay) {
+                write!(
+                    f,
+                    " (jittered from {})",
+                    humantime::format_duration(backoff)
+                )?;
             }
         }
         if let Some(reason) = self.reason {

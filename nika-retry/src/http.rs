@@ -11,6 +11,8 @@ use std::time::SystemTime;
 use crate::ErrorCategory;
 
 #[cfg(feature = "reqwest")]
+pub use crate::reqwest_connect::{ConnectLayer, ConnectService, Connecting, client_builder};
+#[cfg(feature = "reqwest")]
 pub use crate::reqwest_impl::classify_response;
 
 /// The category of an HTTP status code.

@@ -90,6 +90,8 @@ pub mod events;
 pub mod http;
 mod layer;
 #[cfg(feature = "reqwest")]
+mod reqwest_connect;
+#[cfg(feature = "reqwest")]
 mod reqwest_impl;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
@@ -159,19 +161,34 @@ pub mod __private;
 #[doc(inline)]
 pub use nika_retry_macros::retry;
 
-/// Bounds each attempt and the whole call of a `#[retry]` fn in time.
+/// Bounds an `async fn` in time: each attempt and the whole call of a
+/// `#[retry]` fn, or the one run of a fn that has no `#[retry]`.
 ///
 /// ```text
-/// #[timeout(connect = "10s", read = "120s" | attempt = "30s", total = "5m" | total = EXPR)]
+/// #[timeout(connect = "10s", read = "120s", attempt = "30s", total = "5m" | total = EXPR,
+///           layer = "…" (only without #[retry]))]
 /// ```
 ///
-/// `read` / `attempt` bound each attempt (a retry gets a fresh limit),
-/// `total` bounds the call with its retries and sleeps (no sleep is started
-/// that would end past it), and `connect` bounds what the body wraps in
-/// [`connect`]. Literals are checked at compile time; any other expression is a
-/// `Duration` or `Option<Duration>` (`None`: no limit), evaluated as each
-/// attempt starts (`total` once, as the call starts). A
-/// bare `#[timeout]` on an `http` fn means connect 10 s, read 120 s.
+/// Four limits, one meaning each:
+///
+/// - `read` is an **inactivity** limit, as an HTTP client's read timeout is:
+///   it expires only once the attempt has gone that long without being woken
+///   by anything it waits on; every wake-up restarts it. A long response that
+///   keeps streaming is never cut by `read`; a stalled one is. A sibling
+///   future in a `join!` beside the call does not count as its progress.
+///   `http` and `provider` layers only.
+/// - `attempt` bounds one attempt's whole duration (a retry gets a fresh one).
+/// - `total` bounds the whole call with its retries and sleeps (no sleep is
+///   started that would end past it).
+/// - `connect` bounds connection set-up: what the body wraps in [`connect`],
+///   and, with feature `reqwest`, the connector of a client built with
+///   `http::client_builder`. `http` layer only.
+///
+/// They nest: a literal `connect` ≤ `read` ≤ `attempt` ≤ `total` is checked
+/// at compile time. Any other expression is a `Duration` or
+/// `Option<Duration>` (`None`: no limit), evaluated as each attempt starts
+/// (`total` once, as the call starts). A bare `#[timeout]` on an `http` fn
+/// means connect 10 s, read 120 s.
 ///
 /// Expiry becomes the fn's own error through `From<TimeoutError>`: per-attempt
 /// expiries are transient (and retried), a `total` expiry is permanent.
@@ -198,6 +215,70 @@ pub use nika_retry_macros::retry;
 /// # async fn main() {
 /// let err = run(Some(Duration::from_secs(1))).await.unwrap_err();
 /// assert_eq!(err.to_string(), "attempt timeout of 1s expired (layer tool)");
+/// # }
+/// ```
+///
+/// # `#[timeout]` alone
+///
+/// Without `#[retry]`, `#[timeout(layer = "…", …)]` bounds one run of the
+/// body and never retries it: for the boundaries ADR-019 gives no retry (an
+/// agent loop's total, a tool's execution, a task). A task scope's `retry:`
+/// does not apply to it; `layer` is then required (and beside a `#[retry]`,
+/// which names the layer, refused). `std::io::Error` holds a timeout, so a
+/// tool returning it needs no error type of its own.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::{timeout, Boundary, Classify, TimeoutError};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum AgentError {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Timeout(#[from] TimeoutError),
+/// }
+///
+/// struct Limits { max_duration_secs: u64 }
+///
+/// impl Limits {
+///     fn max_duration(&self) -> Duration {
+///         Duration::from_secs(self.max_duration_secs)
+///     }
+/// }
+///
+/// struct Agent { limits: Limits }
+///
+/// impl Agent {
+///     /// The agent loop: bounded in total, run once.
+///     #[timeout(layer = "task", total = self.limits.max_duration())]
+///     async fn run(&self) -> Result<u32, AgentError> {
+///         loop {
+///             tokio::time::sleep(Duration::from_secs(1)).await; // one turn
+///         }
+///     }
+/// }
+///
+/// struct Shell { timeout: Duration }
+///
+/// impl Shell {
+///     /// One tool call, bounded; the timeout comes back as an `io::Error`.
+///     #[timeout(layer = "tool", attempt = self.timeout)]
+///     async fn exec(&self, secs: u64) -> Result<u64, std::io::Error> {
+///         tokio::time::sleep(Duration::from_secs(secs)).await;
+///         Ok(secs)
+///     }
+/// }
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let agent = Agent { limits: Limits { max_duration_secs: 30 } };
+/// let err = agent.run().await.unwrap_err();
+/// assert_eq!(err.to_string(), "total timeout of 30s expired (layer task)");
+///
+/// let shell = Shell { timeout: Duration::from_secs(5) };
+/// assert_eq!(shell.exec(1).await.unwrap(), 1);
+/// let err = shell.exec(60).await.unwrap_err();
+/// assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+/// assert_eq!(TimeoutError::find(&err).map(|t| t.boundary()), Some(Boundary::Attempt));
 /// # }
 /// ```
 #[doc(inline)]

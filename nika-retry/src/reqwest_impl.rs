@@ -9,11 +9,17 @@ use crate::{Classify, ErrorCategory};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl Classify for reqwest::Error {
-    /// A status error by its status; a failure of the connection itself
+    /// A [`TimeoutError`](crate::TimeoutError) in its source chain as that
+    /// timeout; a status error by its status; a failure of the connection itself
     /// (refused, reset, stalled: an `io::Error` anywhere in the source chain,
     /// or a connect, timeout, request or body error) is transient; a builder,
     /// redirect or decode error is permanent.
     fn category(&self) -> ErrorCategory {
+        // A limit of ours that expired inside reqwest (the connect limit of
+        // `http::client_builder`) classifies as that limit.
+        if let Some(timeout) = crate::TimeoutError::find(self) {
+            return timeout.category();
+        }
         if let Some(status) = self.status() {
             return status_category(status.as_u16());
         }

@@ -105,8 +105,11 @@ struct Number {
     whole: bool,
 }
 
+/// A number as read: exact when it was an integer, and as an `f64`.
+type Read = Option<(u64, f64)>;
+
 impl<'de> Visitor<'de> for Number {
-    type Value = Option<f64>;
+    type Value = Read;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.expected)
@@ -116,14 +119,15 @@ impl<'de> Visitor<'de> for Number {
             return Err(invalid(self.key, v, self.expected));
         }
         if self.range.contains(&v) {
-            Ok(Some(v))
+            // `as` saturates; a whole number in range keeps its value.
+            Ok(Some((v as u64, v)))
         } else {
             Err(invalid(self.key, v, self.rule))
         }
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
         if self.range.contains(&(v as f64)) {
-            Ok(Some(v as f64))
+            Ok(Some((v, v as f64)))
         } else {
             Err(invalid(self.key, v, self.rule))
         }
@@ -166,8 +170,7 @@ fn whole<'de, D: Deserializer<'de>>(
         range: *range.start() as f64..=*range.end() as f64,
         whole: true,
     };
-    // Within the range, an f64 holds the integer exactly.
-    Ok(d.deserialize_any(visitor)?.map(|v| v as u64))
+    Ok(d.deserialize_any(visitor)?.map(|(whole, _)| whole))
 }
 
 fn max_attempts<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
@@ -196,7 +199,7 @@ fn jitter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f32>, D::Error> {
         range: 0.0..=1.0,
         whole: false,
     };
-    Ok(d.deserialize_any(visitor)?.map(|v| v as f32))
+    Ok(d.deserialize_any(visitor)?.map(|(_, v)| v as f32))
 }
 
 /// The `…_ms` keys: whole milliseconds, 0 or more.

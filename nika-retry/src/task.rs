@@ -289,7 +289,7 @@ where
         let this = self.project();
         let _scoped = context::enter_scope(true);
         this.inner
-            .poll_until(cx, *this.deadline)
+            .poll_until(cx, *this.deadline, &mut None)
             .map(|out| out.unwrap_or_else(|e| Err(E::from(e))))
     }
 }

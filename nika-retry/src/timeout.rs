@@ -11,9 +11,10 @@ use crate::Layer;
 pub enum Boundary {
     /// Establishing a connection: what the body wraps in [`connect`](crate::connect).
     Connect,
-    /// Reading one response: bounds each attempt (`#[timeout(read = …)]`).
+    /// Inactivity: the attempt went this long without progress
+    /// (`#[timeout(read = …)]`, as an HTTP client's read timeout).
     Read,
-    /// One attempt of any kind (`#[timeout(attempt = …)]`).
+    /// One attempt's whole duration (`#[timeout(attempt = …)]`).
     Attempt,
     /// The whole call, its retries and its sleeps (`#[timeout(total = …)]`).
     Total,
@@ -88,6 +89,34 @@ impl TimeoutError {
     /// The layer whose limit it was.
     pub const fn layer(&self) -> Layer {
         self.layer
+    }
+
+    /// The `TimeoutError` in `error` or in its chain of sources: where a
+    /// library such as reqwest wraps the one a connect limit produced.
+    ///
+    /// ```
+    /// use std::io;
+    /// use std::time::Duration;
+    /// use nika_retry::{Boundary, Layer, TimeoutError};
+    ///
+    /// let connect = TimeoutError::new(Boundary::Connect, Duration::from_secs(10), Layer::Http);
+    /// let wrapped = io::Error::other(io::Error::from(connect.clone()));
+    /// assert_eq!(TimeoutError::find(&wrapped), Some(&connect));
+    /// assert_eq!(TimeoutError::find(&io::Error::other("no")), None);
+    /// ```
+    pub fn find<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a TimeoutError> {
+        let mut next = Some(error);
+        while let Some(error) = next {
+            if let Some(timeout) = error.downcast_ref::<TimeoutError>() {
+                return Some(timeout);
+            }
+            // An `io::Error`'s `source` skips the error it holds.
+            next = match error.downcast_ref::<std::io::Error>() {
+                Some(io) => io.get_ref().map(|inner| inner as _),
+                None => error.source(),
+            };
+        }
+        None
     }
 }
 

@@ -1,9 +1,13 @@
-//! Time limits on an attempt that cost nothing when the attempt is ready at once.
+//! Time limits on an attempt that cost nothing when the attempt is ready at once:
+//! on its whole duration, on inactivity (`read`), and an absolute deadline.
 
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Wake, Waker};
 
 use tokio::time::{Instant, Sleep};
 
@@ -12,37 +16,93 @@ use crate::{Boundary, Layer, TimeoutError};
 /// `limit` from now, saturating: a limit too long for the clock (say
 /// `Duration::MAX` from a config) means about thirty years, not a panic.
 pub(crate) fn from_now(limit: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
+    after(Instant::now(), limit)
 }
 
-/// Which limit the timer was set for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Armed {
-    No,
-    Relative,
-    Absolute,
+/// `at + limit`, saturating as [`from_now`] does.
+fn after(at: Instant, limit: Duration) -> Instant {
+    at.checked_add(limit)
+        .unwrap_or_else(|| at + Duration::from_secs(30 * 365 * 86_400))
+}
+
+/// What tells an attempt's own wake-ups from everyone else's, for `read`:
+/// the attempt is polled with a waker of its own that notes each wake-up
+/// and passes it on to the task's waker. A wake-up of a sibling in a
+/// `join!` reaches the task's waker only, so it is not the attempt's progress.
+///
+/// One per call of an annotated fn, allocated once an attempt with a `read`
+/// limit has gone pending, and reused by its later attempts.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    woken: AtomicBool,
+    task: Mutex<Option<Waker>>,
+}
+
+impl Progress {
+    /// The task's waker, to pass the attempt's wake-ups on to.
+    fn register(&self, task: &Waker) {
+        let mut slot = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+        if !slot.as_ref().is_some_and(|w| w.will_wake(task)) {
+            *slot = Some(task.clone());
+        }
+    }
+
+    /// Whether the attempt was woken since the last call.
+    fn take_woken(&self) -> bool {
+        self.woken.swap(false, Ordering::AcqRel)
+    }
+}
+
+impl Wake for Progress {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        // Cloned out, so that the task's waker does not run under the lock.
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(task) = task {
+            task.wake();
+        }
+    }
 }
 
 pin_project_lite::pin_project! {
-    /// Runs `inner` under a relative limit and/or an absolute deadline, whichever
-    /// ends first; expiry yields the `TimeoutError` of that limit.
+    /// Runs `inner` under up to three limits, whichever expires first; expiry
+    /// yields the `TimeoutError` of that limit:
     ///
-    /// Unlike `tokio::time::timeout`, neither the clock nor the timer is touched
-    /// unless `inner` is still pending after its first poll: the relative limit
-    /// counts from that poll. The error is only built when a limit expires, so
-    /// the future holds the limits, not three errors.
+    /// - a limit on its whole duration (`attempt`, `connect`, or `total` for
+    ///   `#[timeout]` alone), from its first pending poll;
+    /// - `read`, an inactivity limit: it expires only after `inner` has gone
+    ///   that long without a wake-up of its own (see [`Progress`]);
+    /// - an absolute deadline passed on each poll (a retry loop's `total`).
+    ///
+    /// Unlike `tokio::time::timeout`, neither the clock nor the timer is
+    /// touched unless `inner` is still pending after its first poll. One
+    /// timer serves the three limits: set for the earliest, and when it
+    /// fires early because the attempt made progress since, set again for
+    /// the new end rather than on every wake-up. The error is only built
+    /// when a limit expires, so the future holds the limits, not errors.
     pub(crate) struct Deadline<F> {
         #[pin]
         inner: F,
         #[pin]
         sleep: Option<Sleep>,
-        // The relative limit and the boundary it guards.
-        after: Option<Duration>,
+        // The limit on the whole duration and the boundary it guards.
+        whole: Option<Duration>,
         boundary: Boundary,
+        read: Option<Duration>,
         layer: Layer,
-        armed: Armed,
+        // From the first pending poll: when it was, and the last progress (with `read`).
+        started: Option<Instant>,
+        last: Option<Instant>,
+        // The call's `Progress` and the attempt's own waker, with `read`.
+        own: Option<(Arc<Progress>, Waker)>,
     }
 }
 
@@ -52,64 +112,143 @@ impl<F> Deadline<F> {
         Deadline {
             inner,
             sleep: None,
-            after: None,
+            whole: None,
             boundary: Boundary::Attempt,
+            read: None,
             layer,
-            armed: Armed::No,
+            started: None,
+            last: None,
+            own: None,
         }
     }
 
     /// Bounds `inner` to `limit` from its first pending poll, guarding `boundary`.
     pub(crate) fn after(mut self, limit: Option<Duration>, boundary: Boundary) -> Deadline<F> {
-        self.after = limit;
+        self.whole = limit;
         self.boundary = boundary;
+        self
+    }
+
+    /// Cuts `inner` once it has gone `limit` without progress.
+    pub(crate) fn inactive(mut self, limit: Option<Duration>) -> Deadline<F> {
+        self.read = limit;
         self
     }
 }
 
 impl<F: Future> Deadline<F> {
-    /// Polls `inner` under the relative limit and under `at`, an absolute
-    /// deadline set by a `Total` limit (the instant and the limit). `at` is
-    /// passed on each poll rather than stored, so that a retry loop's
-    /// attempts share the one its call holds.
+    /// Polls `inner` under its limits and under `at`, an absolute deadline
+    /// set by a `Total` limit (the instant and the limit). `at` is passed on
+    /// each poll rather than stored, so that a retry loop's attempts share
+    /// the one its call holds; `progress` likewise, the call's [`Progress`]
+    /// (allocated here on first need when there is a `read` limit).
     pub(crate) fn poll_until(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         at: Option<(Instant, Duration)>,
+        progress: &mut Option<Arc<Progress>>,
     ) -> Poll<Result<F::Output, TimeoutError>> {
         let mut this = self.project();
-        if let Poll::Ready(out) = this.inner.poll(cx) {
+        // A later attempt of a call reuses its `Progress` from its first poll.
+        if this.own.is_none() && this.read.is_some() && this.started.is_none() {
+            if let Some(shared) = progress.as_ref() {
+                shared.take_woken();
+                *this.own = Some(watch(shared));
+            }
+        }
+        let polled = match this.own.as_ref() {
+            Some((shared, own)) => {
+                shared.register(cx.waker());
+                if shared.take_woken() && this.started.is_some() {
+                    *this.last = Some(Instant::now());
+                }
+                this.inner.as_mut().poll(&mut Context::from_waker(own))
+            }
+            None => this.inner.as_mut().poll(cx),
+        };
+        if let Poll::Ready(out) = polled {
             return Poll::Ready(Ok(out));
         }
-        if *this.armed == Armed::No {
-            let relative = this.after.map(from_now);
-            let (when, armed) = match (relative, at) {
-                (Some(rel), Some((abs, _))) if abs < rel => (abs, Armed::Absolute),
-                (Some(rel), _) => (rel, Armed::Relative),
-                (None, Some((abs, _))) => (abs, Armed::Absolute),
-                (None, None) => return Poll::Pending,
-            };
-            *this.armed = armed;
-            this.sleep.set(Some(tokio::time::sleep_until(when)));
-        }
-        match this.sleep.as_pin_mut().map(|s| s.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(Err(match *this.armed {
-                Armed::Absolute => {
-                    let total = at.map_or(Duration::ZERO, |(_, limit)| limit);
-                    TimeoutError::new(Boundary::Total, total, *this.layer)
+        if this.started.is_none() {
+            if this.read.is_some() && this.own.is_none() {
+                // The first attempt to go pending: from now on it is polled
+                // with its own waker. Polled again at once, so that what it
+                // waits on holds that waker rather than the task's.
+                let (shared, own) = this
+                    .own
+                    .insert(watch(progress.get_or_insert_with(Arc::default)));
+                shared.register(cx.waker());
+                if let Poll::Ready(out) = this.inner.as_mut().poll(&mut Context::from_waker(own)) {
+                    return Poll::Ready(Ok(out));
                 }
-                _ => TimeoutError::new(*this.boundary, this.after.unwrap_or_default(), *this.layer),
-            })),
-            _ => Poll::Pending,
+            }
+            let now = Instant::now();
+            *this.started = Some(now);
+            *this.last = Some(now);
+            match first_end(this.whole, this.read, this.started, this.last, at) {
+                Some((end, _)) => this.sleep.set(Some(tokio::time::sleep_until(end))),
+                None => return Poll::Pending,
+            }
+        }
+        loop {
+            let Some(mut sleep) = this.sleep.as_mut().as_pin_mut() else {
+                return Poll::Pending;
+            };
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            let Some((end, which)) = first_end(this.whole, this.read, this.started, this.last, at)
+            else {
+                return Poll::Pending;
+            };
+            if end <= Instant::now() {
+                let (boundary, limit) = match which {
+                    0 => (Boundary::Read, this.read.unwrap_or_default()),
+                    1 => (*this.boundary, this.whole.unwrap_or_default()),
+                    _ => (
+                        Boundary::Total,
+                        at.map_or(Duration::ZERO, |(_, limit)| limit),
+                    ),
+                };
+                return Poll::Ready(Err(TimeoutError::new(boundary, limit, *this.layer)));
+            }
+            // The attempt made progress since the timer was set: set it again.
+            sleep.reset(end);
         }
     }
+}
+
+/// `shared`, and a waker that notes the attempt's wake-ups in it.
+fn watch(shared: &Arc<Progress>) -> (Arc<Progress>, Waker) {
+    (Arc::clone(shared), Waker::from(Arc::clone(shared)))
+}
+
+/// The earliest end of the limits once the first pending poll has set
+/// `started`, and which limit it is (0: read, 1: whole, 2: total); ties go
+/// to the per-attempt limits, listed first.
+fn first_end(
+    whole: &Option<Duration>,
+    read: &Option<Duration>,
+    started: &Option<Instant>,
+    last: &Option<Instant>,
+    at: Option<(Instant, Duration)>,
+) -> Option<(Instant, usize)> {
+    let read = read.zip(*last).map(|(limit, last)| after(last, limit));
+    let whole = whole
+        .zip(*started)
+        .map(|(limit, start)| after(start, limit));
+    [read, whole, at.map(|(at, _)| at)]
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, end)| end.map(|end| (end, i)))
+        .min_by_key(|&(end, i)| (end, i))
 }
 
 impl<F: Future> Future for Deadline<F> {
     type Output = Result<F::Output, TimeoutError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.poll_until(cx, None)
+        self.poll_until(cx, None, &mut None)
     }
 }
 
@@ -131,7 +270,8 @@ mod tests {
         at: Option<(Instant, Duration)>,
     ) -> Result<F::Output, TimeoutError> {
         let mut d = std::pin::pin!(d);
-        core::future::poll_fn(|cx| d.as_mut().poll_until(cx, at)).await
+        let mut progress = None;
+        core::future::poll_fn(|cx| d.as_mut().poll_until(cx, at, &mut progress)).await
     }
 
     #[tokio::test(start_paused = true)]
@@ -151,14 +291,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_earlier_limit_wins_with_its_own_error() {
         let start = Instant::now();
-        let fut = deadline(core::future::pending::<()>()).after(Some(secs(2)), Boundary::Read);
+        let fut = deadline(core::future::pending::<()>()).inactive(Some(secs(2)));
         let fut = until(fut, Some((start + secs(3), secs(3))));
         let read = TimeoutError::new(Boundary::Read, secs(2), Layer::Tool);
         assert_eq!(fut.await, Err(read));
         assert_eq!(start.elapsed(), secs(2));
 
         let start = Instant::now();
-        let fut = deadline(core::future::pending::<()>()).after(Some(secs(2)), Boundary::Read);
+        let fut = deadline(core::future::pending::<()>()).inactive(Some(secs(2)));
         let fut = until(fut, Some((start + secs(1), secs(9))));
         let total = TimeoutError::new(Boundary::Total, secs(9), Layer::Tool);
         assert_eq!(fut.await, Err(total));
@@ -190,5 +330,106 @@ mod tests {
         let fut = deadline(inner).after(Some(secs(1)), Boundary::Attempt);
         assert_eq!(fut.await, Ok("done"));
         assert_eq!(start.elapsed(), Duration::from_millis(999));
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// Receives a chunk every `every` for `chunks` chunks, after an optional stall.
+    async fn stream(every: Duration, chunks: u32, stall_after: u32, stall: Duration) -> u32 {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        tokio::spawn(async move {
+            for i in 0..chunks {
+                if i == stall_after {
+                    tokio::time::sleep(stall).await;
+                }
+                tokio::time::sleep(every).await;
+                if tx.send(i).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut n = 0;
+        while rx.recv().await.is_some() {
+            n += 1;
+        }
+        n
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn read_is_restarted_by_every_wake_up_and_cuts_a_stall() {
+        let start = Instant::now();
+        let fut = deadline(stream(ms(100), 30, u32::MAX, Duration::ZERO)).inactive(Some(ms(500)));
+        assert_eq!(
+            fut.await,
+            Ok(30),
+            "3 s of chunks 100 ms apart pass a 500 ms read limit"
+        );
+        assert_eq!(start.elapsed(), secs(3));
+
+        let start = Instant::now();
+        let fut = deadline(stream(ms(100), 30, 10, secs(1))).inactive(Some(ms(500)));
+        let read = TimeoutError::new(Boundary::Read, ms(500), Layer::Tool);
+        assert_eq!(fut.await, Err(read));
+        // The tenth chunk at 1 s, then nothing: cut 500 ms later.
+        assert_eq!(start.elapsed(), ms(1500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn attempt_bounds_a_busy_attempt_that_read_lets_live() {
+        let start = Instant::now();
+        let fut = deadline(stream(ms(100), 30, u32::MAX, Duration::ZERO))
+            .inactive(Some(ms(500)))
+            .after(Some(secs(2)), Boundary::Attempt);
+        let attempt = TimeoutError::new(Boundary::Attempt, secs(2), Layer::Tool);
+        assert_eq!(fut.await, Err(attempt));
+        assert_eq!(start.elapsed(), secs(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_attempt_beside_a_busy_sibling_expires_on_time() {
+        let start = Instant::now();
+        let stalled = async {
+            let out = deadline(core::future::pending::<()>())
+                .inactive(Some(ms(500)))
+                .await;
+            (out, start.elapsed())
+        };
+        let busy = async {
+            for _ in 0..30 {
+                tokio::time::sleep(ms(50)).await;
+            }
+        };
+        let ((out, at), ()) = tokio::join!(stalled, busy);
+        assert!(out.is_err());
+        assert_eq!(at, ms(500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn later_attempts_reuse_the_calls_progress() {
+        let mut progress = None;
+        for _ in 0..3 {
+            let d = deadline(stream(ms(100), 3, u32::MAX, Duration::ZERO)).inactive(Some(ms(500)));
+            let mut d = std::pin::pin!(d);
+            let out = core::future::poll_fn(|cx| d.as_mut().poll_until(cx, None, &mut progress));
+            assert_eq!(out.await, Ok(3));
+        }
+        let shared = progress.expect("allocated by the first attempt that went pending");
+        assert_eq!(
+            Arc::strong_count(&shared),
+            1,
+            "the attempts' wakers are gone"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_ready_at_once_allocates_no_progress() {
+        let mut progress = None;
+        let d = deadline(async { 1 }).inactive(Some(ms(500)));
+        let mut d = std::pin::pin!(d);
+        let out = core::future::poll_fn(|cx| d.as_mut().poll_until(cx, None, &mut progress));
+        assert_eq!(out.await, Ok(1));
+        assert!(progress.is_none());
     }
 }

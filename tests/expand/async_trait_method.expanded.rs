@@ -44,8 +44,8 @@ where
                     .timed(
                         ::nika_retry::__private::Timeouts {
                             connect: ::core::option::Option::None,
+                            read: ::core::option::Option::None,
                             attempt: ::core::option::Option::None,
-                            attempt_boundary: ::nika_retry::Boundary::Attempt,
                         },
                         ::nika_retry::__private::attempt::<
                             Result<usize, ToolError>,

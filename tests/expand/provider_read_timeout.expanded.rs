@@ -25,10 +25,10 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                 .timed(
                     ::nika_retry::__private::Timeouts {
                         connect: ::core::option::Option::None,
-                        attempt: ::core::option::Option::Some(
+                        read: ::core::option::Option::Some(
                             ::core::time::Duration::new(120u64, 0u32),
                         ),
-                        attempt_boundary: ::nika_retry::Boundary::Read,
+                        attempt: ::core::option::Option::None,
                     },
                     ::nika_retry::__private::attempt::<
                         Result<Response, ProviderError>,

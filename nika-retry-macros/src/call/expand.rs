@@ -29,7 +29,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Signature, Stmt, Type};
 
 use super::item::Body;
-use super::validate::{AttemptBoundary, Category, Layer, Limit, Plan, Settings, Timeouts};
+use super::validate::{Category, Layer, Limit, Plan, Settings, Timeouts};
 
 pub(crate) fn expand(plan: Plan) -> TokenStream {
     let Plan {
@@ -38,6 +38,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         output,
         settings,
         timeouts,
+        alone,
         absorbed,
     } = plan;
     let ItemFn {
@@ -78,7 +79,8 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     // so that a missing `Classify` or `From<TimeoutError>` is reported there.
     let span = error_type(&output).unwrap_or(&output).span();
     let result = Ident::new("__nika_result", Span::mixed_site().located_at(span));
-    let attempt = quote_spanned!(output.span()=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
+    let attempt_block_typed = quote_spanned!(output.span()=> ::nika_retry::__private::attempt::<#output, _>(#attempt_block));
+    let attempt = &attempt_block_typed;
     // The receiver is located there too: a method call's error is reported at its first token.
     let call_at = Ident::new("__nika_call", Span::mixed_site().located_at(span));
     let attempt = match &timeouts {
@@ -98,7 +100,17 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     };
     let next = quote_spanned!(span=> #call_at.next({ &#result }, #config, #self_type));
 
-    let retry_loop = quote! {
+    let retry_loop = if alone {
+        // `#[timeout]` alone: one run under the limits, no loop.
+        let limits = attempt_limits(timeouts.as_ref().unwrap_or(&Timeouts::default()));
+        let once = quote_spanned!(span=> ::nika_retry::__private::once);
+        quote! {
+            #(#[allow(unused_imports)] use #absorbed as _;)*
+            #site
+            #once(__NIKA_SITE, #total, #limits, #attempt_block_typed).await
+        }
+    } else {
+        quote! {
         #(#[allow(unused_imports)] use #absorbed as _;)*
         #site
         let mut #call = ::nika_retry::__private::Call::new(__NIKA_SITE, #total);
@@ -112,6 +124,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 }
             };
             ::nika_retry::__private::sleep(#delay).await;
+        }
         }
     };
     let new_body = match body {
@@ -235,16 +248,13 @@ fn limit_tokens(limit: Option<&Limit>) -> TokenStream {
 /// The per-attempt limits, built as each attempt starts.
 fn attempt_limits(timeouts: &Timeouts) -> TokenStream {
     let connect = limit_tokens(timeouts.connect.as_ref());
-    let attempt = limit_tokens(timeouts.attempt.as_ref().map(|(l, _)| l));
-    let boundary = match timeouts.attempt.as_ref().map(|(_, b)| *b) {
-        Some(AttemptBoundary::Read) => quote!(Read),
-        _ => quote!(Attempt),
-    };
+    let read = limit_tokens(timeouts.read.as_ref());
+    let attempt = limit_tokens(timeouts.attempt.as_ref());
     quote! {
         ::nika_retry::__private::Timeouts {
             connect: #connect,
+            read: #read,
             attempt: #attempt,
-            attempt_boundary: ::nika_retry::Boundary::#boundary,
         }
     }
 }

@@ -5,17 +5,19 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use super::{FromTimeout, RetryResult, Site, Timeouts};
 use crate::attempt::IdempotencyKey;
+use crate::connect::{self, ConnectLimit};
 use crate::context::{self, Budget, Context as Around, Own};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
-use crate::timer::{Deadline, from_now};
-use crate::{Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
+use crate::timer::{Deadline, Progress, from_now};
+use crate::{Boundary, Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
 
 /// One call of an annotated fn: its retry state, its deadline, and its
 /// place among the retry loops around it.
@@ -42,6 +44,9 @@ pub struct Call {
     /// Whether the last attempt failed on one of the call's own time limits.
     timed_out: bool,
     key: IdempotencyKey,
+    /// Tells the attempts' own wake-ups from others', for `read`: allocated
+    /// once an attempt with a `read` limit has gone pending.
+    progress: Option<Arc<Progress>>,
     first_failure: Option<Instant>,
     last_category: ErrorCategory,
 }
@@ -60,6 +65,7 @@ impl Call {
             max_attempts: 0,
             timed_out: false,
             key: IdempotencyKey::UNDRAWN,
+            progress: None,
             first_failure: None,
             last_category: ErrorCategory::Transient,
         }
@@ -73,7 +79,7 @@ impl Call {
 
     /// Runs `poll`, one poll of the call's attempt, with its context in force.
     #[inline]
-    fn in_force<R>(&mut self, connect: Option<Duration>, poll: impl FnOnce() -> R) -> R {
+    fn in_force<R>(&mut self, connect: Option<ConnectLimit>, poll: impl FnOnce() -> R) -> R {
         let site = self.site;
         let attempt = self.state.attempt();
         let own = Own {
@@ -83,7 +89,7 @@ impl Call {
             bucket: &mut self.bucket,
             key: &mut self.key,
         };
-        context::in_force(own, connect.map(|limit| (limit, site.layer)), attempt, poll)
+        context::in_force(own, connect, attempt, poll)
     }
 
     /// Runs one attempt under `limits` and the call's total deadline.
@@ -95,8 +101,9 @@ impl Call {
     {
         Timed {
             inner: Deadline::new(fut, self.site.layer)
-                .after(limits.attempt, limits.attempt_boundary),
-            connect: limits.connect,
+                .after(limits.attempt, Boundary::Attempt)
+                .inactive(limits.read),
+            connect: ConnectLimit::new(limits.connect, self.site.layer),
             call: self,
             into_error: E::from_timeout,
         }
@@ -352,7 +359,7 @@ pin_project_lite::pin_project! {
     pub struct Timed<'a, F, E> {
         #[pin]
         inner: Deadline<F>,
-        connect: Option<Duration>,
+        connect: Option<ConnectLimit>,
         // For its total deadline, its budget and its attempt's context.
         call: &'a mut Call,
         // A fn pointer rather than an `E: FromTimeout` bound here, so that a
@@ -372,9 +379,20 @@ where
         let this = self.project();
         let inner = this.inner;
         let deadline = this.call.deadline;
-        let polled = this
-            .call
-            .in_force(*this.connect, || inner.poll_until(cx, deadline));
+        // Out of the call for the poll, which lends the call to its context.
+        let mut progress = this.call.progress.take();
+        let connect = this.connect;
+        let polled = this.call.in_force(*connect, || {
+            let polled = inner.poll_until(cx, deadline, &mut progress);
+            if let Some(connect) = connect.as_mut() {
+                connect.reached |= context::connect_reached();
+            }
+            polled
+        });
+        this.call.progress = progress;
+        if polled.is_ready() {
+            connect::attempt_ended(*connect, this.call.site.operation);
+        }
         let into_error = *this.into_error;
         polled.map(|out| {
             out.unwrap_or_else(|e| {

@@ -5,6 +5,7 @@
 mod bounds;
 mod call;
 mod derive;
+mod once;
 mod probe;
 mod site;
 
@@ -14,5 +15,6 @@ pub use call::{Attempt, Call, NO_CONFIG, Timed, sleep};
 pub use derive::{
     DurationHint, HttpStatus, MillisHint, hint_duration, hint_millis, status_category,
 };
+pub use once::{Once, once};
 pub use probe::events_built;
 pub use site::{Overrides, Site, Timeouts};

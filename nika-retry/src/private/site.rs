@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use crate::{Boundary, CategorySet, Growth, Layer, RetryConfig};
+use crate::{CategorySet, Growth, Layer, RetryConfig};
 
 /// One annotated fn, resolved at compile time into a `const`.
 #[derive(Debug)]
@@ -78,10 +78,11 @@ impl Overrides {
 /// expressions evaluated as each attempt starts.
 #[derive(Clone, Copy, Debug)]
 pub struct Timeouts {
-    /// `connect = …`: bounds what the body wraps in `nika_retry::connect`.
+    /// `connect = …`: bounds what the body wraps in `nika_retry::connect`
+    /// and the connector of a client from `nika_retry::http::client_builder`.
     pub connect: Option<Duration>,
-    /// `read = …` or `attempt = …`: bounds each attempt.
+    /// `read = …`: cuts an attempt that has gone this long without progress.
+    pub read: Option<Duration>,
+    /// `attempt = …`: bounds each attempt's whole duration.
     pub attempt: Option<Duration>,
-    /// Which of `read` and `attempt` it was.
-    pub attempt_boundary: Boundary,
 }

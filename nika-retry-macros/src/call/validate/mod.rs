@@ -29,7 +29,7 @@ const RETRY_KEYS: [&str; 9] = [
     "config",
     "clone",
 ];
-const TIMEOUT_KEYS: [&str; 4] = ["connect", "read", "attempt", "total"];
+const TIMEOUT_KEYS: [&str; 5] = ["connect", "read", "attempt", "total", "layer"];
 /// Mirrors `nika_retry::MAX_ATTEMPTS`.
 const MAX_ATTEMPTS: u64 = 10;
 
@@ -80,18 +80,12 @@ pub(crate) enum Limit {
     Expr(Expr),
 }
 
-/// Which key bounds each attempt.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum AttemptBoundary {
-    Read,
-    Attempt,
-}
-
 /// The validated `#[timeout]`.
 #[derive(Default)]
 pub(crate) struct Timeouts {
     pub(crate) connect: Option<Limit>,
-    pub(crate) attempt: Option<(Limit, AttemptBoundary)>,
+    pub(crate) read: Option<Limit>,
+    pub(crate) attempt: Option<Limit>,
     pub(crate) total: Option<Limit>,
 }
 
@@ -109,6 +103,23 @@ pub(crate) struct Settings {
     pub(crate) clones: Vec<(Ident, bool)>,
 }
 
+impl Settings {
+    /// The settings of a fn without `#[retry]`: its layer, no overrides.
+    fn layer_only(layer: Layer) -> Settings {
+        Settings {
+            layer,
+            attempts: None,
+            backoff: None,
+            max_backoff: None,
+            multiplier: None,
+            jitter: None,
+            on: None,
+            config: None,
+            clones: Vec::new(),
+        }
+    }
+}
+
 /// The validated `#[retry]` and `#[timeout]` of one fn.
 pub(crate) struct Plan {
     /// The fn, without its nika-retry attributes.
@@ -119,6 +130,8 @@ pub(crate) struct Plan {
     pub(crate) settings: Settings,
     /// `None` without `#[timeout]`.
     pub(crate) timeouts: Option<Timeouts>,
+    /// `#[timeout]` without `#[retry]`: one run, no loop.
+    pub(crate) alone: bool,
     /// The paths of the sibling attributes absorbed, so their imports count as used.
     pub(crate) absorbed: Vec<syn::Path>,
 }
@@ -181,25 +194,20 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
     }
 
     let fn_shape = check_fn(&mut errors, &item);
-    let Some(retry) = retry else {
-        if let Some(timeout) = &timeout {
-            errors.spanned(
-                &timeout.span,
-                "#[timeout] needs a #[retry(layer = \"…\")] on the same fn: the layer owns its timeouts \
-                 (for a single attempt, write #[retry(layer = \"task\")])",
-            );
+    let (settings, timeouts, alone) = match (retry, timeout) {
+        (Some(retry), timeout) => {
+            let settings = retry_settings(&mut errors, retry, &item);
+            let timeouts = match (&settings, timeout) {
+                (Some(s), Some(t)) => timeout_plan(&mut errors, t, Some(s.layer)).map(|(_, t)| t),
+                _ => None,
+            };
+            (settings, timeouts, false)
         }
-        return Err(errors.finish(()).err().unwrap_or_else(|| {
-            syn::Error::new(
-                Span::call_site(),
-                "#[timeout] needs a #[retry(layer = \"…\")]",
-            )
-        }));
-    };
-    let settings = retry_settings(&mut errors, retry, &item);
-    let timeouts = match (&settings, timeout) {
-        (Some(s), Some(t)) => Some(timeout_plan(&mut errors, t, s.layer)),
-        _ => None,
+        (None, Some(timeout)) => match timeout_plan(&mut errors, timeout, None) {
+            Some((layer, timeouts)) => (Some(Settings::layer_only(layer)), Some(timeouts), true),
+            None => (None, None, true),
+        },
+        (None, None) => (None, None, false),
     };
     match (settings, fn_shape) {
         (Some(settings), Some((body, output))) if errors.is_empty() => Ok(Plan {
@@ -208,6 +216,7 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
             output,
             settings,
             timeouts,
+            alone,
             absorbed,
         }),
         _ => Err(errors

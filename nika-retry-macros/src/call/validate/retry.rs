@@ -128,7 +128,7 @@ fn clone_list(errors: &mut Errors, arg: &Arg, item: &ItemFn) -> Vec<(Ident, bool
     out
 }
 
-fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
+pub(super) fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
     let text = match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..

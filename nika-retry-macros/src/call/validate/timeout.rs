@@ -4,8 +4,10 @@ use std::time::Duration;
 
 use syn::{Expr, ExprLit, Lit};
 
+use super::super::parse::Arg;
 use super::keys::{duration, known_unique_keys, value_expr};
-use super::{AttemptBoundary, Layer, Limit, TIMEOUT_KEYS, Timeouts, Written};
+use super::retry::parse_layer;
+use super::{Layer, Limit, TIMEOUT_KEYS, Timeouts, Written};
 use crate::errors::Errors;
 
 /// A limit: a string literal is checked now, anything else is an expression
@@ -23,19 +25,60 @@ fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
     }
 }
 
-pub(super) fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) -> Timeouts {
-    let args = known_unique_keys(errors, timeout.args, &TIMEOUT_KEYS, "timeout");
+/// The limits of `#[timeout]` and the layer they belong to: the one
+/// `#[retry]` names (`retry_layer`), or else the one `#[timeout]` names itself.
+pub(super) fn timeout_plan(
+    errors: &mut Errors,
+    timeout: Written,
+    retry_layer: Option<Layer>,
+) -> Option<(Layer, Timeouts)> {
+    let mut args = known_unique_keys(errors, timeout.args, &TIMEOUT_KEYS, "timeout");
+    let layer_arg = args
+        .iter()
+        .position(|a| a.key == "layer")
+        .map(|i| args.remove(i));
+    let layer = match (retry_layer, layer_arg) {
+        (Some(layer), None) => layer,
+        (Some(layer), Some(arg)) => {
+            errors.spanned(
+                &arg.key,
+                format!(
+                    "the layer is named once per fn, and #[retry(layer = \"{}\")] names it; \
+                     remove `layer` from #[timeout]",
+                    layer.name()
+                ),
+            );
+            layer
+        }
+        (None, Some(arg)) => value_expr(errors, &arg).and_then(|e| parse_layer(errors, e))?,
+        (None, None) => {
+            errors.spanned(
+                &timeout.span,
+                "#[timeout] without #[retry] needs the layer whose limits these are: \
+                 write #[timeout(layer = \"http\" | \"provider\" | \"tool\" | \"task\", …)]; \
+                 the body then runs once, bounded, and is never retried",
+            );
+            return None;
+        }
+    };
+    Some((layer, limits(errors, &timeout.span, args, layer)))
+}
+
+/// The limit keys of `#[timeout]` for a fn of `layer`.
+fn limits(
+    errors: &mut Errors,
+    span: &proc_macro2::TokenStream,
+    args: Vec<Arg>,
+    layer: Layer,
+) -> Timeouts {
     let mut out = Timeouts::default();
     if args.is_empty() && errors.is_empty() {
         if layer == Layer::Http {
             out.connect = Some(Limit::Literal(Duration::from_secs(10)));
-            out.attempt = Some((
-                Limit::Literal(Duration::from_secs(120)),
-                AttemptBoundary::Read,
-            ));
+            out.read = Some(Limit::Literal(Duration::from_secs(120)));
         } else {
             errors.spanned(
-                &timeout.span,
+                span,
                 format!(
                     "layer `{}` has no default timeouts (only `http` has: connect 10s, read 120s); \
                      write the limit, e.g. #[timeout(attempt = \"30s\")] or #[timeout(total = \"5m\")]",
@@ -45,13 +88,7 @@ pub(super) fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) 
         }
         return out;
     }
-    let position = |key: &str| args.iter().position(|a| a.key == key);
-    if let (Some(read), Some(attempt)) = (position("read"), position("attempt")) {
-        errors.spanned(
-            &args[read.max(attempt)].key,
-            "`read` and `attempt` both bound each attempt; keep one",
-        );
-    }
+    let mut keys = Vec::new();
     for arg in &args {
         let name = arg.key.to_string();
         let owner_ok = match name.as_str() {
@@ -78,12 +115,59 @@ pub(super) fn timeout_plan(errors: &mut Errors, timeout: Written, layer: Layer) 
         let Some(value) = value_expr(errors, arg).and_then(|e| limit(errors, e)) else {
             continue;
         };
+        if let Limit::Literal(d) = value {
+            keys.push((name.clone(), d, &arg.key));
+        }
         match name.as_str() {
             "connect" => out.connect = Some(value),
-            "read" => out.attempt = Some((value, AttemptBoundary::Read)),
-            "attempt" => out.attempt = Some((value, AttemptBoundary::Attempt)),
+            "read" => out.read = Some(value),
+            "attempt" => out.attempt = Some(value),
             _ => out.total = Some(value),
         }
     }
+    check_order(errors, &keys);
     out
+}
+
+/// The limits nest: a connection is set up within an attempt that makes no
+/// progress meanwhile, and an attempt runs within the call. A literal limit
+/// above the one that encloses it could never take effect.
+fn check_order(errors: &mut Errors, literals: &[(String, Duration, &syn::Ident)]) {
+    let find = |key: &str| literals.iter().find(|(k, ..)| k == key);
+    let pairs = [
+        (
+            "connect",
+            "read",
+            "a connection being set up makes no progress, so `read` expires first",
+        ),
+        (
+            "connect",
+            "attempt",
+            "the connection is set up within the attempt",
+        ),
+        (
+            "connect",
+            "total",
+            "the connection is set up within the call",
+        ),
+        ("read", "attempt", "`attempt` ends the attempt first"),
+        ("attempt", "total", "`total` ends the call first"),
+    ];
+    for (inner, outer, why) in pairs {
+        let (Some((_, small, key)), Some((_, big, _))) = (find(inner), find(outer)) else {
+            continue;
+        };
+        if small > big {
+            errors.spanned(
+                key,
+                format!(
+                    "`{inner}` ({}) is above `{outer}` ({}), so it could never take effect: {why}; \
+                     lower `{inner}` to at most {} or raise `{outer}`",
+                    humantime::format_duration(*small),
+                    humantime::format_duration(*big),
+                    humantime::format_duration(*big),
+                ),
+            );
+        }
+    }
 }

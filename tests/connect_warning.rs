@@ -1,0 +1,91 @@
+//! A `connect` limit that cannot take effect is said, once per fn, at run
+//! time. Alone in its binary: the warning is once per process, tracing caches
+//! callsite interest process-wide, and no client from
+//! `nika_retry::http::client_builder` may connect here (its pooled
+//! connections would explain an attempt that connects nowhere).
+
+use std::sync::{Arc, Mutex};
+
+use nika_retry::{Classify, TimeoutError, retry, timeout};
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum HttpError {
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+/// A connect limit and nothing that reads it (a plain client would be the same).
+#[retry(layer = "http", attempts = 1)]
+#[timeout(connect = "1s")]
+async fn connects_nowhere() -> Result<(), HttpError> {
+    Ok(())
+}
+
+/// A connect limit that its connection set-up reads.
+#[retry(layer = "http", attempts = 1)]
+#[timeout(connect = "1s")]
+async fn connects_through_the_boundary() -> Result<(), HttpError> {
+    nika_retry::connect(async {}).await?;
+    Ok(())
+}
+
+/// The same for `#[timeout]` alone.
+#[timeout(layer = "http", connect = "2s")]
+async fn alone_connects_nowhere() -> Result<(), HttpError> {
+    Ok(())
+}
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_connect_limit_never_reached_is_reported_once_per_fn() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        runtime.block_on(async {
+            for _ in 0..3 {
+                connects_nowhere().await.unwrap();
+                connects_through_the_boundary().await.unwrap();
+                alone_connects_nowhere().await.unwrap();
+            }
+        });
+    });
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].contains("WARN")
+            && lines[0].contains(
+                "connect_warning::connects_nowhere: its connect limit of 1s was never used"
+            )
+            && lines[0].contains("nika_retry::http::client_builder()"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("connect_warning::alone_connects_nowhere: its connect limit of 2s"),
+        "{}",
+        lines[1]
+    );
+}
