@@ -218,9 +218,7 @@ fn unmut(sig: &mut Signature, body: &mut Body, name: &Ident) {
     if let Body::AsyncTrait { prologue, .. } = body {
         for stmt in prologue {
             let Stmt::Local(local) = stmt else { continue };
-            let moves_self = local.init.as_ref().is_some_and(
-                |init| matches!(&*init.expr, syn::Expr::Path(p) if p.path.is_ident("self")),
-            );
+            let moves_self = item::moves_self(local);
             match &mut local.pat {
                 Pat::Ident(p) if moves_self && name == "self" => p.mutability = None,
                 _ if moves_self => {}
