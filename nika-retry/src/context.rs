@@ -466,4 +466,54 @@ mod tests {
         assert_eq!(connect_limit(), None);
         assert_eq!(attempt(IdempotencyKey::draw), None);
     }
+
+    #[test]
+    fn a_budget_packs_its_total_use_and_kind() {
+        let budget = Budget::new(9, 4);
+        assert_eq!(
+            (budget.total(), budget.used(), budget.is_explicit()),
+            (9, 4, false)
+        );
+        let explicit = Budget::explicit(5, 2).took_one();
+        assert_eq!(
+            (explicit.total(), explicit.used(), explicit.is_explicit()),
+            (5, 3, true)
+        );
+    }
+
+    #[test]
+    fn the_accessors_read_the_frame_in_force() {
+        let limit = ConnectLimit::new(Some(Duration::from_secs(2)), Layer::Http);
+        {
+            let _connect = with_connect(limit);
+            assert_eq!(connect_limit(), Some((Duration::from_secs(2), Layer::Http)));
+        }
+        assert_eq!(connect_limit(), None);
+
+        let mut budget = Some(Budget::new(9, 3));
+        let mut key = IdempotencyKey::UNDRAWN;
+        {
+            let own = Own {
+                budget: &mut budget,
+                key: &mut key,
+            };
+            let _entered = enter(own, |outer, own| Frame {
+                budget: *own.budget,
+                ..*outer
+            });
+            assert_eq!(super::budget(), Some(Budget::new(9, 3)));
+        }
+        assert_eq!(super::budget(), None);
+
+        let scoped = || CONTEXT.with(Cell::get).scoped;
+        {
+            let _outer = enter_scope(true);
+            {
+                let _hidden = enter_scope(false);
+                assert!(!scoped());
+            }
+            assert!(scoped(), "the inner mark put the outer one back");
+        }
+        assert!(!scoped());
+    }
 }

@@ -9,6 +9,9 @@ mod once;
 mod probe;
 mod site;
 
+#[cfg(test)]
+mod renamed;
+
 pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult, attempt};
 pub(crate) use call::resolve;
 pub use call::{Attempt, Call, NO_CONFIG, Timed, sleep};
