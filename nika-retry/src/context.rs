@@ -490,22 +490,24 @@ mod tests {
         }
         assert_eq!(connect_limit(), None);
 
-        let mut budget = Some(Budget::new(9, 3));
+        static SITE: Site = crate::__private::Overrides::NONE.site(Layer::Http, "t");
+        let (mut max_attempts, mut budget, mut bucket) = (3, Some(Budget::new(9, 3)), None);
         let mut key = IdempotencyKey::UNDRAWN;
         {
             let own = Own {
+                site: &SITE,
+                max_attempts: &mut max_attempts,
                 budget: &mut budget,
+                bucket: &mut bucket,
                 key: &mut key,
             };
-            let _entered = enter(own, |outer, own| Frame {
-                budget: *own.budget,
-                ..*outer
+            in_force(own, None, 1, || {
+                assert_eq!(super::budget(), Some(Budget::new(9, 3)));
             });
-            assert_eq!(super::budget(), Some(Budget::new(9, 3)));
         }
         assert_eq!(super::budget(), None);
 
-        let scoped = || CONTEXT.with(Cell::get).scoped;
+        let scoped = || CONTEXT.with(|c| c.scoped.get());
         {
             let _outer = enter_scope(true);
             {
