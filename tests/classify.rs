@@ -156,3 +156,33 @@ fn generic_transparent_fields_get_the_bound() {
         Generic::Inner(Box::new(io::ErrorKind::PermissionDenied.into()));
     assert_eq!(boxed.category(), ErrorCategory::Auth);
 }
+
+/// `http_status` reads an `Option<u16>` (no status: no response, transient)
+/// and, with feature `reqwest`, a `StatusCode`.
+#[derive(Debug, Classify)]
+enum StatusShapes {
+    #[category(http_status = 0)]
+    Maybe(Option<u16>),
+    #[category(http_status = status)]
+    Typed { status: reqwest::StatusCode },
+}
+
+#[test]
+fn http_status_from_an_option_and_a_status_code() {
+    assert_eq!(
+        StatusShapes::Maybe(None).category(),
+        ErrorCategory::Transient
+    );
+    assert_eq!(
+        StatusShapes::Maybe(Some(429)).category(),
+        ErrorCategory::RateLimited
+    );
+    assert_eq!(
+        StatusShapes::Maybe(Some(400)).category(),
+        ErrorCategory::Permanent
+    );
+    let typed = StatusShapes::Typed {
+        status: reqwest::StatusCode::UNAUTHORIZED,
+    };
+    assert_eq!(typed.category(), ErrorCategory::Auth);
+}

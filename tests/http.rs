@@ -141,14 +141,13 @@ async fn a_stall_past_the_read_timeout_is_cut_and_retried() {
     .await;
     let transport = Transport::new(server.url(""), fast());
     let log = Arc::new(EventLog::default());
-    let start = Instant::now();
+    // "on time" is the second answer: the first attempt was cut, not waited out.
     assert_eq!(
         observe(log.clone(), transport.post("/", "x"))
             .await
             .unwrap(),
         "on time"
     );
-    assert!(start.elapsed() < Duration::from_secs(5));
     assert_eq!(log.outline(), [(Http, Retrying), (Http, Recovered)]);
     assert_eq!(log.events()[0].category, ErrorCategory::Transient);
 }
@@ -287,6 +286,8 @@ async fn the_task_retry_block_sets_the_provider_attempts_and_timeout_bounds_the_
     let t = task("{ id: t4, verb: infer, input: hi, timeout: 300ms }");
     let start = Instant::now();
     let err = run_task(&t, &provider, &tool).await.unwrap_err();
+    // Not before the deadline; the error says the deadline is what ended it.
+    assert!(start.elapsed() >= ms(300));
     let TaskError::Timeout(timeout) = &err else {
         panic!("{err:?}")
     };
@@ -294,7 +295,6 @@ async fn the_task_retry_block_sets_the_provider_attempts_and_timeout_bounds_the_
         (timeout.boundary(), timeout.layer()),
         (Boundary::Total, Layer::Task)
     );
-    assert!(start.elapsed() < Duration::from_secs(2));
 }
 
 /// Options whose http layer makes a single attempt, to count the layer above.

@@ -1,5 +1,6 @@
-//! `tracing` output of the retry events. Alone in its binary: tracing caches
-//! callsite interest process-wide, so other tests on other threads would race it.
+//! `tracing` output of the retry events, and `#[instrument]` beside
+//! `#[retry]`. Alone in its binary and run one at a time: tracing caches
+//! callsite interest process-wide, so tests on other threads would race it.
 
 use std::sync::{Arc, Mutex};
 
@@ -24,13 +25,18 @@ impl std::io::Write for Captured {
     }
 }
 
-#[test]
-fn tracing_events_carry_the_layer_field() {
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The lines `tracing` prints while `run` runs on a paused clock, with a
+/// line for each span created.
+fn traced(run: impl std::future::Future<Output = ()>) -> String {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(move || writer.clone())
         .with_max_level(tracing::Level::DEBUG)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::NEW)
         .with_ansi(false)
         .finish();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -38,13 +44,16 @@ fn tracing_events_carry_the_layer_field() {
         .start_paused(true)
         .build()
         .unwrap();
-    tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(async {
-            let script = Script::new(1, ProviderError::status(503));
-            assert_eq!(http(&script).await, Ok(2));
-        });
+    tracing::subscriber::with_default(subscriber, || runtime.block_on(run));
+    String::from_utf8(captured.0.lock().unwrap().clone()).unwrap()
+}
+
+#[test]
+fn tracing_events_carry_the_layer_field() {
+    let text = traced(async {
+        let script = Script::new(1, ProviderError::status(503));
+        assert_eq!(http(&script).await, Ok(2));
     });
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
@@ -63,4 +72,29 @@ fn tracing_events_carry_the_layer_field() {
         "{}",
         lines[1]
     );
+}
+
+/// `#[instrument]` below `#[retry]`, with an owned argument: it wraps the
+/// whole expanded fn.
+#[retry(layer = "http", jitter = 0.0, clone(prompt))]
+#[tracing::instrument(skip(script))]
+async fn instrumented(prompt: String, script: &Script) -> Result<usize, ProviderError> {
+    script.attempt()?;
+    Ok(prompt.len())
+}
+
+#[test]
+fn one_span_covers_the_whole_call_and_its_retry_events() {
+    let text = traced(async {
+        let script = Script::new(2, ProviderError::status(503));
+        assert_eq!(instrumented("hello".to_owned(), &script).await, Ok(5));
+        assert_eq!(script.attempts(), 3);
+    });
+    let spans = text.lines().filter(|l| l.contains(": new")).count();
+    assert_eq!(spans, 1, "{text}");
+    let events: Vec<&str> = text.lines().filter(|l| l.contains("outcome=")).collect();
+    assert_eq!(events.len(), 3, "{text}");
+    for event in events {
+        assert!(event.contains("instrumented{prompt=\"hello\"}"), "{event}");
+    }
 }

@@ -7,6 +7,7 @@ mod call;
 mod classify;
 mod duration;
 mod errors;
+mod krate;
 mod suggest;
 
 #[cfg(test)]

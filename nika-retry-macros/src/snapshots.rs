@@ -99,6 +99,40 @@ fn async_trait_method() {
 }
 
 #[test]
+fn coercing_return() {
+    let input = quote! {
+        async fn name(&self) -> Result<&str, ProviderError> {
+            if self.buf.is_empty() {
+                return Ok("none");
+            }
+            Ok(&self.buf)
+        }
+    };
+    check(
+        "coercing_return",
+        call::expand(Kind::Retry, quote!(layer = "provider"), input),
+    );
+}
+
+#[test]
+fn clone_self() {
+    let input = quote! {
+        async fn run(mut self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderError> {
+            self.consume(a).await?;
+            Ok(b)
+        }
+    };
+    check(
+        "clone_self",
+        call::expand(
+            Kind::Retry,
+            quote!(layer = "provider", clone(self, a), crate = "nr"),
+            input,
+        ),
+    );
+}
+
+#[test]
 fn derive_provider_error() {
     let input = quote! {
         pub enum ProviderError {

@@ -222,4 +222,17 @@ mod tests {
         assert_eq!(granted, 33);
         assert_eq!(bucket.available(), 1);
     }
+
+    #[test]
+    fn capacity_and_debug_show_the_settings() {
+        let bucket = TokenBucket::new(30)
+            .with_retry_cost(4)
+            .with_timeout_retry_cost(12);
+        assert_eq!(bucket.acquire(true), Some(12));
+        assert_eq!(bucket.capacity(), 30);
+        assert_eq!(
+            format!("{bucket:?}"),
+            "TokenBucket { available: 18, capacity: 30, retry_cost: 4, timeout_retry_cost: 12 }"
+        );
+    }
 }

@@ -230,6 +230,7 @@ impl RetryConfig {
     }
 
     /// `max_attempts` clamped to `1..=10`.
+    #[inline]
     pub fn effective_attempts(&self) -> u32 {
         self.max_attempts.clamp(1, MAX_ATTEMPTS)
     }
@@ -369,5 +370,35 @@ mod tests {
         assert_eq!(cfg.effective_attempts(), 1);
         cfg.max_attempts = u32::MAX;
         assert_eq!(cfg.effective_attempts(), 10);
+    }
+
+    #[test]
+    fn retry_on_refusals_name_the_category() {
+        let cfg = RetryConfig::for_layer(Layer::Provider);
+        let refusal = |c| cfg.clone().with_retry_on([c]).unwrap_err().to_string();
+        assert_eq!(
+            refusal(ErrorCategory::Auth),
+            "invalid retry_on `auth`: auth errors are never retryable"
+        );
+        assert_eq!(
+            refusal(ErrorCategory::NotFound),
+            "invalid retry_on `not_found`: not_found errors are never retryable"
+        );
+        assert_eq!(
+            refusal(ErrorCategory::Permanent),
+            "invalid retry_on `permanent`: permanent errors are never retryable"
+        );
+    }
+
+    #[test]
+    fn retries_needs_a_second_attempt_and_a_retried_category() {
+        let provider = RetryConfig::for_layer(Layer::Provider);
+        assert!(provider.retries(ErrorCategory::Transient));
+        assert!(provider.retries(ErrorCategory::RateLimited));
+        assert!(!provider.retries(ErrorCategory::Auth));
+        let http = RetryConfig::for_layer(Layer::Http);
+        assert!(!http.retries(ErrorCategory::RateLimited));
+        let once = provider.with_max_attempts(1).unwrap();
+        assert!(!once.retries(ErrorCategory::Transient));
     }
 }

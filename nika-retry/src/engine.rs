@@ -596,4 +596,63 @@ mod tests {
         };
         assert_eq!(run(), run());
     }
+
+    #[test]
+    fn give_up_reasons_read_as_sentences() {
+        let secs = Duration::from_secs;
+        let reasons = [
+            (GiveUp::NotRetryable, "not retryable"),
+            (GiveUp::AttemptsExhausted, "attempts exhausted"),
+            (GiveUp::BudgetExhausted, "attempt budget exhausted"),
+            (GiveUp::TokenBucketEmpty, "retry token bucket empty"),
+            (
+                GiveUp::HintTooLong { hint: secs(90) },
+                "server asked to wait 1m 30s",
+            ),
+            (
+                GiveUp::PastDeadline { delay: secs(4) },
+                "a 4s wait would pass the deadline",
+            ),
+        ];
+        for (why, text) in reasons {
+            assert_eq!(why.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn a_seed_fixes_the_jitter() {
+        let cfg = RetryConfig::for_layer(Layer::Provider)
+            .with_max_attempts(10)
+            .unwrap();
+        let run = |seed| {
+            let mut state = RetryState::with_seed(seed);
+            let delays: Vec<_> = (0..9)
+                .map(|_| state.decide(&cfg, T, Limits::NONE))
+                .collect();
+            delays
+        };
+        assert_eq!(run(7), run(7));
+        assert_ne!(run(7), run(8));
+    }
+
+    #[test]
+    fn a_multiplier_below_one_or_infinite_counts_as_one() {
+        for m in [0.5, f64::INFINITY, f64::NAN, -2.0] {
+            let mut cfg = exact(Layer::Provider);
+            cfg.multiplier = m;
+            assert_eq!(backoff(&cfg, 3), Duration::from_secs(1), "{m}");
+        }
+    }
+
+    #[test]
+    fn a_backoff_below_2_pow_64_ns_is_exact_to_the_nanosecond() {
+        // 2^62 + 1024 ns is exact as an f64 of nanoseconds; as an f64 of
+        // seconds it is 217 ns off.
+        let d = Duration::from_nanos((1 << 62) + 1024);
+        let mut cfg = exact(Layer::Provider).with_multiplier(1.0).unwrap();
+        cfg.initial_backoff = d;
+        cfg.max_backoff = Duration::MAX;
+        assert_eq!(backoff(&cfg, 1), d);
+        assert_eq!(backoff(&cfg, 5), d);
+    }
 }

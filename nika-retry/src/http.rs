@@ -406,4 +406,16 @@ mod tests {
         let map: HashMap<&str, &[u8]> = [("retry-after", &b"\xff"[..])].into_iter().collect();
         assert_eq!(retry_hint(&map, now()), None);
     }
+
+    #[test]
+    fn a_map_of_headers_is_read_like_a_list() {
+        let map: HashMap<String, Vec<u8>> = [
+            ("Retry-After".to_owned(), b"12".to_vec()),
+            ("x-other".to_owned(), b"3".to_vec()),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(map.header("retry-after"), Some(&b"12"[..]));
+        assert_eq!(retry_hint(&map, now()), Some(Duration::from_secs(12)));
+    }
 }

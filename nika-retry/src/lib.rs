@@ -125,7 +125,8 @@ pub mod __private;
 /// ```text
 /// #[retry(layer = "http" | "provider" | "tool" | "task",
 ///         attempts = 3, backoff = "250ms", max_backoff = "4s", multiplier = 4.0,
-///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …))]
+///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …),
+///         crate = "path")]
 /// ```
 ///
 /// `layer` is required; the other keys override that layer's defaults
@@ -136,9 +137,25 @@ pub mod __private;
 /// ([`task::scope`]) takes precedence over both, except on layer `http`. The fn must return `Result<T, E>` with
 /// `E: Classify`; only `Transient` and `RateLimited` errors are ever retried.
 ///
-/// The body runs once per attempt, as written: it may borrow `&self`,
-/// `&mut self` and the arguments, and use `?` and `return`. An argument it
-/// moves is cloned for each attempt when listed in `clone(…)`:
+/// # Writing the body
+///
+/// The body runs once per attempt, as written, and means what it means in a
+/// plain `async fn`: it may borrow `&self`, `&mut self` and the arguments,
+/// use `?` and `return`, and every return-position coercion still works
+/// (`Ok(&self.buf)` for `Result<&str, _>`, `Ok(Box::new(x))` for
+/// `Result<Box<dyn Trait>, _>`, in the tail and in an early `return`), inside
+/// `#[async_trait]` too.
+///
+/// **`clone(…)`.** Every attempt starts from the arguments as the caller
+/// passed them. An argument the body moves must be listed in `clone(…)`, so
+/// that each attempt gets its own clone; without it, rustc reports E0382
+/// "use of moved value … in previous iteration of loop" at the attribute:
+/// that is the sign to add `clone(arg)`. A `mut` argument must be listed
+/// too (it is a compile error otherwise: an attempt would see what the one
+/// before left in it). `clone(self)` clones `self` taken by value (`self`,
+/// `mut self`, `self: Arc<Self>`) for each attempt, and a name bound by a
+/// destructuring argument (`(a, b): (String, u32)`) may be listed like any
+/// other:
 ///
 /// ```
 /// use nika_retry::{retry, Classify};
@@ -147,14 +164,49 @@ pub mod __private;
 /// #[category(transient)]
 /// struct Busy;
 ///
-/// #[retry(layer = "provider", attempts = 2, backoff = "1ms", clone(body))]
-/// async fn send(body: String) -> Result<usize, Busy> {
+/// #[retry(layer = "provider", attempts = 2, backoff = "1ms", clone(body, tries))]
+/// async fn send(body: String, mut tries: u32) -> Result<usize, Busy> {
+///     tries += 1; // every attempt starts from the caller's `tries`
 ///     let owned: String = body; // moved: needs clone(body)
-///     Ok(owned.len())
+///     Ok(owned.len() + tries as usize)
 /// }
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() { assert_eq!(send("four".into()).await.unwrap(), 4); }
+/// # async fn main() { assert_eq!(send("four".into(), 0).await.unwrap(), 5); }
 /// ```
+///
+/// ```compile_fail
+/// # use nika_retry::{retry, Classify};
+/// # #[derive(Debug, Classify)] #[category(transient)] struct Busy;
+/// #[retry(layer = "provider")]
+/// async fn count(mut n: u32) -> Result<u32, Busy> { // error: `n` is `mut`: … add clone(n)
+///     n += 1;
+///     Ok(n)
+/// }
+/// ```
+///
+/// **`&mut self`** is the caller's state: the attempts share it by design,
+/// each borrowing it afresh. A fn that returns a borrow of it
+/// (`-> Result<&mut Item, E>` from `&mut self`) is refused by the borrow
+/// checker (E0499/E0524 "… in previous iteration of loop"), as the same loop
+/// written by hand would be: retry a fn that does the fallible work and
+/// returns owned data, and take the borrow after it.
+///
+/// **`#[tracing::instrument]`** goes below `#[retry]`: it then wraps the
+/// whole call, so one span covers every attempt and the retry events.
+/// Written above, it would open one span per attempt, and `#[retry]`
+/// refuses it with a compile error saying so; the same for
+/// `#[tokio::test]` / `#[tokio::main]` above `#[retry]`.
+///
+/// **Renamed attributes.** `#[retry]` and `#[timeout]` find each other by the
+/// last segment of their path (`nika_retry::timeout`, a re-export such as
+/// `my::timeout`). Under another name (`use nika_retry::timeout as t;`), write
+/// `#[t(…)]` above `#[retry]`; below it is a compile error, never a second
+/// wrapper around the whole loop.
+///
+/// **`crate = "path"`** names this crate where the dependency is renamed
+/// (`nr = { package = "nika-retry", … }` → `crate = "nr"`), as tokio's and
+/// serde's attributes do; on `#[retry]` or `#[timeout]` (either serves
+/// both), and as `#[category(crate = "nr")]` on a derived type.
 ///
 /// Layer `tool` takes no retry keys: tool failures are semantic, and a task
 /// opts in to retrying them from its workflow `retry:` block.
@@ -166,7 +218,7 @@ pub use nika_retry_macros::retry;
 ///
 /// ```text
 /// #[timeout(connect = "10s", read = "120s", attempt = "30s", total = "5m" | total = EXPR,
-///           layer = "…" (only without #[retry]))]
+///           layer = "…" (only without #[retry]), crate = "path")]
 /// ```
 ///
 /// Four limits, one meaning each:
@@ -288,12 +340,16 @@ pub use nika_retry_macros::timeout;
 ///
 /// On each variant (or on a struct): one of `transient`, `rate_limited`,
 /// `auth`, `not_found`, `permanent`; or `http_status = field` (a `u16`,
-/// classified by [`http::status_category`]); or `transparent` (delegate to the
+/// classified by [`http::status_category`], an `Option<u16>`, whose `None`
+/// means no response and is transient, or with feature `reqwest` a
+/// `StatusCode`); or `transparent` (delegate to the
 /// variant's one field). A hint key adds the server's wait:
 /// `retry_after = field` (`Duration` / `Option<Duration>`) or
 /// `retry_after_ms = field` (`u64` / `Option<u64>`). Tuple fields are named by
 /// index. `#[category(default = …)]` on the enum classifies the variants left
 /// unmarked; without it, an unmarked variant is a compile error.
+/// `#[category(crate = "nr")]` on the type names this crate where the
+/// dependency is renamed.
 ///
 /// ```
 /// use std::time::Duration;

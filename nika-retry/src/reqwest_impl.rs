@@ -57,8 +57,8 @@ impl Headers for HeaderMap {
 }
 
 impl crate::__private::HttpStatus for reqwest::StatusCode {
-    fn code(&self) -> u16 {
-        self.as_u16()
+    fn status(&self) -> Option<u16> {
+        Some(self.as_u16())
     }
 }
 

@@ -22,20 +22,22 @@ where
         let input = input;
         #[allow(unused_imports)]
         use retry as _;
-        const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-            max_attempts: ::core::option::Option::None,
-            initial_backoff: ::core::option::Option::None,
-            max_backoff: ::core::option::Option::None,
-            multiplier: ::core::option::Option::None,
-            jitter: ::core::option::Option::None,
-            retry_on: ::core::option::Option::None,
-        }
-            .site(
-                ::nika_retry::Layer::Tool,
-                ::core::concat!(::core::module_path!(), "::", "run"),
-            );
         let mut __nika_call = ::nika_retry::__private::Call::new(
-            __NIKA_SITE,
+            {
+                const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+                    max_attempts: ::core::option::Option::None,
+                    initial_backoff: ::core::option::Option::None,
+                    max_backoff: ::core::option::Option::None,
+                    multiplier: ::core::option::Option::None,
+                    jitter: ::core::option::Option::None,
+                    retry_on: ::core::option::Option::None,
+                }
+                    .site(
+                        ::nika_retry::Layer::Tool,
+                        ::core::concat!(::core::module_path!(), "::", "run"),
+                    );
+                __NIKA_SITE
+            },
             ::core::option::Option::Some(::core::time::Duration::new(300u64, 0u32)),
         );
         loop {
@@ -47,13 +49,15 @@ where
                             read: ::core::option::Option::None,
                             attempt: ::core::option::Option::None,
                         },
-                        ::nika_retry::__private::attempt::<
-                            Result<usize, ToolError>,
-                            _,
-                        >(async {
+                        async {
+                            if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
+                                Result<usize, ToolError>,
+                            > {
+                                #[allow(unreachable_code)] return __nika_ret;
+                            }
                             let __ret: Result<usize, ToolError> = { Ok(input.len()) };
                             #[allow(unreachable_code)] __ret
-                        }),
+                        },
                     )
                     .await;
                 match __nika_call

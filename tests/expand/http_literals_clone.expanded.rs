@@ -1,34 +1,39 @@
 async fn post(body: Vec<u8>) -> Result<(), HttpError> {
-    const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-        max_attempts: ::core::option::Option::Some(4u32),
-        initial_backoff: ::core::option::Option::Some(
-            ::core::time::Duration::new(0u64, 100000000u32),
-        ),
-        max_backoff: ::core::option::Option::None,
-        multiplier: ::core::option::Option::None,
-        jitter: ::core::option::Option::Some(0.25f32),
-        retry_on: ::core::option::Option::Some(
-            ::nika_retry::CategorySet::EMPTY.with(::nika_retry::ErrorCategory::Transient),
-        ),
-    }
-        .site(
-            ::nika_retry::Layer::Http,
-            ::core::concat!(::core::module_path!(), "::", "post"),
-        );
     let mut __nika_call = ::nika_retry::__private::Call::new(
-        __NIKA_SITE,
+        {
+            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+                max_attempts: ::core::option::Option::Some(4u32),
+                initial_backoff: ::core::option::Option::Some(
+                    ::core::time::Duration::new(0u64, 100000000u32),
+                ),
+                max_backoff: ::core::option::Option::None,
+                multiplier: ::core::option::Option::None,
+                jitter: ::core::option::Option::Some(0.25f32),
+                retry_on: ::core::option::Option::Some(
+                    ::nika_retry::CategorySet::EMPTY
+                        .with(::nika_retry::ErrorCategory::Transient),
+                ),
+            }
+                .site(
+                    ::nika_retry::Layer::Http,
+                    ::core::concat!(::core::module_path!(), "::", "post"),
+                );
+            __NIKA_SITE
+        },
         ::core::option::Option::None,
     );
     loop {
         let __nika_delay = {
             let body = ::core::clone::Clone::clone(&body);
             let __nika_result = __nika_call
-                .attempt(
-                    ::nika_retry::__private::attempt::<
+                .attempt(async {
+                    if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
                         Result<(), HttpError>,
-                        _,
-                    >(async { send(body).await }),
-                )
+                    > {
+                        #[allow(unreachable_code)] return __nika_ret;
+                    }
+                    { send(body).await }
+                })
                 .await;
             match __nika_call
                 .next(

@@ -3,20 +3,22 @@
 pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
     #[allow(unused_imports)]
     use timeout as _;
-    const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-        max_attempts: ::core::option::Option::None,
-        initial_backoff: ::core::option::Option::None,
-        max_backoff: ::core::option::Option::None,
-        multiplier: ::core::option::Option::None,
-        jitter: ::core::option::Option::None,
-        retry_on: ::core::option::Option::None,
-    }
-        .site(
-            ::nika_retry::Layer::Provider,
-            ::core::concat!(::core::module_path!(), "::", "complete"),
-        );
     let mut __nika_call = ::nika_retry::__private::Call::new(
-        __NIKA_SITE,
+        {
+            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+                max_attempts: ::core::option::Option::None,
+                initial_backoff: ::core::option::Option::None,
+                max_backoff: ::core::option::Option::None,
+                multiplier: ::core::option::Option::None,
+                jitter: ::core::option::Option::None,
+                retry_on: ::core::option::Option::None,
+            }
+                .site(
+                    ::nika_retry::Layer::Provider,
+                    ::core::concat!(::core::module_path!(), "::", "complete"),
+                );
+            __NIKA_SITE
+        },
         ::core::option::Option::None,
     );
     loop {
@@ -30,10 +32,14 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                         ),
                         attempt: ::core::option::Option::None,
                     },
-                    ::nika_retry::__private::attempt::<
-                        Result<Response, ProviderError>,
-                        _,
-                    >(async { self.send(req).await }),
+                    async {
+                        if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
+                            Result<Response, ProviderError>,
+                        > {
+                            #[allow(unreachable_code)] return __nika_ret;
+                        }
+                        { self.send(req).await }
+                    },
                 )
                 .await;
             match __nika_call

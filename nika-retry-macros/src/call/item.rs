@@ -1,10 +1,12 @@
 //! The annotated fn: its parts, the `#[retry]`/`#[timeout]` attributes on it,
 //! and the shape of its body (a plain `async fn` or an `#[async_trait]` method).
 
+use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::visit_mut::VisitMut;
 use syn::{
-    Attribute, Expr, FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Stmt, Type,
-    TypeParamBound,
+    Attribute, Block, Expr, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType,
+    Stmt, Token, Type, TypeParamBound,
 };
 
 /// Which of the two attributes an attribute is.
@@ -22,16 +24,13 @@ impl Kind {
         }
     }
 
-    /// Whether `attr` is `#[retry(...)]`, `#[nika_retry::retry(...)]` (or the timeout twins).
+    /// Whether `attr` is `#[retry(...)]` or `#[timeout(...)]`, by the last
+    /// segment of its path: `nika_retry::retry`, a re-export such as
+    /// `my::retry`, or the bare name. An attribute imported under another
+    /// name (`use nika_retry::timeout as t`) cannot be recognised; it then
+    /// meets an already expanded fn, which [`expanded_by_us`] reports.
     fn of(attr: &Attribute) -> Option<Kind> {
-        let path = attr.path();
-        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-        let last = match segments.as_slice() {
-            [last] => last,
-            [krate, last] if krate == "nika_retry" => last,
-            _ => return None,
-        };
-        match last.as_str() {
+        match attr.path().segments.last()?.ident.to_string().as_str() {
             "retry" => Some(Kind::Retry),
             "timeout" => Some(Kind::Timeout),
             _ => None,
@@ -50,6 +49,57 @@ pub(crate) fn take_sibling_attrs(item: &mut ItemFn) -> Vec<(Kind, Attribute)> {
         None => true,
     });
     found
+}
+
+/// Whether another attribute has already rewritten this fn's body in a way
+/// that `#[retry]` cannot run inside, and which one.
+pub(crate) enum ExpandedBy {
+    /// A nika-retry attribute above, which did not recognise this one.
+    Us,
+    /// `#[tracing::instrument]` above: a span per attempt.
+    Instrument,
+    /// `#[tokio::test]` / `#[tokio::main]` above: no longer an `async fn`.
+    Tokio,
+}
+
+/// Looks for the marks the expansions of nika-retry, `#[instrument]` and
+/// tokio's entry points leave in a body.
+pub(crate) fn already_expanded(item: &ItemFn) -> Option<ExpandedBy> {
+    let body = item.block.to_token_stream();
+    // Every expansion of ours calls `__private::Call` (a retry loop) or
+    // `__private::once` (`#[timeout]` alone).
+    if calls_private_run(&body) {
+        return Some(ExpandedBy::Us);
+    }
+    if mentions(&body, &|i| {
+        i == "__tracing_attr_span" || i == "__tracing_instrument_future"
+    }) {
+        return Some(ExpandedBy::Instrument);
+    }
+    if item.sig.asyncness.is_none() && mentions(&body, &|i| i == "block_on") {
+        return Some(ExpandedBy::Tokio);
+    }
+    None
+}
+
+fn calls_private_run(tokens: &TokenStream) -> bool {
+    let trees: Vec<TokenTree> = tokens.clone().into_iter().collect();
+    trees.windows(4).any(|w| match (&w[0], &w[3]) {
+        (TokenTree::Ident(a), TokenTree::Ident(b)) => {
+            a == "__private" && (b == "Call" || b == "once")
+        }
+        _ => false,
+    }) || trees
+        .iter()
+        .any(|tree| matches!(tree, TokenTree::Group(g) if calls_private_run(&g.stream())))
+}
+
+fn mentions(tokens: &TokenStream, is: &dyn Fn(&str) -> bool) -> bool {
+    tokens.clone().into_iter().any(|tree| match tree {
+        TokenTree::Ident(ident) => is(&ident.to_string()),
+        TokenTree::Group(group) => mentions(&group.stream(), is),
+        _ => false,
+    })
 }
 
 /// How the body is to be run once per attempt.
@@ -99,13 +149,23 @@ pub(crate) fn async_trait_body(item: &ItemFn) -> Option<Body> {
     })
 }
 
-/// `let x = x;` (an argument moved into the future) or `if let Some(r) = None::<R> { return r; }`
-/// (async-trait's type hint): the statements that must run once, not per attempt.
+/// The statements async-trait puts before the body, which must run once,
+/// not per attempt: `let x = x;` and `let (a, b) = { let __arg1 = __arg1; __arg1 };`
+/// (an argument moved into the future), `let __self = self;`, and
+/// `if let Some(r) = None::<R> { return r; }` (its type hint).
 fn is_prologue(stmt: &Stmt) -> bool {
     match stmt {
         Stmt::Local(local) => local.init.as_ref().is_some_and(|init| {
             init.diverge.is_none()
-                && matches!(&*init.expr, Expr::Path(p) if p.path.get_ident().is_some())
+                && match &*init.expr {
+                    Expr::Path(p) => p.path.get_ident().is_some(),
+                    Expr::Block(b) => b.block.stmts.iter().all(|s| match s {
+                        Stmt::Local(_) => is_prologue(s),
+                        Stmt::Expr(Expr::Path(p), None) => p.path.get_ident().is_some(),
+                        _ => false,
+                    }),
+                    _ => false,
+                }
         }),
         Stmt::Expr(Expr::If(expr_if), _) => {
             matches!(&*expr_if.cond, Expr::Let(_)) && expr_if.else_branch.is_none()
@@ -183,19 +243,175 @@ pub(crate) fn erase_impl_trait(ty: &Type) -> Type {
     ty
 }
 
-/// The names of the fn's by-value identifier arguments, with whether they are `mut`.
-pub(crate) fn argument_names(item: &ItemFn) -> Vec<(syn::Ident, bool)> {
-    item.sig
-        .inputs
-        .iter()
-        .filter_map(|arg| match arg {
-            FnArg::Typed(typed) => match &*typed.pat {
-                Pat::Ident(p) => Some((p.ident.clone(), p.mutability.is_some())),
-                _ => None,
-            },
-            FnArg::Receiver(_) => None,
-        })
-        .collect()
+/// A name an argument binds, as the body sees it.
+#[derive(Clone)]
+pub(crate) struct Binding {
+    pub(crate) ident: Ident,
+    /// Its `mut`, if any.
+    pub(crate) mutability: Option<Token![mut]>,
+    /// Bound by `ref` / `ref mut`: a borrow of the argument, not a value.
+    pub(crate) by_ref: bool,
+}
+
+/// `self`, as far as `clone(self)` needs to know it.
+pub(crate) enum SelfArg {
+    /// `&self`, `&mut self`, `self: &Self`: each attempt borrows it afresh.
+    Borrowed,
+    /// `self`, `mut self`, `self: Arc<Self>`: one value, moved by the body.
+    ByValue {
+        mutability: Option<Token![mut]>,
+        /// The name the body uses for it: async-trait's `__self`; `None` in
+        /// a native `async fn`, where the body says `self`.
+        alias: Option<Ident>,
+    },
+}
+
+/// The fn's arguments as the attempts see them.
+pub(crate) struct Params {
+    pub(crate) bindings: Vec<Binding>,
+    pub(crate) receiver: Option<SelfArg>,
+}
+
+impl Params {
+    /// A native `async fn`'s bindings come from its signature; an
+    /// `#[async_trait]` method's from the prologue, which keeps the `mut`
+    /// that async-trait took off the signature.
+    pub(crate) fn of(item: &ItemFn, body: &Body) -> Params {
+        let mut bindings = Vec::new();
+        let mut receiver = None;
+        for input in &item.sig.inputs {
+            match input {
+                FnArg::Receiver(r) => {
+                    let borrowed = r.reference.is_some() || matches!(&*r.ty, Type::Reference(_));
+                    receiver = Some(if borrowed {
+                        SelfArg::Borrowed
+                    } else {
+                        SelfArg::ByValue {
+                            mutability: r.mutability,
+                            alias: None,
+                        }
+                    });
+                }
+                // async-trait moves the by-value ones in its prologue, not the references.
+                FnArg::Typed(typed)
+                    if matches!(body, Body::Async) || matches!(&*typed.ty, Type::Reference(_)) =>
+                {
+                    collect_bindings(&typed.pat, &mut bindings);
+                }
+                FnArg::Typed(_) => {}
+            }
+        }
+        if let Body::AsyncTrait { prologue, .. } = body {
+            for stmt in prologue {
+                let Stmt::Local(local) = stmt else { continue };
+                let moves_self = moves_self(local);
+                match (&local.pat, &mut receiver) {
+                    (Pat::Ident(p), Some(SelfArg::ByValue { mutability, alias })) if moves_self => {
+                        *mutability = p.mutability;
+                        *alias = Some(p.ident.clone());
+                    }
+                    _ if moves_self => {}
+                    (pat, _) => collect_bindings(pat, &mut bindings),
+                }
+            }
+        }
+        Params { bindings, receiver }
+    }
+
+    pub(crate) fn binding(&self, name: &Ident) -> Option<&Binding> {
+        self.bindings.iter().find(|b| b.ident == *name)
+    }
+}
+
+/// Whether `local` is async-trait's `let __self = self;`.
+pub(crate) fn moves_self(local: &syn::Local) -> bool {
+    local
+        .init
+        .as_ref()
+        .is_some_and(|init| matches!(&*init.expr, Expr::Path(p) if p.path.is_ident("self")))
+}
+
+/// Every name `pat` binds (`a` and `b` in `(a, mut b): (String, u32)`).
+fn collect_bindings(pat: &Pat, out: &mut Vec<Binding>) {
+    struct Collect<'a>(&'a mut Vec<Binding>);
+    impl VisitMut for Collect<'_> {
+        fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
+            self.0.push(Binding {
+                ident: p.ident.clone(),
+                mutability: p.mutability,
+                by_ref: p.by_ref.is_some(),
+            });
+            syn::visit_mut::visit_pat_ident_mut(self, p);
+        }
+    }
+    Collect(out).visit_pat_mut(&mut pat.clone());
+}
+
+/// Removes the `mut` of the binding `name` in `pat`.
+pub(crate) fn unmut(pat: &mut Pat, name: &Ident) {
+    struct Unmut<'a>(&'a Ident);
+    impl VisitMut for Unmut<'_> {
+        fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
+            if p.ident == *self.0 {
+                p.mutability = None;
+            }
+            syn::visit_mut::visit_pat_ident_mut(self, p);
+        }
+    }
+    Unmut(name).visit_pat_mut(pat);
+}
+
+/// `block` with the receiver `self` renamed `alias`, as async-trait does,
+/// so that each attempt can bind its own clone of it (`self` itself cannot
+/// be bound again). `self::path`s and nested items, which have their own
+/// `self`, are left alone.
+pub(crate) fn rename_self(block: &Block, alias: &Ident) -> Block {
+    let tokens = rename_self_in(block.to_token_stream(), alias);
+    syn::parse2(tokens).unwrap_or_else(|_| block.clone())
+}
+
+fn rename_self_in(tokens: TokenStream, alias: &Ident) -> TokenStream {
+    let mut out = TokenStream::new();
+    let mut trees = tokens.into_iter().peekable();
+    // Inside the header of a nested `fn name`, `impl` or `trait`, up to its body.
+    let mut in_item = false;
+    while let Some(tree) = trees.next() {
+        let tree = match tree {
+            TokenTree::Ident(ident) if ident == "impl" || ident == "trait" => {
+                in_item = true;
+                TokenTree::Ident(ident)
+            }
+            TokenTree::Ident(ident) if ident == "fn" => {
+                // `fn name` is an item; `fn(u8) -> u8` a type.
+                in_item |= matches!(trees.peek(), Some(TokenTree::Ident(_)));
+                TokenTree::Ident(ident)
+            }
+            TokenTree::Ident(ident) if ident == "self" && !in_item => {
+                let is_path =
+                    matches!(trees.peek(), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                if is_path {
+                    TokenTree::Ident(ident)
+                } else {
+                    let mut renamed = alias.clone();
+                    renamed.set_span(alias.span().located_at(ident.span()));
+                    TokenTree::Ident(renamed)
+                }
+            }
+            TokenTree::Group(group) if in_item => {
+                in_item = group.delimiter() != Delimiter::Brace;
+                TokenTree::Group(group)
+            }
+            TokenTree::Group(group) => {
+                let mut renamed =
+                    Group::new(group.delimiter(), rename_self_in(group.stream(), alias));
+                renamed.set_span(group.span());
+                TokenTree::Group(renamed)
+            }
+            other => other,
+        };
+        out.extend([tree]);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -239,6 +455,59 @@ mod tests {
     fn a_plain_fn_is_not_async_trait() {
         let item: ItemFn = syn::parse_quote! { fn f() -> u8 { 1 } };
         assert!(async_trait_body(&item).is_none());
+    }
+
+    #[test]
+    fn self_is_renamed_except_in_paths_and_nested_items() {
+        let block: Block = syn::parse_quote!({
+            let f: fn(u8) -> u8 = self::double;
+            fn nested(x: &Self) -> u8 {
+                x.n
+            }
+            impl Clone for Inner {
+                fn clone(&self) -> Self {
+                    Inner
+                }
+            }
+            format!("{}", self.name);
+            take(self)
+        });
+        let alias = Ident::new("__nika_self", proc_macro2::Span::call_site());
+        let text = rename_self(&block, &alias).to_token_stream().to_string();
+        assert!(text.contains("self :: double"), "{text}");
+        assert!(text.contains("fn clone (& self)"), "{text}");
+        assert!(text.contains("__nika_self . name"), "{text}");
+        assert!(text.contains("take (__nika_self)"), "{text}");
+    }
+
+    #[test]
+    fn async_trait_bindings_come_from_the_prologue() {
+        let item: ItemFn = syn::parse_quote! {
+            fn call<'a>(self, __arg1: (String, u32), s: String) -> Pin<Box<dyn Future<Output = Result<u8, E>> + Send + 'a>> {
+                Box::pin(async move {
+                    let mut __self = self;
+                    let (mut a, b) = { let __arg1 = __arg1; __arg1 };
+                    let mut s = s;
+                    let __ret: Result<u8, E> = { Ok(1) };
+                    __ret
+                })
+            }
+        };
+        let body = async_trait_body(&item).unwrap();
+        let params = Params::of(&item, &body);
+        let names: Vec<_> = params
+            .bindings
+            .iter()
+            .map(|b| (b.ident.to_string(), b.mutability.is_some()))
+            .collect();
+        assert_eq!(
+            names,
+            [("a".into(), true), ("b".into(), false), ("s".into(), true)]
+        );
+        assert!(matches!(
+            params.receiver,
+            Some(SelfArg::ByValue { mutability: Some(_), alias: Some(ref a) }) if a == "__self"
+        ));
     }
 
     #[test]

@@ -10,6 +10,8 @@ use syn::{Expr, Ident, Token};
 pub(crate) struct Arg {
     pub(crate) key: Ident,
     pub(crate) value: Value,
+    /// `key: value`, read as `key = value` once reported.
+    pub(crate) colon: Option<Token![:]>,
 }
 
 /// What follows the key.
@@ -20,6 +22,9 @@ pub(crate) enum Value {
     List(Punctuated<Ident, Token![,]>),
     /// `key` alone.
     Flag,
+    /// A value without a key, such as `#[timeout("5s")]`; `key` is a
+    /// placeholder spanned at it.
+    Positional(Expr),
 }
 
 /// The comma-separated arguments of one attribute.
@@ -27,9 +32,23 @@ pub(crate) struct Args(pub(crate) Vec<Arg>);
 
 impl Parse for Arg {
     fn parse(input: ParseStream) -> syn::Result<Self> {
+        if !input.peek(Ident::peek_any) || input.peek2(Token![::]) || input.peek2(Token![.]) {
+            let expr: Expr = input.parse()?;
+            let key = Ident::new("positional", syn::spanned::Spanned::span(&expr));
+            return Ok(Arg {
+                key,
+                value: Value::Positional(expr),
+                colon: None,
+            });
+        }
         let key = input.call(Ident::parse_any)?;
-        let value = if input.peek(Token![=]) {
-            input.parse::<Token![=]>()?;
+        let mut colon = None;
+        let value = if input.peek(Token![=]) || (input.peek(Token![:]) && !input.peek(Token![::])) {
+            if input.peek(Token![=]) {
+                input.parse::<Token![=]>()?;
+            } else {
+                colon = Some(input.parse()?);
+            }
             Value::Expr(input.parse()?)
         } else if input.peek(syn::token::Paren) {
             let content;
@@ -38,7 +57,7 @@ impl Parse for Arg {
         } else {
             Value::Flag
         };
-        Ok(Arg { key, value })
+        Ok(Arg { key, value, colon })
     }
 }
 
@@ -67,6 +86,14 @@ mod tests {
         assert!(matches!(args.0[3].value, Value::List(ref l) if l.len() == 2));
         assert!(matches!(args.0[5].value, Value::Flag));
         assert!(matches!(args.0[4].value, Value::Expr(Expr::MethodCall(_))));
+    }
+
+    #[test]
+    fn a_positional_value_and_a_colon_still_parse() {
+        let args: Args = syn::parse_str(r#""5s", layer: "provider", self.limit"#).unwrap();
+        assert!(matches!(args.0[0].value, Value::Positional(_)));
+        assert!(args.0[1].colon.is_some() && matches!(args.0[1].value, Value::Expr(_)));
+        assert!(matches!(args.0[2].value, Value::Positional(Expr::Field(_))));
     }
 
     #[test]

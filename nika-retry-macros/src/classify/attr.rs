@@ -16,6 +16,8 @@ pub(crate) struct Item {
 pub(crate) enum Value {
     Ident(Ident),
     Index(syn::LitInt),
+    /// `crate = "path"`.
+    Str(syn::LitStr),
 }
 
 impl Parse for Item {
@@ -26,6 +28,8 @@ impl Parse for Item {
             let lookahead = input.lookahead1();
             Some(if lookahead.peek(syn::LitInt) {
                 Value::Index(input.parse()?)
+            } else if lookahead.peek(syn::LitStr) {
+                Value::Str(input.parse()?)
             } else if lookahead.peek(Ident::peek_any) {
                 Value::Ident(input.call(Ident::parse_any)?)
             } else {
@@ -48,4 +52,29 @@ pub(crate) fn category_attrs(attrs: &[Attribute]) -> Vec<syn::Result<(&Attribute
             Ok((attr, items.into_iter().collect()))
         })
         .collect()
+}
+
+/// `crate = "path"` in the type's own `#[category(...)]`, else `::nika_retry`;
+/// a malformed one is reported by validation and read as the default here.
+pub(crate) fn crate_path(attrs: &[Attribute]) -> syn::Result<syn::Path> {
+    for (_, items) in category_attrs(attrs).into_iter().flatten() {
+        for item in items {
+            if item.key != "crate" {
+                continue;
+            }
+            return match &item.value {
+                Some(Value::Str(s)) => s.parse::<syn::Path>().map_err(|_| {
+                    syn::Error::new_spanned(
+                        s,
+                        format!("`{}` is not a path; write the name the dependency has here, e.g. #[category(crate = \"nr\")]", s.value()),
+                    )
+                }),
+                _ => Err(syn::Error::new_spanned(
+                    &item.key,
+                    "write the path as a string: #[category(crate = \"nika_retry\")]",
+                )),
+            };
+        }
+    }
+    Ok(syn::parse_quote!(::nika_retry))
 }

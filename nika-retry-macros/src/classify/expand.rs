@@ -7,8 +7,9 @@ use syn::{Generics, Ident, Type};
 
 use super::ast::Input;
 use super::valid::{HintUnit, Rule, Source};
+use crate::krate;
 
-pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
+pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenStream {
     // Located at the field's type, so a type error in a generated call points there.
     let bind = |ty: &Type| Ident::new("__nika_field", Span::mixed_site().located_at(ty.span()));
     let path = |rule: &Rule| match rule.variant {
@@ -21,16 +22,19 @@ pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
         match &rule.source {
             Source::Fixed(c) => {
                 let c = format_ident!("{}", c.variant());
-                quote!(#path { .. } => ::nika_retry::ErrorCategory::#c,)
+                quote!(#path { .. } => #krate::ErrorCategory::#c,)
             }
             Source::HttpStatus(field) => {
                 let (member, binding) = (&field.member, bind(field.ty));
-                let call = quote_spanned!(field.ty.span()=> ::nika_retry::__private::status_category({ #binding }));
+                let k = krate::at(krate, field.ty.span());
+                let call =
+                    quote_spanned!(field.ty.span()=> #k::__private::status_category({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
             Source::Transparent(field) => {
                 let (member, binding) = (&field.member, bind(field.ty));
-                let call = quote_spanned!(field.ty.span()=> ::nika_retry::Classify::category({ #binding }));
+                let k = krate::at(krate, field.ty.span());
+                let call = quote_spanned!(field.ty.span()=> #k::Classify::category({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
         }
@@ -42,7 +46,9 @@ pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
         let arm = match (&rule.source, &rule.hint) {
             (Source::Transparent(field), _) => {
                 let (member, binding) = (&field.member, bind(field.ty));
-                let call = quote_spanned!(field.ty.span()=> ::nika_retry::Classify::retry_after({ #binding }));
+                let k = krate::at(krate, field.ty.span());
+                let call =
+                    quote_spanned!(field.ty.span()=> #k::Classify::retry_after({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
             (_, Some((unit, field))) => {
@@ -52,7 +58,8 @@ pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
                     HintUnit::Millis => "hint_millis",
                 };
                 let helper = Ident::new(helper, field.ty.span());
-                let call = quote_spanned!(field.ty.span()=> ::nika_retry::__private::#helper({ #binding }));
+                let k = krate::at(krate, field.ty.span());
+                let call = quote_spanned!(field.ty.span()=> #k::__private::#helper({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
             _ => continue,
@@ -75,12 +82,12 @@ pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
     };
 
     let ident = input.ident;
-    let generics = with_bounds(input.generics, rules);
+    let generics = with_bounds(input.generics, rules, krate);
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     quote! {
         #[automatically_derived]
-        impl #impl_generics ::nika_retry::Classify for #ident #ty_generics #where_clause {
-            fn category(&self) -> ::nika_retry::ErrorCategory {
+        impl #impl_generics #krate::Classify for #ident #ty_generics #where_clause {
+            fn category(&self) -> #krate::ErrorCategory {
                 #category_body
             }
 
@@ -92,17 +99,17 @@ pub(crate) fn expand(input: &Input, rules: &[Rule]) -> TokenStream {
 }
 
 /// The type's generics plus `Field: Classify` for each transparent field whose type uses a type parameter.
-fn with_bounds(generics: &Generics, rules: &[Rule]) -> Generics {
+fn with_bounds(generics: &Generics, rules: &[Rule], krate: &syn::Path) -> Generics {
     let params: Vec<&Ident> = generics.type_params().map(|p| &p.ident).collect();
     let mut generics = generics.clone();
     for rule in rules {
         if let Source::Transparent(field) = &rule.source {
             if mentions_any(field.ty, &params) {
                 let ty = field.ty;
-                generics
-                    .make_where_clause()
-                    .predicates
-                    .push(syn::parse_quote_spanned!(ty.span()=> #ty: ::nika_retry::Classify));
+                generics.make_where_clause().predicates.push({
+                    let krate = krate::at(krate, ty.span());
+                    syn::parse_quote_spanned!(ty.span()=> #ty: #krate::Classify)
+                });
             }
         }
     }
@@ -121,13 +128,13 @@ fn mentions_any(ty: &Type, params: &[&Ident]) -> bool {
 }
 
 /// The impl emitted beside the errors, so that uses of the type do not add a cascade of their own.
-pub(crate) fn fallback(input: &syn::DeriveInput) -> TokenStream {
+pub(crate) fn fallback(input: &syn::DeriveInput, krate: &syn::Path) -> TokenStream {
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     quote! {
         #[automatically_derived]
-        impl #impl_generics ::nika_retry::Classify for #ident #ty_generics #where_clause {
-            fn category(&self) -> ::nika_retry::ErrorCategory {
+        impl #impl_generics #krate::Classify for #ident #ty_generics #where_clause {
+            fn category(&self) -> #krate::ErrorCategory {
                 ::core::unreachable!()
             }
         }

@@ -14,10 +14,18 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
         Ok(input) => input,
         Err(error) => return error.to_compile_error(),
     };
-    let result = ast::Input::from_syn(&input)
-        .and_then(|ast| valid::rules(&ast).map(|rules| expand::expand(&ast, &rules)));
+    let krate = attr::crate_path(&input.attrs);
+    let result = ast::Input::from_syn(&input).and_then(|ast| {
+        let rules = valid::rules(&ast)?;
+        Ok(expand::expand(
+            &ast,
+            &rules,
+            krate.as_ref().map_err(Clone::clone)?,
+        ))
+    });
+    let krate = krate.unwrap_or_else(|_| syn::parse_quote!(::nika_retry));
     match result {
         Ok(tokens) => tokens,
-        Err(error) => with_fallback(error, expand::fallback(&input)),
+        Err(error) => with_fallback(error, expand::fallback(&input, &krate)),
     }
 }

@@ -6,12 +6,12 @@ use syn::spanned::Spanned;
 use syn::{Fields, Ident, Member, Type};
 
 use super::ast::{Input, Shape, Variant};
-use super::attr::{Item, Value, category_attrs};
+use super::attr::{Item, Value, category_attrs, crate_path};
 use crate::errors::Errors;
 use crate::suggest::CATEGORIES;
 use crate::suggest::unknown;
 
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 11] = [
     "transient",
     "rate_limited",
     "auth",
@@ -22,6 +22,7 @@ const KEYS: [&str; 10] = [
     "retry_after",
     "retry_after_ms",
     "default",
+    "crate",
 ];
 
 /// One of the five categories, by its index in [`CATEGORIES`].
@@ -72,6 +73,7 @@ pub(crate) struct Rule<'a> {
 /// Validates every attribute of `input`, reporting all mistakes at once.
 pub(crate) fn rules<'a>(input: &Input<'a>) -> syn::Result<Vec<Rule<'a>>> {
     let mut errors = Errors::default();
+    errors.take(crate_path(input.attrs));
     let (variants, default) = match &input.shape {
         Shape::Enum(variants) => (
             variants.iter().collect::<Vec<_>>(),
@@ -107,6 +109,7 @@ fn enum_default(errors: &mut Errors, input: &Input) -> Option<Category> {
                     None => errors.spanned(name, unknown_category(&name.to_string())),
                 },
                 ("default", _) => errors.spanned(&item.key, "write the default as a category: #[category(default = permanent)]"),
+                ("crate", _) => {} // Read by `crate_path`.
                 _ => errors.spanned(
                     &item.key,
                     "on an enum, #[category(...)] only takes `default = …`; put the category on each variant",
@@ -152,7 +155,10 @@ fn variant_rule<'a>(
             );
             continue;
         }
-        any_attr = Some(attr.span());
+        // `crate = …` alone says nothing about the category.
+        if items.is_empty() || items.iter().any(|i| i.key != "crate") {
+            any_attr = Some(attr.span());
+        }
         if items.is_empty() {
             errors.spanned(
                 attr,
@@ -160,7 +166,7 @@ fn variant_rule<'a>(
             );
         }
         for item in items {
-            read_item(errors, &mut said, item, variant.fields);
+            read_item(errors, &mut said, item, variant);
         }
     }
     let where_ = variant
@@ -253,7 +259,8 @@ fn variant_rule<'a>(
     })
 }
 
-fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, fields: &'a Fields) {
+fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, variant: &Variant<'a>) {
+    let fields = variant.fields;
     let key = item.key.to_string();
     if let Some(category) = Category::from_name(&key) {
         if item.value.is_some() {
@@ -308,6 +315,16 @@ fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, fields: &
                 said.hint = Some((item.key, unit, field));
             }
         }
+        // A struct's `#[category]` is the type's own attribute, read by `crate_path`.
+        "crate" if variant.ident.is_none() => {}
+        "crate" => errors.spanned(
+            &item.key,
+            "`crate` belongs on the enum, not on a variant: #[category(crate = \"…\")] above `enum`",
+        ),
+        "default" if variant.ident.is_none() => errors.spanned(
+            &item.key,
+            "a struct has one category, so it needs no default: write it directly, e.g. #[category(transient)]",
+        ),
         "default" => errors.spanned(
             &item.key,
             "`default` belongs on the enum, for the variants without a #[category]",
@@ -319,6 +336,10 @@ fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, fields: &
 /// The field `value` names, or an error listing the fields there are.
 fn resolve<'a>(errors: &mut Errors, value: &Value, fields: &'a Fields) -> Option<FieldRef<'a>> {
     let found = match value {
+        Value::Str(s) => {
+            errors.spanned(s, format!("name the field without quotes: {}", s.value()));
+            return None;
+        }
         Value::Ident(name) => fields
             .iter()
             .find(|f| f.ident.as_ref() == Some(name))
@@ -355,10 +376,12 @@ fn resolve<'a>(errors: &mut Errors, value: &Value, fields: &'a Fields) -> Option
         let shown = match value {
             Value::Ident(i) => i.to_string(),
             Value::Index(i) => i.to_string(),
+            Value::Str(s) => s.value(),
         };
         let at = match value {
             Value::Ident(i) => i.to_token_stream(),
             Value::Index(i) => i.to_token_stream(),
+            Value::Str(s) => s.to_token_stream(),
         };
         errors.spanned(at, format!("no field `{shown}` here; {there}"));
     }

@@ -4,26 +4,38 @@ use core::time::Duration;
 
 use crate::ErrorCategory;
 
-/// `#[category(http_status = field)]`: a status code.
+/// `#[category(http_status = field)]`: a status code, or `None` when the
+/// request got no response at all.
 #[diagnostic::on_unimplemented(
     message = "`http_status = …` names a field of type `{Self}`, which is not an HTTP status",
-    label = "expected a `u16` status code"
+    label = "expected `u16`, `Option<u16>` or `StatusCode`",
+    note = "`http::StatusCode` (`reqwest::StatusCode`) needs nika-retry's feature `reqwest`; for another type, keep the code in a `u16` field"
 )]
 pub trait HttpStatus {
-    /// The status code.
-    fn code(&self) -> u16;
+    /// The status code; `None` if there was no response.
+    fn status(&self) -> Option<u16>;
 }
 
 impl HttpStatus for u16 {
-    fn code(&self) -> u16 {
-        *self
+    fn status(&self) -> Option<u16> {
+        Some(*self)
     }
 }
 
-/// The category of the status in a `http_status` field.
+impl<S: HttpStatus> HttpStatus for Option<S> {
+    fn status(&self) -> Option<u16> {
+        self.as_ref().and_then(HttpStatus::status)
+    }
+}
+
+/// The category of the status in a `http_status` field. No status means the
+/// request failed before a response, as a connection does: transient.
 #[inline]
 pub fn status_category<S: HttpStatus + ?Sized>(status: &S) -> ErrorCategory {
-    crate::http::status_category(status.code())
+    match status.status() {
+        Some(code) => crate::http::status_category(code),
+        None => ErrorCategory::Transient,
+    }
 }
 
 /// `#[category(retry_after = field)]`: a `Duration` or `Option<Duration>`.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use proc_macro2::{Span, TokenStream};
-use syn::{Attribute, Expr, Ident, ItemFn, Meta, ReturnType, Type};
+use syn::{Attribute, Expr, ExprLit, Ident, ItemFn, Lit, Meta, ReturnType, Type};
 
 mod keys;
 mod retry;
@@ -13,12 +13,12 @@ mod timeout;
 
 use self::retry::retry_settings;
 use self::timeout::timeout_plan;
-use super::item::{self, Body, Kind};
+use super::item::{self, Body, ExpandedBy, Kind, Params};
 use super::parse::Args;
 use crate::errors::Errors;
 
 const LAYERS: [&str; 4] = ["http", "provider", "tool", "task"];
-const RETRY_KEYS: [&str; 9] = [
+const RETRY_KEYS: [&str; 10] = [
     "layer",
     "attempts",
     "backoff",
@@ -28,8 +28,9 @@ const RETRY_KEYS: [&str; 9] = [
     "on",
     "config",
     "clone",
+    "crate",
 ];
-const TIMEOUT_KEYS: [&str; 5] = ["connect", "read", "attempt", "total", "layer"];
+const TIMEOUT_KEYS: [&str; 6] = ["connect", "read", "attempt", "total", "layer", "crate"];
 /// Mirrors `nika_retry::MAX_ATTEMPTS`.
 const MAX_ATTEMPTS: u64 = 10;
 
@@ -90,8 +91,8 @@ pub(crate) struct Timeouts {
 }
 
 /// The validated `#[retry(...)]` keys.
+#[derive(Default)]
 pub(crate) struct Settings {
-    pub(crate) layer: Layer,
     pub(crate) attempts: Option<u32>,
     pub(crate) backoff: Option<Duration>,
     pub(crate) max_backoff: Option<Duration>,
@@ -99,25 +100,8 @@ pub(crate) struct Settings {
     pub(crate) jitter: Option<f32>,
     pub(crate) on: Option<Vec<Category>>,
     pub(crate) config: Option<Expr>,
-    /// Arguments cloned per attempt, with whether they were `mut`.
+    /// Arguments cloned per attempt (`self` for the receiver), with whether they were `mut`.
     pub(crate) clones: Vec<(Ident, bool)>,
-}
-
-impl Settings {
-    /// The settings of a fn without `#[retry]`: its layer, no overrides.
-    fn layer_only(layer: Layer) -> Settings {
-        Settings {
-            layer,
-            attempts: None,
-            backoff: None,
-            max_backoff: None,
-            multiplier: None,
-            jitter: None,
-            on: None,
-            config: None,
-            clones: Vec::new(),
-        }
-    }
 }
 
 /// The validated `#[retry]` and `#[timeout]` of one fn.
@@ -127,6 +111,7 @@ pub(crate) struct Plan {
     pub(crate) body: Body,
     /// The attempt's output type, with `impl Trait` erased.
     pub(crate) output: Type,
+    pub(crate) layer: Layer,
     pub(crate) settings: Settings,
     /// `None` without `#[timeout]`.
     pub(crate) timeouts: Option<Timeouts>,
@@ -134,6 +119,9 @@ pub(crate) struct Plan {
     pub(crate) alone: bool,
     /// The paths of the sibling attributes absorbed, so their imports count as used.
     pub(crate) absorbed: Vec<syn::Path>,
+    pub(crate) params: Params,
+    /// `crate = "path"`, else `::nika_retry`.
+    pub(crate) krate: syn::Path,
 }
 
 /// One attribute as written: a span to point at, and its arguments.
@@ -145,6 +133,13 @@ struct Written {
 /// Builds the plan of `item`, annotated with `own` (the attribute being
 /// expanded, with its arguments) and any sibling nika-retry attributes.
 pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Plan> {
+    // The other attributes of the fn say nothing once it is not the user's any more.
+    if let Some(expanded) = item::already_expanded(&item) {
+        return Err(syn::Error::new(
+            Span::call_site(),
+            expanded_message(expanded, own.0),
+        ));
+    }
     let mut errors = Errors::default();
     let mut written: Vec<(Kind, Written)> = Vec::new();
     if let Some(args) = errors.take(syn::parse2(own.1)) {
@@ -193,37 +188,82 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
         }
     }
 
-    let fn_shape = check_fn(&mut errors, &item);
-    let (settings, timeouts, alone) = match (retry, timeout) {
+    let krate = crate_path(&mut errors, [&mut retry, &mut timeout]);
+    let fn_shape = check_fn(&mut errors, &item, own.0);
+    let params = fn_shape.as_ref().map(|(body, _)| Params::of(&item, body));
+    let (layer, settings, timeouts, alone) = match (retry, timeout) {
         (Some(retry), timeout) => {
-            let settings = retry_settings(&mut errors, retry, &item);
-            let timeouts = match (&settings, timeout) {
-                (Some(s), Some(t)) => timeout_plan(&mut errors, t, Some(s.layer)).map(|(_, t)| t),
-                _ => None,
-            };
-            (settings, timeouts, false)
+            let (layer, settings) = retry_settings(&mut errors, retry, params.as_ref());
+            // Checked whatever the layer, so that an unknown layer hides no other mistake.
+            let timeouts = timeout.map(|t| timeout_plan(&mut errors, t, Some(layer)).1);
+            (layer, settings, timeouts, false)
         }
-        (None, Some(timeout)) => match timeout_plan(&mut errors, timeout, None) {
-            Some((layer, timeouts)) => (Some(Settings::layer_only(layer)), Some(timeouts), true),
-            None => (None, None, true),
-        },
-        (None, None) => (None, None, false),
+        (None, Some(timeout)) => {
+            let (layer, timeouts) = timeout_plan(&mut errors, timeout, None);
+            (layer, Settings::default(), Some(timeouts), true)
+        }
+        // The attribute's own arguments did not parse: reported above.
+        (None, None) => (None, Settings::default(), None, false),
     };
-    match (settings, fn_shape) {
-        (Some(settings), Some((body, output))) if errors.is_empty() => Ok(Plan {
+    match (layer, fn_shape, params) {
+        (Some(layer), Some((body, output)), Some(params)) if errors.is_empty() => Ok(Plan {
             item,
             body,
             output,
+            layer,
             settings,
             timeouts,
             alone,
             absorbed,
+            params,
+            krate,
         }),
         _ => Err(errors
             .finish(())
             .err()
             .unwrap_or_else(|| syn::Error::new(Span::call_site(), "invalid #[retry]"))),
     }
+}
+
+/// `crate = "path"` from either attribute (taken out of their arguments), else `::nika_retry`.
+fn crate_path(errors: &mut Errors, attrs: [&mut Option<Written>; 2]) -> syn::Path {
+    let mut found: Option<(syn::Path, String)> = None;
+    for written in attrs.into_iter().flatten() {
+        let (given, rest) = std::mem::take(&mut written.args.0)
+            .into_iter()
+            .partition::<Vec<_>, _>(|a| a.key == "crate");
+        written.args.0 = rest;
+        for arg in given {
+            let Some(expr) = keys::value_expr(errors, &arg) else {
+                continue;
+            };
+            let path = match expr {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(s), ..
+                }) => match s.parse::<syn::Path>() {
+                    Ok(path) => path,
+                    Err(_) => {
+                        errors.spanned(s, format!("`{}` is not a path; write the name the dependency has here, e.g. crate = \"nr\"", s.value()));
+                        continue;
+                    }
+                },
+                _ => {
+                    errors.spanned(expr, "write the path as a string: crate = \"nika_retry\"");
+                    continue;
+                }
+            };
+            let text = quote::ToTokens::to_token_stream(&path).to_string();
+            match &found {
+                Some((_, first)) if *first != text => errors.spanned(
+                    &arg.key,
+                    format!("`crate` is `{first}` on the other attribute; give it once, on either"),
+                ),
+                Some(_) => {}
+                None => found = Some((path, text)),
+            }
+        }
+    }
+    found.map_or_else(|| syn::parse_quote!(::nika_retry), |(path, _)| path)
 }
 
 fn sibling_args(attr: &Attribute) -> syn::Result<Args> {
@@ -237,9 +277,32 @@ fn sibling_args(attr: &Attribute) -> syn::Result<Args> {
     }
 }
 
+/// Why `#[retry]` / `#[timeout]` cannot run inside a body that another
+/// attribute above has rewritten, and which order to write instead.
+fn expanded_message(expanded: ExpandedBy, own: Kind) -> String {
+    let name = own.name();
+    match expanded {
+        ExpandedBy::Us => format!(
+            "this #[{name}] is below a nika-retry attribute that has already expanded the fn, \
+             which did not recognise it under the name it has here (`use nika_retry::{name} as …`); \
+             write it #[{name}(…)] or #[nika_retry::{name}(…)], or put it above the other one"
+        ),
+        ExpandedBy::Instrument => format!(
+            "#[tracing::instrument] is written above #[{name}]: it would open one span per attempt \
+             and leave the retry events outside it; write #[{name}] above #[instrument], \
+             so that one span covers the whole call"
+        ),
+        ExpandedBy::Tokio => format!(
+            "#[tokio::test] or #[tokio::main] is written above #[{name}] and has already made the fn \
+             a blocking one; write #[{name}] above #[tokio::test] / #[tokio::main]"
+        ),
+    }
+}
+
 /// Checks that the fn is async (or an `#[async_trait]` method) and returns
 /// something, and finds the attempt's output type.
-fn check_fn(errors: &mut Errors, item: &ItemFn) -> Option<(Body, Type)> {
+fn check_fn(errors: &mut Errors, item: &ItemFn, own: Kind) -> Option<(Body, Type)> {
+    let name = own.name();
     let is_async = item.sig.asyncness.is_some();
     let async_trait = if is_async {
         None
@@ -249,14 +312,14 @@ fn check_fn(errors: &mut Errors, item: &ItemFn) -> Option<(Body, Type)> {
     if !is_async && async_trait.is_none() {
         errors.spanned(
             item.sig.fn_token,
-            "#[retry] works on `async fn` only; write `async fn` (it also works inside #[async_trait] impls)",
+            format!("#[{name}] works on `async fn` only; write `async fn` (it also works inside #[async_trait] impls)"),
         );
         return None;
     }
     let ReturnType::Type(_, ret) = &item.sig.output else {
         errors.spanned(
             &item.sig.ident,
-            "#[retry] needs a fn that returns `Result<T, E>`; this one returns `()`",
+            format!("#[{name}] needs a fn that returns `Result<T, E>`; this one returns `()`"),
         );
         return None;
     };

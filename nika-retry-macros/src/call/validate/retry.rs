@@ -1,20 +1,22 @@
 //! The keys of `#[retry(...)]` and the layer rules they must keep.
 
-use syn::{Expr, ExprLit, Ident, ItemFn, Lit};
+use syn::{Expr, ExprLit, Ident, Lit};
 
-use super::super::item;
+use super::super::item::{Params, SelfArg};
 use super::super::parse::{Arg, Value};
 use super::keys::{duration, example, known_unique_keys, value_expr};
 use super::{Category, LAYERS, Layer, MAX_ATTEMPTS, RETRY_KEYS, Settings, Written};
 use crate::errors::Errors;
 use crate::suggest::{CATEGORIES, did_you_mean, unknown};
 
-/// Checks every key of `#[retry(...)]`; `None` if the layer is missing or unknown.
+/// Checks every key of `#[retry(...)]`, and the fn's `mut` arguments
+/// against `clone(…)`. The layer is `None` if missing or unknown; the other
+/// keys are checked all the same, as far as they do not depend on it.
 pub(super) fn retry_settings(
     errors: &mut Errors,
     retry: Written,
-    item: &ItemFn,
-) -> Option<Settings> {
+    params: Option<&Params>,
+) -> (Option<Layer>, Settings) {
     let args = known_unique_keys(errors, retry.args, &RETRY_KEYS, "retry");
     let layer = match args.iter().find(|a| a.key == "layer") {
         Some(arg) => value_expr(errors, arg).and_then(|e| parse_layer(errors, e)),
@@ -26,22 +28,12 @@ pub(super) fn retry_settings(
             None
         }
     };
-    let layer = layer?;
-    let mut s = Settings {
-        layer,
-        attempts: None,
-        backoff: None,
-        max_backoff: None,
-        multiplier: None,
-        jitter: None,
-        on: None,
-        config: None,
-        clones: Vec::new(),
-    };
+    let mut s = Settings::default();
     let mut backoff_expr = None;
+    let mut clone_key = None;
     for arg in &args {
         let name = arg.key.to_string();
-        if layer == Layer::Tool && !matches!(name.as_str(), "layer" | "clone") {
+        if layer == Some(Layer::Tool) && !matches!(name.as_str(), "layer" | "clone") {
             errors.spanned(
                 &arg.key,
                 format!(
@@ -52,7 +44,10 @@ pub(super) fn retry_settings(
             continue;
         }
         if name == "clone" {
-            s.clones = clone_list(errors, arg, item);
+            clone_key = Some(&arg.key);
+            if let Some(params) = params {
+                s.clones = clone_list(errors, arg, params);
+            }
             continue;
         }
         let Some(expr) = value_expr(errors, arg) else {
@@ -72,41 +67,58 @@ pub(super) fn retry_settings(
             _ => {} // `layer`, handled above.
         }
     }
+    if let Some(params) = params {
+        mut_without_clone(errors, params, &s.clones, clone_key);
+    }
+    if let Some(layer) = layer {
+        backoff_below_max(errors, &s, layer, backoff_expr, &args);
+    }
+    (layer, s)
+}
+
+fn backoff_below_max(
+    errors: &mut Errors,
+    s: &Settings,
+    layer: Layer,
+    backoff_expr: Option<&Expr>,
+    args: &[Arg],
+) {
     let (default_initial, default_max) = layer.default_backoffs();
     let initial = s.backoff.unwrap_or(default_initial);
     let max = s.max_backoff.unwrap_or(default_max);
-    if initial > max {
-        let (initial, max) = (
-            humantime::format_duration(initial),
-            humantime::format_duration(max),
-        );
-        let layer = layer.name();
-        match (backoff_expr, args.iter().find(|a| a.key == "max_backoff")) {
-            (Some(expr), _) => {
-                let whose = if s.max_backoff.is_some() {
-                    String::new()
-                } else {
-                    format!(" (the {layer} default)")
-                };
-                errors.spanned(
-                    expr,
-                    format!("backoff `{initial}` exceeds max_backoff `{max}`{whose}; lower backoff or raise max_backoff"),
-                );
-            }
-            (None, Some(key)) => errors.spanned(
-                &key.key,
-                format!(
-                    "max_backoff `{max}` is below the {layer} default backoff `{initial}`; \
-                     raise max_backoff to at least {initial} or set a smaller backoff"
-                ),
-            ),
-            (None, None) => {}
-        }
+    if initial <= max {
+        return;
     }
-    Some(s)
+    let (initial, max) = (
+        humantime::format_duration(initial),
+        humantime::format_duration(max),
+    );
+    let layer = layer.name();
+    match (backoff_expr, args.iter().find(|a| a.key == "max_backoff")) {
+        (Some(expr), _) => {
+            let whose = if s.max_backoff.is_some() {
+                String::new()
+            } else {
+                format!(" (the {layer} default)")
+            };
+            errors.spanned(
+                expr,
+                format!("backoff `{initial}` exceeds max_backoff `{max}`{whose}; lower backoff or raise max_backoff"),
+            );
+        }
+        (None, Some(key)) => errors.spanned(
+            &key.key,
+            format!(
+                "max_backoff `{max}` is below the {layer} default backoff `{initial}`; \
+                 raise max_backoff to at least {initial} or set a smaller backoff"
+            ),
+        ),
+        (None, None) => {}
+    }
 }
 
-fn clone_list(errors: &mut Errors, arg: &Arg, item: &ItemFn) -> Vec<(Ident, bool)> {
+/// The arguments of `clone(…)`: names the arguments bind, or `self` by value.
+fn clone_list(errors: &mut Errors, arg: &Arg, params: &Params) -> Vec<(Ident, bool)> {
     let Value::List(list) = &arg.value else {
         errors.spanned(
             &arg.key,
@@ -114,18 +126,106 @@ fn clone_list(errors: &mut Errors, arg: &Arg, item: &ItemFn) -> Vec<(Ident, bool
         );
         return Vec::new();
     };
-    let arguments = item::argument_names(item);
-    let mut out = Vec::new();
+    let mut out: Vec<(Ident, bool)> = Vec::new();
     for name in list {
-        match arguments.iter().find(|(a, _)| a == name) {
-            Some(found) => out.push(found.clone()),
-            None => errors.spanned(
+        if out.iter().any(|(n, _)| n == name) {
+            errors.spanned(
                 name,
-                format!("`{name}` is not a by-value argument of this fn; clone(...) lists the arguments to clone for each attempt"),
+                format!("`{name}` is listed twice in clone(…); keep one"),
+            );
+            continue;
+        }
+        if name == "self" {
+            match &params.receiver {
+                Some(SelfArg::ByValue { mutability, .. }) => out.push((name.clone(), mutability.is_some())),
+                Some(SelfArg::Borrowed) => errors.spanned(
+                    name,
+                    "`self` is borrowed here (`&self`, `&mut self`): each attempt borrows it afresh, \
+                     so there is nothing to clone; remove `self` from clone(…)",
+                ),
+                None => errors.spanned(
+                    name,
+                    "this fn has no `self`; clone(…) lists the by-value arguments to clone for each attempt",
+                ),
+            }
+            continue;
+        }
+        match params.binding(name) {
+            Some(b) if b.by_ref => errors.spanned(
+                name,
+                format!(
+                    "`{name}` is bound by `ref`: a borrow of the argument, which cannot be cloned back into it; \
+                     bind it by value (`{name}` or `mut {name}`) to clone it per attempt"
+                ),
             ),
+            Some(b) => out.push((name.clone(), b.mutability.is_some())),
+            None => {
+                let names: Vec<String> = params.bindings.iter().map(|b| format!("`{}`", b.ident)).collect();
+                let there = match (names.is_empty(), &params.receiver) {
+                    (true, Some(SelfArg::ByValue { .. })) => "its only one is `self`".to_owned(),
+                    (true, _) => "it has none".to_owned(),
+                    (false, _) => format!("it has {}", names.join(", ")),
+                };
+                errors.spanned(
+                    name,
+                    format!("`{name}` is not an argument of this fn ({there}); clone(…) lists the arguments to clone for each attempt"),
+                );
+            }
         }
     }
     out
+}
+
+/// A `mut` argument not in `clone(…)` would carry one attempt's changes into the next.
+fn mut_without_clone(
+    errors: &mut Errors,
+    params: &Params,
+    clones: &[(Ident, bool)],
+    clone_key: Option<&Ident>,
+) {
+    let listed = |name: &str| clones.iter().any(|(n, _)| n == name);
+    let fix = |name: &str| match clone_key {
+        Some(_) => format!("add `{name}` to the clone(…) of #[retry]"),
+        None => format!("add clone({name}) to #[retry]"),
+    };
+    for b in &params.bindings {
+        let name = b.ident.to_string();
+        match b.mutability {
+            Some(mutability) if b.by_ref => errors.spanned(
+                mutability,
+                format!(
+                    "`ref mut {name}` lets an attempt change the argument that the next attempt starts from; \
+                     bind it by value (`mut {name}`) and {}, so that each attempt gets the caller's value",
+                    fix(&name)
+                ),
+            ),
+            Some(mutability) if !listed(&name) => errors.spanned(
+                mutability,
+                format!(
+                    "`{name}` is `mut`: each attempt would start from what the attempt before left in it; \
+                     {} so that each attempt gets the caller's value, or drop the `mut`",
+                    fix(&name)
+                ),
+            ),
+            _ => {}
+        }
+    }
+    if let Some(SelfArg::ByValue {
+        mutability: Some(mutability),
+        ..
+    }) = &params.receiver
+    {
+        if !listed("self") {
+            errors.spanned(
+                mutability,
+                format!(
+                    "`mut self`: each attempt would start from what the attempt before left in it; \
+                     {} so that each attempt gets the caller's value, or drop the `mut`",
+                    fix("self")
+                ),
+            );
+        }
+    }
 }
 
 pub(super) fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
@@ -228,7 +328,7 @@ fn jitter(errors: &mut Errors, expr: &Expr) -> Option<f32> {
     None
 }
 
-fn categories(errors: &mut Errors, expr: &Expr, layer: Layer) -> Option<Vec<Category>> {
+fn categories(errors: &mut Errors, expr: &Expr, layer: Option<Layer>) -> Option<Vec<Category>> {
     let Expr::Array(array) = expr else {
         errors.spanned(
             expr,
@@ -256,7 +356,7 @@ fn categories(errors: &mut Errors, expr: &Expr, layer: Layer) -> Option<Vec<Cate
         };
         match name.as_str() {
             "transient" => out.push(Category::Transient),
-            "rate_limited" if layer == Layer::Http => errors.spanned(
+            "rate_limited" if layer == Some(Layer::Http) => errors.spanned(
                 elem,
                 "layer `http` leaves `rate_limited` (429) to the provider layer, so that it cannot mask rate limits (ADR-019); \
                  retry it with #[retry(layer = \"provider\")]",

@@ -26,31 +26,34 @@ fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
 }
 
 /// The limits of `#[timeout]` and the layer they belong to: the one
-/// `#[retry]` names (`retry_layer`), or else the one `#[timeout]` names itself.
+/// `#[retry]` names (`retry` is `Some(layer)` beside a `#[retry]`, whose
+/// layer may be unknown), or else the one `#[timeout]` names itself. With
+/// the layer unknown, every key is still checked but for the layer rules.
 pub(super) fn timeout_plan(
     errors: &mut Errors,
     timeout: Written,
-    retry_layer: Option<Layer>,
-) -> Option<(Layer, Timeouts)> {
+    retry: Option<Option<Layer>>,
+) -> (Option<Layer>, Timeouts) {
+    let bare = timeout.args.0.iter().all(|a| a.key == "layer");
     let mut args = known_unique_keys(errors, timeout.args, &TIMEOUT_KEYS, "timeout");
     let layer_arg = args
         .iter()
         .position(|a| a.key == "layer")
         .map(|i| args.remove(i));
-    let layer = match (retry_layer, layer_arg) {
+    let layer = match (retry, layer_arg) {
         (Some(layer), None) => layer,
         (Some(layer), Some(arg)) => {
+            let named = layer.map_or_else(String::new, |l| format!("(layer = \"{}\")", l.name()));
             errors.spanned(
                 &arg.key,
                 format!(
-                    "the layer is named once per fn, and #[retry(layer = \"{}\")] names it; \
-                     remove `layer` from #[timeout]",
-                    layer.name()
+                    "the layer is named once per fn, and #[retry{named}] names it; \
+                     remove `layer` from #[timeout]"
                 ),
             );
             layer
         }
-        (None, Some(arg)) => value_expr(errors, &arg).and_then(|e| parse_layer(errors, e))?,
+        (None, Some(arg)) => value_expr(errors, &arg).and_then(|e| parse_layer(errors, e)),
         (None, None) => {
             errors.spanned(
                 &timeout.span,
@@ -58,10 +61,10 @@ pub(super) fn timeout_plan(
                  write #[timeout(layer = \"http\" | \"provider\" | \"tool\" | \"task\", …)]; \
                  the body then runs once, bounded, and is never retried",
             );
-            return None;
+            None
         }
     };
-    Some((layer, limits(errors, &timeout.span, args, layer)))
+    (layer, limits(errors, &timeout.span, args, bare, layer))
 }
 
 /// The limit keys of `#[timeout]` for a fn of `layer`.
@@ -69,10 +72,12 @@ fn limits(
     errors: &mut Errors,
     span: &proc_macro2::TokenStream,
     args: Vec<Arg>,
-    layer: Layer,
+    bare: bool,
+    layer: Option<Layer>,
 ) -> Timeouts {
     let mut out = Timeouts::default();
-    if args.is_empty() && errors.is_empty() {
+    if bare {
+        let Some(layer) = layer else { return out };
         if layer == Layer::Http {
             out.connect = Some(Limit::Literal(Duration::from_secs(10)));
             out.read = Some(Limit::Literal(Duration::from_secs(120)));
@@ -91,12 +96,13 @@ fn limits(
     let mut keys = Vec::new();
     for arg in &args {
         let name = arg.key.to_string();
-        let owner_ok = match name.as_str() {
-            "connect" => layer == Layer::Http,
-            "read" => matches!(layer, Layer::Http | Layer::Provider),
+        let owner_ok = match (name.as_str(), layer) {
+            (_, None) => true,
+            ("connect", Some(layer)) => layer == Layer::Http,
+            ("read", Some(layer)) => matches!(layer, Layer::Http | Layer::Provider),
             _ => true,
         };
-        if !owner_ok {
+        if let (false, Some(layer)) = (owner_ok, layer) {
             let owners = if name == "connect" {
                 "the http layer (L1)"
             } else {

@@ -1,0 +1,52 @@
+async fn run(self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderError> {
+    let mut __nika_call = nr::__private::Call::new(
+        {
+            const __NIKA_SITE: &nr::__private::Site = &nr::__private::Overrides {
+                max_attempts: ::core::option::Option::None,
+                initial_backoff: ::core::option::Option::None,
+                max_backoff: ::core::option::Option::None,
+                multiplier: ::core::option::Option::None,
+                jitter: ::core::option::Option::None,
+                retry_on: ::core::option::Option::None,
+            }
+                .site(
+                    nr::Layer::Provider,
+                    ::core::concat!(::core::module_path!(), "::", "run"),
+                );
+            __NIKA_SITE
+        },
+        ::core::option::Option::None,
+    );
+    loop {
+        let __nika_delay = {
+            let mut __nika_self = ::core::clone::Clone::clone(&self);
+            let a = ::core::clone::Clone::clone(&a);
+            let __nika_result = __nika_call
+                .attempt(async {
+                    if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
+                        Result<u32, ProviderError>,
+                    > {
+                        #[allow(unreachable_code)] return __nika_ret;
+                    }
+                    {
+                        __nika_self.consume(a).await?;
+                        Ok(b)
+                    }
+                })
+                .await;
+            match __nika_call
+                .next(
+                    { &__nika_result },
+                    nr::__private::NO_CONFIG,
+                    ::core::option::Option::Some(
+                        ::core::any::type_name::<Self> as fn() -> &'static str,
+                    ),
+                )
+            {
+                ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                ::core::option::Option::None => return __nika_result,
+            }
+        };
+        nr::__private::sleep(__nika_delay).await;
+    }
+}

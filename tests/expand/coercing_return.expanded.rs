@@ -1,0 +1,52 @@
+async fn name(&self) -> Result<&str, ProviderError> {
+    let mut __nika_call = ::nika_retry::__private::Call::new(
+        {
+            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+                max_attempts: ::core::option::Option::None,
+                initial_backoff: ::core::option::Option::None,
+                max_backoff: ::core::option::Option::None,
+                multiplier: ::core::option::Option::None,
+                jitter: ::core::option::Option::None,
+                retry_on: ::core::option::Option::None,
+            }
+                .site(
+                    ::nika_retry::Layer::Provider,
+                    ::core::concat!(::core::module_path!(), "::", "name"),
+                );
+            __NIKA_SITE
+        },
+        ::core::option::Option::None,
+    );
+    loop {
+        let __nika_delay = {
+            let __nika_result = __nika_call
+                .attempt(async {
+                    if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
+                        Result<&str, ProviderError>,
+                    > {
+                        #[allow(unreachable_code)] return __nika_ret;
+                    }
+                    {
+                        if self.buf.is_empty() {
+                            return Ok("none");
+                        }
+                        Ok(&self.buf)
+                    }
+                })
+                .await;
+            match __nika_call
+                .next(
+                    { &__nika_result },
+                    ::nika_retry::__private::NO_CONFIG,
+                    ::core::option::Option::Some(
+                        ::core::any::type_name::<Self> as fn() -> &'static str,
+                    ),
+                )
+            {
+                ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                ::core::option::Option::None => return __nika_result,
+            }
+        };
+        ::nika_retry::__private::sleep(__nika_delay).await;
+    }
+}
