@@ -174,10 +174,8 @@ enum HttpError {
     Timeout(#[from] TimeoutError),
 }
 
-/// Reads the whole streamed body, chunk by chunk; 2 attempts.
-#[retry(layer = "http", attempts = 2, backoff = "10ms", jitter = 0.0)]
-#[timeout(read = "500ms")]
-async fn stream_body(client: &reqwest::Client, url: &str) -> Result<usize, HttpError> {
+/// Reads the whole streamed body, chunk by chunk.
+async fn read_body(client: &reqwest::Client, url: &str) -> Result<usize, HttpError> {
     let mut response = client.get(url).send().await?;
     let mut len = 0;
     while let Some(chunk) = response.chunk().await? {
@@ -186,16 +184,18 @@ async fn stream_body(client: &reqwest::Client, url: &str) -> Result<usize, HttpE
     Ok(len)
 }
 
-/// The same, one attempt.
+/// [`read_body`] in 2 attempts.
+#[retry(layer = "http", attempts = 2, backoff = "10ms", jitter = 0.0)]
+#[timeout(read = "500ms")]
+async fn stream_body(client: &reqwest::Client, url: &str) -> Result<usize, HttpError> {
+    read_body(client, url).await
+}
+
+/// [`read_body`] in one attempt.
 #[retry(layer = "http", attempts = 1)]
 #[timeout(read = "500ms")]
 async fn stream_once(client: &reqwest::Client, url: &str) -> Result<usize, HttpError> {
-    let mut response = client.get(url).send().await?;
-    let mut len = 0;
-    while let Some(chunk) = response.chunk().await? {
-        len += chunk.len();
-    }
-    Ok(len)
+    read_body(client, url).await
 }
 
 fn read_timeout(err: &HttpError) -> Option<&TimeoutError> {
