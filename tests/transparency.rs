@@ -247,3 +247,42 @@ async fn generated_names_are_out_of_the_bodys_reach() {
     assert_eq!(user_names(&script).await, Ok(17));
     assert_eq!(script.attempts(), 3);
 }
+
+// ---- Renamed and re-exported attributes keep their meaning.
+
+mod my {
+    pub use nika_retry::{retry, timeout};
+}
+
+use nika_retry::timeout as t;
+
+/// Under another name above `#[retry]`, `attempt` still bounds each attempt:
+/// the slow first attempts expire and are retried, the fast one succeeds.
+#[t(attempt = "1s")]
+#[retry(layer = "provider", backoff = "1ms", jitter = 0.0)]
+async fn renamed(script: &Script) -> Result<u32, ProviderError> {
+    let n = script.attempt()?;
+    if n < 3 {
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    }
+    Ok(n)
+}
+
+#[my::retry(layer = "provider", backoff = "1ms", jitter = 0.0)]
+#[my::timeout(attempt = "1s")]
+async fn re_exported(script: &Script) -> Result<u32, ProviderError> {
+    let n = script.attempt()?;
+    if n < 2 {
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    }
+    Ok(n)
+}
+
+#[tokio::test(start_paused = true)]
+async fn renamed_attributes_bound_each_attempt() {
+    // Attempts 1 and 2 run past their second and are retried.
+    let script = Script::new(0, busy());
+    assert_eq!(renamed(&script).await, Ok(3));
+    let script = Script::new(0, busy());
+    assert_eq!(re_exported(&script).await, Ok(2));
+}

@@ -67,16 +67,12 @@ impl AttemptInfo {
 /// Costs one thread-local read, and no allocation; the call's idempotency
 /// key is drawn the first time it is read.
 pub fn current_attempt() -> Option<AttemptInfo> {
-    context::with_attempt(|slot| {
-        if slot.key == IdempotencyKey::UNDRAWN {
-            slot.key = IdempotencyKey::draw();
-        }
-        AttemptInfo {
-            layer: slot.layer,
-            attempt: slot.attempt,
-            max_attempts: slot.max_attempts,
-            idempotency_key: slot.key,
-        }
+    let (slot, key) = context::attempt(IdempotencyKey::draw)?;
+    Some(AttemptInfo {
+        layer: slot.layer(),
+        attempt: slot.attempt(),
+        max_attempts: slot.max_attempts(),
+        idempotency_key: key,
     })
 }
 

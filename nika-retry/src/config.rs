@@ -230,6 +230,7 @@ impl RetryConfig {
     }
 
     /// `max_attempts` clamped to `1..=10`.
+    #[inline]
     pub fn effective_attempts(&self) -> u32 {
         self.max_attempts.clamp(1, MAX_ATTEMPTS)
     }

@@ -8,8 +8,8 @@
 //!
 //! Everything a call puts in force for one poll of its attempt (the shared
 //! budget, the connect limit, the attempt's own number and key) and the
-//! marker of a task scope sit in one `Copy` cell, [`Frame`], so that a poll
-//! costs one exchange in and one out, and nothing else.
+//! marker of a task scope sit in one thread-local, [`Context`], so that a
+//! poll costs one access in and one out, and nothing else.
 
 use core::cell::{Cell, RefCell};
 use core::future::Future;
@@ -18,9 +18,10 @@ use core::task::{Context as TaskContext, Poll};
 use core::time::Duration;
 use std::thread::LocalKey;
 
-use crate::Layer;
+use crate::__private::{Site, resolve};
 use crate::attempt::IdempotencyKey;
 use crate::connect::ConnectLimit;
+use crate::{Layer, TokenBucket};
 
 /// The attempts shared by the nested retry loops under one outermost call:
 /// the total (one plus every retry allowed), whether the task set it, and
@@ -79,41 +80,80 @@ impl Budget {
     }
 }
 
-/// The attempt being polled, as [`current_attempt`](crate::current_attempt) reports it.
+/// The attempt being polled, as [`current_attempt`](crate::current_attempt)
+/// reports it, packed in one `u64` (0: none), so that putting it in force
+/// and taking it back are one store and one load: a wider value written
+/// field by field and read back whole stalls the CPU's store forwarding,
+/// which a ready attempt would pay on every call. Its key lives in a cell
+/// of its own, touched only by a call that has one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct AttemptSlot {
-    pub(crate) layer: Layer,
-    pub(crate) attempt: u32,
-    pub(crate) max_attempts: u32,
-    /// [`IdempotencyKey::UNDRAWN`] until the body first reads it.
-    pub(crate) key: IdempotencyKey,
+pub(crate) struct AttemptSlot(u64);
+
+const PRESENT: u64 = 1 << 63;
+/// The key cell holds this attempt's key.
+const HAS_KEY: u64 = 1 << 62;
+/// The body drew the key during this poll.
+const DRAWN: u64 = 1 << 61;
+
+impl AttemptSlot {
+    const NONE: AttemptSlot = AttemptSlot(0);
+
+    /// Attempt `attempt` of `max_attempts` at `layer` (both at most 65 535).
+    #[inline]
+    pub(crate) fn new(layer: Layer, attempt: u32, max_attempts: u32, has_key: bool) -> Self {
+        let key = if has_key { HAS_KEY } else { 0 };
+        AttemptSlot(
+            PRESENT
+                | key
+                | (layer as u64) << 40
+                | u64::from(max_attempts.min(0xffff)) << 16
+                | u64::from(attempt.min(0xffff)),
+        )
+    }
+
+    pub(crate) fn layer(self) -> Layer {
+        Layer::ALL[((self.0 >> 40) & 3) as usize]
+    }
+    pub(crate) fn attempt(self) -> u32 {
+        (self.0 & 0xffff) as u32
+    }
+    pub(crate) fn max_attempts(self) -> u32 {
+        ((self.0 >> 16) & 0xffff) as u32
+    }
+    fn present(self) -> bool {
+        self.0 & PRESENT != 0
+    }
+    fn has_key(self) -> bool {
+        self.0 & HAS_KEY != 0
+    }
 }
 
-/// What is in force for the attempt being polled: the context of this module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Frame {
+/// What is in force for the attempt being polled: one thread-local, a cell
+/// per piece, so that a poll moves only the pieces it changes.
+pub(crate) struct Context {
     /// The budget of the outermost retried call.
-    pub(crate) budget: Option<Budget>,
+    pub(crate) budget: Cell<Option<Budget>>,
     /// The connect limit of the attempt, its layer, and whether a connect
     /// boundary has read it.
-    pub(crate) connect: Option<ConnectLimit>,
+    pub(crate) connect: Cell<Option<ConnectLimit>>,
     /// The innermost attempt.
-    pub(crate) attempt: Option<AttemptSlot>,
+    attempt: Cell<AttemptSlot>,
+    /// Its key, when it has one (`HAS_KEY`).
+    key: Cell<IdempotencyKey>,
     /// Whether a task policy is in force (then `task` has it).
-    pub(crate) scoped: bool,
-}
-
-impl Frame {
-    const EMPTY: Frame = Frame {
-        budget: None,
-        connect: None,
-        attempt: None,
-        scoped: false,
-    };
+    pub(crate) scoped: Cell<bool>,
 }
 
 std::thread_local! {
-    static CONTEXT: Cell<Frame> = const { Cell::new(Frame::EMPTY) };
+    static CONTEXT: Context = const {
+        Context {
+            budget: Cell::new(None),
+            connect: Cell::new(None),
+            attempt: Cell::new(AttemptSlot::NONE),
+            key: Cell::new(IdempotencyKey::UNDRAWN),
+            scoped: Cell::new(false),
+        }
+    };
 }
 
 /// The connect limit of the attempt being polled, noted as reached: what a
@@ -121,30 +161,23 @@ std::thread_local! {
 #[inline]
 pub(crate) fn connect_limit() -> Option<(Duration, Layer)> {
     CONTEXT.with(|c| {
-        let mut ctx = c.get();
-        let connect = ctx.connect.as_mut()?;
+        let mut connect = c.connect.get()?;
         connect.reached = true;
-        let out = (connect.limit, connect.layer);
-        c.set(ctx);
-        Some(out)
+        c.connect.set(Some(connect));
+        Some((connect.limit, connect.layer))
     })
 }
 
 /// Whether a connect boundary has read the connect limit in force.
 #[inline]
 pub(crate) fn connect_reached() -> bool {
-    CONTEXT.with(|c| c.get().connect.is_some_and(|l| l.reached))
+    CONTEXT.with(|c| c.connect.get().is_some_and(|l| l.reached))
 }
 
 /// `connect` in force, over the limit around it, until the guard drops: for
 /// `#[timeout]` alone, which has no call of its own to enter.
 pub(crate) fn enter_connect(connect: ConnectLimit) -> ConnectScope {
-    CONTEXT.with(|c| {
-        let mut ctx = c.get();
-        let outer = ctx.connect.replace(connect);
-        c.set(ctx);
-        ConnectScope(outer)
-    })
+    ConnectScope(CONTEXT.with(|c| c.connect.replace(Some(connect))))
 }
 
 /// The guard [`enter_connect`] returns: it puts the outer limit back.
@@ -152,112 +185,154 @@ pub(crate) struct ConnectScope(Option<ConnectLimit>);
 
 impl Drop for ConnectScope {
     fn drop(&mut self) {
-        CONTEXT.with(|c| {
-            let mut ctx = c.get();
-            ctx.connect = self.0;
-            c.set(ctx);
-        });
+        CONTEXT.with(|c| c.connect.set(self.0));
     }
 }
 
 /// `connect` in force until the guard drops, for tests.
 #[cfg(test)]
 pub(crate) fn with_connect(connect: Option<ConnectLimit>) -> impl Drop {
-    struct Restore(Frame);
+    struct Restore(Option<ConnectLimit>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            CONTEXT.with(|c| c.set(self.0));
+            CONTEXT.with(|c| c.connect.set(self.0));
         }
     }
-    Restore(CONTEXT.with(|c| c.replace(Frame { connect, ..c.get() })))
+    Restore(CONTEXT.with(|c| c.connect.replace(connect)))
 }
 
 /// The budget in force (the outermost call's), if any.
 pub(crate) fn budget() -> Option<Budget> {
-    CONTEXT.with(|c| c.get().budget)
+    CONTEXT.with(|c| c.budget.get())
 }
 
 /// Counts one retry against the budget in force, if any.
 pub(crate) fn take_from_budget() {
-    CONTEXT.with(|c| {
-        let mut ctx = c.get();
-        ctx.budget = ctx.budget.map(Budget::took_one);
-        c.set(ctx);
-    });
+    CONTEXT.with(|c| c.budget.set(c.budget.get().map(Budget::took_one)));
 }
 
-/// Runs `f` on the attempt being polled, writing back what it changed.
-pub(crate) fn with_attempt<R>(f: impl FnOnce(&mut AttemptSlot) -> R) -> Option<R> {
+/// The attempt being polled and its key, drawn with `draw` if it has none yet.
+pub(crate) fn attempt(
+    draw: impl FnOnce() -> IdempotencyKey,
+) -> Option<(AttemptSlot, IdempotencyKey)> {
     CONTEXT.with(|c| {
-        let mut ctx = c.get();
-        let out = f(ctx.attempt.as_mut()?);
-        c.set(ctx);
-        Some(out)
+        let slot = c.attempt.get();
+        if !slot.present() {
+            return None;
+        }
+        if slot.has_key() {
+            return Some((slot, c.key.get()));
+        }
+        let key = draw();
+        c.key.set(key);
+        c.attempt.set(AttemptSlot(slot.0 | HAS_KEY | DRAWN));
+        Some((slot, key))
     })
 }
 
-/// Puts in force the context `enter` builds from the one around it, until
-/// the guard drops. On drop, the outer context is restored, carrying the
-/// budget as the nested loops left it, and what the poll changed in the
-/// call's own part is written to `own` (its budget, if it owns one, and its
-/// attempt's key).
+/// Runs `poll` with a call's context in force: one poll of its attempt. On
+/// its first poll (`own.max_attempts` is 0), the call first
+/// reads the context around it ([`resolve`](crate::__private::resolve)):
+/// whether it owns the budget, its bucket, the attempts it allows. Then its
+/// own budget (the outermost call's), its connect limit, its attempt and
+/// its key (if drawn) replace the outer ones. After `poll` (or its panic),
+/// the outer ones come back, and the call gets back its budget as the
+/// nested loops left it and its key if the body drew it.
 #[inline]
-pub(crate) fn enter<'a>(
-    own: Own<'a>,
-    enter: impl FnOnce(&Frame, &mut Own<'a>) -> Frame,
-) -> Entered<'a> {
-    let mut own = own;
-    let outer = CONTEXT.with(|c| {
-        let outer = c.get();
-        c.set(enter(&outer, &mut own));
-        outer
-    });
-    Entered { outer, own }
+pub(crate) fn in_force<R>(
+    own: Own<'_>,
+    connect: Option<ConnectLimit>,
+    attempt: u32,
+    poll: impl FnOnce() -> R,
+) -> R {
+    // The poll runs inside: a guard returned and moved would be copied
+    // right after being written, which stalls the CPU on every call.
+    CONTEXT.with(|c| {
+        let mut entered = Entered {
+            c,
+            outer_connect: None,
+            outer_attempt: AttemptSlot::NONE,
+            outer_key: None,
+            own,
+        };
+        entered.enter(connect, attempt);
+        poll()
+    })
 }
 
-/// The parts of a call that a poll may change.
+/// The parts of a call that a poll reads or changes.
 pub(crate) struct Own<'a> {
+    pub(crate) site: &'static Site,
+    /// 0 until the first poll.
+    pub(crate) max_attempts: &'a mut u32,
     /// `Some` for the outermost call, which owns the budget.
     pub(crate) budget: &'a mut Option<Budget>,
+    pub(crate) bucket: &'a mut Option<TokenBucket>,
     pub(crate) key: &'a mut IdempotencyKey,
 }
 
-/// The guard [`enter`] returns.
-pub(crate) struct Entered<'a> {
-    outer: Frame,
+impl Entered<'_> {
+    #[inline]
+    fn enter(&mut self, connect: Option<ConnectLimit>, attempt: u32) {
+        let c = self.c;
+        let own = &mut self.own;
+        // The key is not read on the first poll, which cannot have drawn it.
+        let has_key = if *own.max_attempts == 0 {
+            *own.max_attempts = resolve(own.site, c, own.budget, own.bucket);
+            false
+        } else {
+            *own.key != IdempotencyKey::UNDRAWN
+        };
+        if own.budget.is_some() {
+            c.budget.set(*own.budget);
+        }
+        let slot = AttemptSlot::new(own.site.layer, attempt, *own.max_attempts, has_key);
+        self.outer_attempt = c.attempt.replace(slot);
+        if self.outer_attempt.has_key() {
+            self.outer_key = Some(c.key.get());
+        }
+        if has_key {
+            c.key.set(*own.key);
+        }
+        if let Some(limit) = connect {
+            self.outer_connect = Some(c.connect.replace(Some(limit)));
+        }
+    }
+}
+
+/// What [`in_force`] puts back after the poll.
+struct Entered<'a> {
+    c: &'a Context,
+    outer_connect: Option<Option<ConnectLimit>>,
+    outer_attempt: AttemptSlot,
+    outer_key: Option<IdempotencyKey>,
     own: Own<'a>,
 }
 
 impl Drop for Entered<'_> {
     #[inline]
     fn drop(&mut self) {
-        let own_budget = self.own.budget.is_some();
-        let mut outer = self.outer;
-        let inner = CONTEXT.with(|c| {
-            let inner = c.get();
-            if !own_budget {
-                outer.budget = inner.budget;
-            }
-            c.set(outer);
-            inner
-        });
-        if own_budget {
-            *self.own.budget = inner.budget;
+        let c = self.c;
+        let ours = c.attempt.replace(self.outer_attempt);
+        if ours.0 & DRAWN != 0 {
+            *self.own.key = c.key.get();
         }
-        if let Some(slot) = inner.attempt {
-            *self.own.key = slot.key;
+        if let Some(outer) = self.outer_key {
+            c.key.set(outer);
+        }
+        if let Some(outer) = self.outer_connect {
+            c.connect.set(outer);
+        }
+        // The outermost call's budget was installed over none.
+        if let Some(own) = self.own.budget.as_mut() {
+            *own = c.budget.take().unwrap_or(*own);
         }
     }
 }
 
 /// Marks a task policy in force (or hidden, for `false`) until the guard drops.
 pub(crate) fn enter_scope(scoped: bool) -> ScopeMark {
-    CONTEXT.with(|c| {
-        let mut ctx = c.get();
-        let outer = core::mem::replace(&mut ctx.scoped, scoped);
-        c.set(ctx);
-        ScopeMark(outer)
-    })
+    ScopeMark(CONTEXT.with(|c| c.scoped.replace(scoped)))
 }
 
 /// The guard [`enter_scope`] returns.
@@ -265,11 +340,7 @@ pub(crate) struct ScopeMark(bool);
 
 impl Drop for ScopeMark {
     fn drop(&mut self) {
-        CONTEXT.with(|c| {
-            let mut ctx = c.get();
-            ctx.scoped = self.0;
-            c.set(ctx);
-        });
+        CONTEXT.with(|c| c.scoped.set(self.0));
     }
 }
 
@@ -362,34 +433,38 @@ mod tests {
 
     #[test]
     fn a_poll_writes_its_changes_back_and_restores_the_outer_context() {
-        let mut budget = None;
+        static SITE: Site = crate::__private::Overrides::NONE.site(Layer::Tool, "t");
+        let (mut max_attempts, mut budget, mut bucket) = (0, None, None);
         let mut key = IdempotencyKey::UNDRAWN;
-        let slot = AttemptSlot {
-            layer: Layer::Http,
-            attempt: 1,
-            max_attempts: 3,
-            key,
-        };
+        let connect = ConnectLimit::new(Some(Duration::from_secs(1)), Layer::Http);
+        let drawn = IdempotencyKey::from_u128(7);
         {
             let own = Own {
+                site: &SITE,
+                max_attempts: &mut max_attempts,
                 budget: &mut budget,
+                bucket: &mut bucket,
                 key: &mut key,
             };
-            let _entered = enter(own, |outer, own| {
-                assert_eq!(*outer, Frame::EMPTY);
-                *own.budget = Some(Budget::new(9, 1));
-                Frame {
-                    budget: *own.budget,
-                    attempt: Some(slot),
-                    ..*outer
-                }
+            in_force(own, connect, 2, || {
+                assert_eq!(connect_limit(), Some((Duration::from_secs(1), Layer::Http)));
+                assert!(connect_reached());
+                take_from_budget();
+                let (slot, first) = attempt(|| drawn).unwrap();
+                assert_eq!(
+                    (slot.layer(), slot.attempt(), slot.max_attempts()),
+                    (Layer::Tool, 2, 1)
+                );
+                assert_eq!(first, drawn);
+                assert_eq!(attempt(|| unreachable!("drawn once")).unwrap().1, drawn);
             });
-            take_from_budget();
-            with_attempt(|slot| slot.key = IdempotencyKey::draw());
         }
-        assert_eq!(budget, Some(Budget::new(9, 2)));
-        assert_ne!(key, IdempotencyKey::UNDRAWN);
-        assert_eq!(CONTEXT.with(Cell::get), Frame::EMPTY);
+        assert_eq!(
+            (max_attempts, budget, key),
+            (1, Some(Budget::new(9, 2)), drawn)
+        );
+        assert_eq!(connect_limit(), None);
+        assert_eq!(attempt(IdempotencyKey::draw), None);
     }
 
     #[test]
@@ -415,22 +490,24 @@ mod tests {
         }
         assert_eq!(connect_limit(), None);
 
-        let mut budget = Some(Budget::new(9, 3));
+        static SITE: Site = crate::__private::Overrides::NONE.site(Layer::Http, "t");
+        let (mut max_attempts, mut budget, mut bucket) = (3, Some(Budget::new(9, 3)), None);
         let mut key = IdempotencyKey::UNDRAWN;
         {
             let own = Own {
+                site: &SITE,
+                max_attempts: &mut max_attempts,
                 budget: &mut budget,
+                bucket: &mut bucket,
                 key: &mut key,
             };
-            let _entered = enter(own, |outer, own| Frame {
-                budget: *own.budget,
-                ..*outer
+            in_force(own, None, 1, || {
+                assert_eq!(super::budget(), Some(Budget::new(9, 3)));
             });
-            assert_eq!(super::budget(), Some(Budget::new(9, 3)));
         }
         assert_eq!(super::budget(), None);
 
-        let scoped = || CONTEXT.with(Cell::get).scoped;
+        let scoped = || CONTEXT.with(|c| c.scoped.get());
         {
             let _outer = enter_scope(true);
             {

@@ -148,10 +148,11 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         // `#[timeout]` alone: one run under the limits, no loop.
         let limits = attempt_limits(&krate, timeouts.as_ref().unwrap_or(&Timeouts::default()));
         let krate_at = krate::at(&krate, span);
-        let once = quote_spanned!(span=> #krate_at::__private::once);
+        // Named at the error type, where a missing `From<TimeoutError>` is reported.
+        let into_error = quote_spanned!(span=> #krate_at::__private::FromTimeout::from_timeout);
         quote! {
             #(#[allow(unused_imports)] use #absorbed as _;)*
-            #once(#site, #total, #limits, #attempt_block).await
+            #krate::__private::once(#site, #total, #limits, #attempt_block, #into_error).await
         }
     } else {
         quote! {
@@ -218,9 +219,7 @@ fn unmut(sig: &mut Signature, body: &mut Body, name: &Ident) {
     if let Body::AsyncTrait { prologue, .. } = body {
         for stmt in prologue {
             let Stmt::Local(local) = stmt else { continue };
-            let moves_self = local.init.as_ref().is_some_and(
-                |init| matches!(&*init.expr, syn::Expr::Path(p) if p.path.is_ident("self")),
-            );
+            let moves_self = item::moves_self(local);
             match &mut local.pat {
                 Pat::Ident(p) if moves_self && name == "self" => p.mutability = None,
                 _ if moves_self => {}

@@ -304,9 +304,7 @@ impl Params {
         if let Body::AsyncTrait { prologue, .. } = body {
             for stmt in prologue {
                 let Stmt::Local(local) = stmt else { continue };
-                let moves_self = local.init.as_ref().is_some_and(
-                    |init| matches!(&*init.expr, Expr::Path(p) if p.path.is_ident("self")),
-                );
+                let moves_self = moves_self(local);
                 match (&local.pat, &mut receiver) {
                     (Pat::Ident(p), Some(SelfArg::ByValue { mutability, alias })) if moves_self => {
                         *mutability = p.mutability;
@@ -323,6 +321,14 @@ impl Params {
     pub(crate) fn binding(&self, name: &Ident) -> Option<&Binding> {
         self.bindings.iter().find(|b| b.ident == *name)
     }
+}
+
+/// Whether `local` is async-trait's `let __self = self;`.
+pub(crate) fn moves_self(local: &syn::Local) -> bool {
+    local
+        .init
+        .as_ref()
+        .is_some_and(|init| matches!(&*init.expr, Expr::Path(p) if p.path.is_ident("self")))
 }
 
 /// Every name `pat` binds (`a` and `b` in `(a, mut b): (String, u32)`).

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::{FromTimeout, RetryResult, Site, Timeouts};
 use crate::attempt::IdempotencyKey;
 use crate::connect::{self, ConnectLimit};
-use crate::context::{self, AttemptSlot, Budget, Entered, Frame, Own};
+use crate::context::{self, Budget, Context as Around, Own};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
@@ -77,35 +77,19 @@ impl Call {
         Attempt { fut, call: self }
     }
 
-    /// Puts the call's context in force for one poll of its attempt.
+    /// Runs `poll`, one poll of the call's attempt, with its context in force.
     #[inline]
-    fn enter(&mut self, connect: Option<Duration>) -> Entered<'_> {
-        let Call {
+    fn in_force<R>(&mut self, connect: Option<ConnectLimit>, poll: impl FnOnce() -> R) -> R {
+        let site = self.site;
+        let attempt = self.state.attempt();
+        let own = Own {
             site,
-            state,
-            budget,
-            bucket,
-            max_attempts,
-            key,
-            ..
-        } = self;
-        let own = Own { budget, key };
-        context::enter(own, |outer, own| {
-            if *max_attempts == 0 {
-                *max_attempts = resolve(site, outer, own.budget, bucket);
-            }
-            Frame {
-                budget: own.budget.or(outer.budget),
-                connect: ConnectLimit::new(connect, site.layer).or(outer.connect),
-                attempt: Some(AttemptSlot {
-                    layer: site.layer,
-                    attempt: state.attempt(),
-                    max_attempts: *max_attempts,
-                    key: *own.key,
-                }),
-                scoped: outer.scoped,
-            }
-        })
+            max_attempts: &mut self.max_attempts,
+            budget: &mut self.budget,
+            bucket: &mut self.bucket,
+            key: &mut self.key,
+        };
+        context::in_force(own, connect, attempt, poll)
     }
 
     /// Runs one attempt under `limits` and the call's total deadline.
@@ -292,18 +276,32 @@ impl Call {
 /// (the task's, which always holds, or the default), its layer's token
 /// bucket, and the attempts it allows (the task's `retry:` over the site's).
 #[inline]
-fn resolve(
+pub(crate) fn resolve(
     site: &Site,
-    outer: &Frame,
+    around: &Around,
     budget: &mut Option<Budget>,
     bucket: &mut Option<TokenBucket>,
 ) -> u32 {
-    let scope = if outer.scoped {
-        task::in_force(site.layer)
-    } else {
-        task::InForce::NONE
-    };
-    if outer.budget.is_none() {
+    if around.scoped.get() {
+        return resolve_in_scope(site, around, budget, bucket);
+    }
+    if around.budget.get().is_none() {
+        *budget = Some(Budget::new(task::DEFAULT_BUDGET, 1));
+    }
+    site.config.effective_attempts()
+}
+
+/// [`resolve`] under a task policy.
+#[cold]
+#[inline(never)]
+fn resolve_in_scope(
+    site: &Site,
+    around: &Around,
+    budget: &mut Option<Budget>,
+    bucket: &mut Option<TokenBucket>,
+) -> u32 {
+    let scope = task::in_force(site.layer);
+    if around.budget.get().is_none() {
         *budget = Some(match scope.budget {
             Some(total) => Budget::explicit(total, 1),
             None => Budget::new(task::DEFAULT_BUDGET, 1),
@@ -351,8 +349,8 @@ impl<F: Future> Future for Attempt<'_, F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _entered = this.call.enter(None);
-        this.fut.poll(cx)
+        let fut = this.fut;
+        this.call.in_force(None, || fut.poll(cx))
     }
 }
 
@@ -383,17 +381,17 @@ where
         let deadline = this.call.deadline;
         // Out of the call for the poll, which lends the call to its context.
         let mut progress = this.call.progress.take();
-        let polled = {
-            let _entered = this.call.enter(this.connect.map(|c| c.limit));
+        let connect = this.connect;
+        let polled = this.call.in_force(*connect, || {
             let polled = inner.poll_until(cx, deadline, &mut progress);
-            if let Some(connect) = this.connect.as_mut() {
+            if let Some(connect) = connect.as_mut() {
                 connect.reached |= context::connect_reached();
             }
             polled
-        };
+        });
         this.call.progress = progress;
         if polled.is_ready() {
-            connect::attempt_ended(*this.connect, this.call.site.operation);
+            connect::attempt_ended(*connect, this.call.site.operation);
         }
         let into_error = *this.into_error;
         polled.map(|out| {
