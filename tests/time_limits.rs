@@ -174,10 +174,8 @@ enum HttpError {
     Timeout(#[from] TimeoutError),
 }
 
-/// Reads the whole streamed body, chunk by chunk; 2 attempts.
-#[retry(layer = "http", attempts = 2, backoff = "10ms", jitter = 0.0)]
-#[timeout(read = "500ms")]
-async fn stream_body(client: &reqwest::Client, url: &str) -> Result<usize, HttpError> {
+/// Reads the whole streamed body, chunk by chunk.
+async fn read_body(client: &reqwest::Client, url: &str) -> Result<usize, HttpError> {
     let mut response = client.get(url).send().await?;
     let mut len = 0;
     while let Some(chunk) = response.chunk().await? {
@@ -186,16 +184,18 @@ async fn stream_body(client: &reqwest::Client, url: &str) -> Result<usize, HttpE
     Ok(len)
 }
 
-/// The same, one attempt.
+/// [`read_body`] in 2 attempts.
+#[retry(layer = "http", attempts = 2, backoff = "10ms", jitter = 0.0)]
+#[timeout(read = "500ms")]
+async fn stream_body(client: &reqwest::Client, url: &str) -> Result<usize, HttpError> {
+    read_body(client, url).await
+}
+
+/// [`read_body`] in one attempt.
 #[retry(layer = "http", attempts = 1)]
 #[timeout(read = "500ms")]
 async fn stream_once(client: &reqwest::Client, url: &str) -> Result<usize, HttpError> {
-    let mut response = client.get(url).send().await?;
-    let mut len = 0;
-    while let Some(chunk) = response.chunk().await? {
-        len += chunk.len();
-    }
-    Ok(len)
+    read_body(client, url).await
 }
 
 fn read_timeout(err: &HttpError) -> Option<&TimeoutError> {
@@ -442,4 +442,82 @@ async fn a_hanging_connect_through_reqwest_times_out_at_the_connect_limit_and_is
     );
     // Two attempts cut at 200 ms, not the kernel's SYN retries (a minute and more).
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+}
+
+/// `#[timeout]` alone on the shapes `#[retry]` takes.
+mod shapes {
+    use super::*;
+
+    type Res<T> = Result<T, io::Error>;
+
+    pub struct Counter {
+        pub n: u32,
+    }
+
+    impl Counter {
+        /// `&mut self`, a `Result` alias, `?` and an early `return`.
+        #[timeout(layer = "tool", attempt = "1s")]
+        pub async fn bump(&mut self, by: u32) -> Res<u32> {
+            if by == 0 {
+                return Err(io::Error::other("zero"));
+            }
+            let parsed: u32 = "1".parse().map_err(io::Error::other)?;
+            self.n += by * parsed;
+            Ok(self.n)
+        }
+
+        /// A coercing return: `&String` to `&str`.
+        #[timeout(layer = "tool", attempt = "1s")]
+        pub async fn name(&self, names: &[String]) -> Res<usize> {
+            let first: &str = names.first().map_or("", |s| s);
+            Ok(first.len())
+        }
+    }
+
+    /// Generics with a where-clause.
+    #[timeout(layer = "task", total = "1s")]
+    pub async fn sum<T>(items: Vec<T>) -> Res<u64>
+    where
+        T: Into<u64> + Send,
+    {
+        Ok(items.into_iter().map(Into::into).sum())
+    }
+
+    #[async_trait::async_trait]
+    pub trait Tool {
+        async fn call(&self, input: String) -> Res<String>;
+    }
+
+    pub struct Echo;
+
+    #[async_trait::async_trait]
+    impl Tool for Echo {
+        #[timeout(layer = "tool", attempt = "100ms")]
+        async fn call(&self, input: String) -> Res<String> {
+            if input == "slow" {
+                sleep(Duration::from_secs(5)).await;
+            }
+            Ok(input)
+        }
+    }
+
+    fn assert_send<F: std::future::Future + Send>(f: F) -> F {
+        f
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeout_alone_keeps_the_fn_as_written() {
+        let mut c = Counter { n: 0 };
+        assert_eq!(assert_send(c.bump(2)).await.unwrap(), 2);
+        assert!(c.bump(0).await.is_err());
+        assert_eq!(c.name(&["abc".to_owned()]).await.unwrap(), 3);
+        assert_eq!(assert_send(sum(vec![1u8, 2, 3])).await.unwrap(), 6);
+        let tool: &dyn Tool = &Echo;
+        assert_eq!(tool.call("hi".into()).await.unwrap(), "hi");
+        let err = tool.call("slow".into()).await.unwrap_err();
+        assert_eq!(
+            held(&err).map(TimeoutError::boundary),
+            Some(Boundary::Attempt)
+        );
+    }
 }

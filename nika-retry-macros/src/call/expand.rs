@@ -148,10 +148,11 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         // `#[timeout]` alone: one run under the limits, no loop.
         let limits = attempt_limits(&krate, timeouts.as_ref().unwrap_or(&Timeouts::default()));
         let krate_at = krate::at(&krate, span);
-        let once = quote_spanned!(span=> #krate_at::__private::once);
+        // Named at the error type, where a missing `From<TimeoutError>` is reported.
+        let into_error = quote_spanned!(span=> #krate_at::__private::FromTimeout::from_timeout);
         quote! {
             #(#[allow(unused_imports)] use #absorbed as _;)*
-            #once(#site, #total, #limits, #attempt_block).await
+            #krate::__private::once(#site, #total, #limits, #attempt_block, #into_error).await
         }
     } else {
         quote! {

@@ -6,7 +6,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::sync::Arc;
 
-use super::{FromTimeout, Site, Timeouts};
+use super::{Site, Timeouts};
 use crate::connect::{self, ConnectLimit};
 use crate::context;
 use crate::timer::{Deadline, Progress};
@@ -19,16 +19,19 @@ use crate::{Boundary, TimeoutError};
 ///
 /// `total` and `attempt` both count from the run's first pending poll, so
 /// the smaller of the two is the one that can expire.
+///
+/// `into_error` is `FromTimeout::from_timeout`, named by the expansion at the
+/// fn's error type, so that a missing `From<TimeoutError>` is reported there.
 #[inline]
 pub fn once<F, T, E>(
     site: &'static Site,
     total: Option<Duration>,
     limits: Timeouts,
     fut: F,
+    into_error: fn(TimeoutError) -> E,
 ) -> Once<F, E>
 where
     F: Future<Output = Result<T, E>>,
-    E: FromTimeout,
 {
     let whole = match (limits.attempt, total) {
         (Some(attempt), Some(total)) if total < attempt => (Some(total), Boundary::Total),
@@ -42,7 +45,7 @@ where
         connect: ConnectLimit::new(limits.connect, site.layer),
         site,
         progress: None,
-        into_error: E::from_timeout,
+        into_error,
     }
 }
 
@@ -98,6 +101,15 @@ mod tests {
             read,
             attempt,
         }
+    }
+
+    fn once<F: Future<Output = Result<u32, TimeoutError>>>(
+        site: &'static Site,
+        total: Option<Duration>,
+        limits: Timeouts,
+        fut: F,
+    ) -> Once<F, TimeoutError> {
+        super::once(site, total, limits, fut, core::convert::identity)
     }
 
     async fn slow(d: Duration) -> Result<u32, TimeoutError> {
