@@ -476,4 +476,25 @@ mod tests {
         }
         assert!(!scoped());
     }
+
+    #[test]
+    fn a_connect_scope_puts_the_outer_limit_back() {
+        let limit = |ms| ConnectLimit::new(Some(Duration::from_millis(ms)), Layer::Http);
+        let outer = limit(500).unwrap();
+        let _outer = enter_connect(outer);
+        {
+            let _inner = enter_connect(limit(200).unwrap());
+            assert_eq!(
+                connect_limit(),
+                Some((Duration::from_millis(200), Layer::Http))
+            );
+            assert!(connect_reached());
+        }
+        // The outer limit again, as it was: not reached by the inner read.
+        assert!(!connect_reached());
+        assert_eq!(
+            connect_limit(),
+            Some((Duration::from_millis(500), Layer::Http))
+        );
+    }
 }
