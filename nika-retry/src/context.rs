@@ -18,10 +18,9 @@ use core::task::{Context as TaskContext, Poll};
 use core::time::Duration;
 use std::thread::LocalKey;
 
-use crate::__private::{Site, resolve};
+use crate::Layer;
 use crate::attempt::IdempotencyKey;
 use crate::connect::ConnectLimit;
-use crate::{Layer, TokenBucket};
 
 /// The attempts shared by the nested retry loops under one outermost call:
 /// the total (one plus every retry allowed), whether the task set it, and
@@ -96,7 +95,7 @@ const HAS_KEY: u64 = 1 << 62;
 const DRAWN: u64 = 1 << 61;
 
 impl AttemptSlot {
-    const NONE: AttemptSlot = AttemptSlot(0);
+    pub(crate) const NONE: AttemptSlot = AttemptSlot(0);
 
     /// Attempt `attempt` of `max_attempts` at `layer` (both at most 65 535).
     #[inline]
@@ -125,6 +124,10 @@ impl AttemptSlot {
     }
     fn has_key(self) -> bool {
         self.0 & HAS_KEY != 0
+    }
+    #[cfg(test)]
+    fn with_key(self) -> AttemptSlot {
+        AttemptSlot(self.0 | HAS_KEY | DRAWN)
     }
 }
 
@@ -230,104 +233,77 @@ pub(crate) fn attempt(
     })
 }
 
-/// Runs `poll` with a call's context in force: one poll of its attempt. On
-/// its first poll (`own.max_attempts` is 0), the call first
-/// reads the context around it ([`resolve`](crate::__private::resolve)):
-/// whether it owns the budget, its bucket, the attempts it allows. Then its
-/// own budget (the outermost call's), its connect limit, its attempt and
-/// its key (if drawn) replace the outer ones. After `poll` (or its panic),
-/// the outer ones come back, and the call gets back its budget as the
-/// nested loops left it and its key if the body drew it.
+/// What the loops and the scope around a call being polled for the first
+/// time say: whether a task policy is in force, and whether a budget is
+/// (then the call is nested in a retried call).
+pub(crate) fn around() -> (bool, bool) {
+    CONTEXT.with(|c| (c.scoped.get(), c.budget.get().is_some()))
+}
+
+/// Puts a call's attempt in force for one poll, with its budget if it owns
+/// one (the outermost call), and its key if it has one; returns the outer
+/// attempt and the outer key, for [`restore`]. Small, so that it inlines
+/// into the poll: a poll costs one access in and one out.
 #[inline]
-pub(crate) fn in_force<R>(
-    own: Own<'_>,
-    connect: Option<ConnectLimit>,
-    attempt: u32,
-    poll: impl FnOnce() -> R,
-) -> R {
-    // The poll runs inside: a guard returned and moved would be copied
-    // right after being written, which stalls the CPU on every call.
+pub(crate) fn install(
+    budget: Option<Budget>,
+    slot: AttemptSlot,
+    key: Option<IdempotencyKey>,
+) -> (AttemptSlot, Option<IdempotencyKey>) {
+    let outer = CONTEXT.with(|c| {
+        if budget.is_some() {
+            c.budget.set(budget);
+        }
+        c.attempt.replace(slot)
+    });
+    if key.is_none() && !outer.has_key() {
+        return (outer, None);
+    }
+    (outer, swap_key(key, outer.has_key()))
+}
+
+/// Installs `key` (if any) and returns the outer attempt's key (if it had one).
+#[cold]
+#[inline(never)]
+fn swap_key(key: Option<IdempotencyKey>, outer_has_key: bool) -> Option<IdempotencyKey> {
     CONTEXT.with(|c| {
-        let mut entered = Entered {
-            c,
-            outer_connect: None,
-            outer_attempt: AttemptSlot::NONE,
-            outer_key: None,
-            own,
-        };
-        entered.enter(connect, attempt);
-        poll()
+        let outer = outer_has_key.then(|| c.key.get());
+        if let Some(key) = key {
+            c.key.set(key);
+        }
+        outer
     })
 }
 
-/// The parts of a call that a poll reads or changes.
-pub(crate) struct Own<'a> {
-    pub(crate) site: &'static Site,
-    /// 0 until the first poll.
-    pub(crate) max_attempts: &'a mut u32,
-    /// `Some` for the outermost call, which owns the budget.
-    pub(crate) budget: &'a mut Option<Budget>,
-    pub(crate) bucket: &'a mut Option<TokenBucket>,
-    pub(crate) key: &'a mut IdempotencyKey,
-}
-
-impl Entered<'_> {
-    #[inline]
-    fn enter(&mut self, connect: Option<ConnectLimit>, attempt: u32) {
-        let c = self.c;
-        let own = &mut self.own;
-        // The key is not read on the first poll, which cannot have drawn it.
-        let has_key = if *own.max_attempts == 0 {
-            *own.max_attempts = resolve(own.site, c, own.budget, own.bucket);
-            false
-        } else {
-            *own.key != IdempotencyKey::UNDRAWN
-        };
-        if own.budget.is_some() {
-            c.budget.set(*own.budget);
-        }
-        let slot = AttemptSlot::new(own.site.layer, attempt, *own.max_attempts, has_key);
-        self.outer_attempt = c.attempt.replace(slot);
-        if self.outer_attempt.has_key() {
-            self.outer_key = Some(c.key.get());
-        }
-        if has_key {
-            c.key.set(*own.key);
-        }
-        if let Some(limit) = connect {
-            self.outer_connect = Some(c.connect.replace(Some(limit)));
-        }
-    }
-}
-
-/// What [`in_force`] puts back after the poll.
-struct Entered<'a> {
-    c: &'a Context,
-    outer_connect: Option<Option<ConnectLimit>>,
-    outer_attempt: AttemptSlot,
+/// Puts back what [`install`] replaced; returns the call's budget as the
+/// nested loops left it (if `owns_budget`), and its key if the body drew it.
+#[inline]
+pub(crate) fn restore(
+    outer: AttemptSlot,
     outer_key: Option<IdempotencyKey>,
-    own: Own<'a>,
+    owns_budget: bool,
+) -> (Option<Budget>, Option<IdempotencyKey>) {
+    let (ours, budget) = CONTEXT.with(|c| {
+        let ours = c.attempt.replace(outer);
+        (ours, if owns_budget { c.budget.take() } else { None })
+    });
+    if ours.0 & DRAWN == 0 && outer_key.is_none() {
+        return (budget, None);
+    }
+    (budget, restore_key(ours.0 & DRAWN != 0, outer_key))
 }
 
-impl Drop for Entered<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        let c = self.c;
-        let ours = c.attempt.replace(self.outer_attempt);
-        if ours.0 & DRAWN != 0 {
-            *self.own.key = c.key.get();
-        }
-        if let Some(outer) = self.outer_key {
+/// The key the body drew (if `drawn`), and the outer key put back.
+#[cold]
+#[inline(never)]
+fn restore_key(drawn: bool, outer_key: Option<IdempotencyKey>) -> Option<IdempotencyKey> {
+    CONTEXT.with(|c| {
+        let ours = drawn.then(|| c.key.get());
+        if let Some(outer) = outer_key {
             c.key.set(outer);
         }
-        if let Some(outer) = self.outer_connect {
-            c.connect.set(outer);
-        }
-        // The outermost call's budget was installed over none.
-        if let Some(own) = self.own.budget.as_mut() {
-            *own = c.budget.take().unwrap_or(*own);
-        }
-    }
+        ours
+    })
 }
 
 /// Marks a task policy in force (or hidden, for `false`) until the guard drops.
@@ -433,38 +409,28 @@ mod tests {
 
     #[test]
     fn a_poll_writes_its_changes_back_and_restores_the_outer_context() {
-        static SITE: Site = crate::__private::Overrides::NONE.site(Layer::Tool, "t");
-        let (mut max_attempts, mut budget, mut bucket) = (0, None, None);
-        let mut key = IdempotencyKey::UNDRAWN;
-        let connect = ConnectLimit::new(Some(Duration::from_secs(1)), Layer::Http);
         let drawn = IdempotencyKey::from_u128(7);
-        {
-            let own = Own {
-                site: &SITE,
-                max_attempts: &mut max_attempts,
-                budget: &mut budget,
-                bucket: &mut bucket,
-                key: &mut key,
-            };
-            in_force(own, connect, 2, || {
-                assert_eq!(connect_limit(), Some((Duration::from_secs(1), Layer::Http)));
-                assert!(connect_reached());
-                take_from_budget();
-                let (slot, first) = attempt(|| drawn).unwrap();
-                assert_eq!(
-                    (slot.layer(), slot.attempt(), slot.max_attempts()),
-                    (Layer::Tool, 2, 1)
-                );
-                assert_eq!(first, drawn);
-                assert_eq!(attempt(|| unreachable!("drawn once")).unwrap().1, drawn);
-            });
-        }
+        let slot = AttemptSlot::new(Layer::Tool, 2, 3, false);
+        let (outer, outer_key) = install(Some(Budget::new(9, 1)), slot, None);
+        assert_eq!((outer, outer_key), (AttemptSlot::NONE, None));
+        take_from_budget();
+        let (seen, first) = attempt(|| drawn).unwrap();
         assert_eq!(
-            (max_attempts, budget, key),
-            (1, Some(Budget::new(9, 2)), drawn)
+            (seen.layer(), seen.attempt(), seen.max_attempts()),
+            (Layer::Tool, 2, 3)
         );
-        assert_eq!(connect_limit(), None);
+        assert_eq!(first, drawn);
+        assert_eq!(attempt(|| unreachable!("drawn once")).unwrap().1, drawn);
+        // A nested attempt hides the key and puts it back.
+        let inner = install(None, AttemptSlot::new(Layer::Http, 1, 3, false), None);
+        assert_eq!(inner, (seen.with_key(), Some(drawn)));
+        assert_ne!(attempt(IdempotencyKey::draw).unwrap().1, drawn);
+        restore(inner.0, inner.1, false);
+        assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
+        let back = restore(outer, outer_key, true);
+        assert_eq!(back, (Some(Budget::new(9, 2)), Some(drawn)));
         assert_eq!(attempt(IdempotencyKey::draw), None);
+        assert_eq!(budget(), None);
     }
 
     #[test]
@@ -490,21 +456,13 @@ mod tests {
         }
         assert_eq!(connect_limit(), None);
 
-        static SITE: Site = crate::__private::Overrides::NONE.site(Layer::Http, "t");
-        let (mut max_attempts, mut budget, mut bucket) = (3, Some(Budget::new(9, 3)), None);
-        let mut key = IdempotencyKey::UNDRAWN;
-        {
-            let own = Own {
-                site: &SITE,
-                max_attempts: &mut max_attempts,
-                budget: &mut budget,
-                bucket: &mut bucket,
-                key: &mut key,
-            };
-            in_force(own, None, 1, || {
-                assert_eq!(super::budget(), Some(Budget::new(9, 3)));
-            });
-        }
+        let slot = AttemptSlot::new(Layer::Http, 1, 3, false);
+        let (outer, outer_key) = install(Some(Budget::new(9, 3)), slot, None);
+        assert_eq!(
+            (super::budget(), around()),
+            (Some(Budget::new(9, 3)), (false, true))
+        );
+        restore(outer, outer_key, true);
         assert_eq!(super::budget(), None);
 
         let scoped = || CONTEXT.with(|c| c.scoped.get());

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::{FromTimeout, RetryResult, Site, Timeouts};
 use crate::attempt::IdempotencyKey;
 use crate::connect::{self, ConnectLimit};
-use crate::context::{self, Budget, Context as Around, Own};
+use crate::context::{self, AttemptSlot, Budget};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
@@ -77,19 +77,63 @@ impl Call {
         Attempt { fut, call: self }
     }
 
-    /// Runs `poll`, one poll of the call's attempt, with its context in force.
+    /// Puts the call's context in force for one poll of its attempt, until
+    /// the guard drops (a panic included).
     #[inline]
-    fn in_force<R>(&mut self, connect: Option<ConnectLimit>, poll: impl FnOnce() -> R) -> R {
-        let site = self.site;
-        let attempt = self.state.attempt();
-        let own = Own {
-            site,
-            max_attempts: &mut self.max_attempts,
-            budget: &mut self.budget,
-            bucket: &mut self.bucket,
-            key: &mut self.key,
+    fn in_force(&mut self) -> InForce<'_> {
+        // The key is not read on the first poll, which cannot have drawn it.
+        let key = if self.max_attempts == 0 {
+            self.resolve();
+            None
+        } else {
+            Some(self.key).filter(|&k| k != IdempotencyKey::UNDRAWN)
         };
-        context::in_force(own, connect, attempt, poll)
+        let slot = AttemptSlot::new(
+            self.site.layer,
+            self.state.attempt(),
+            self.max_attempts,
+            key.is_some(),
+        );
+        let (outer, outer_key) = context::install(self.budget, slot, key);
+        InForce {
+            call: self,
+            outer,
+            outer_key,
+        }
+    }
+
+    /// What the loops and the scope around the call say about it, read once,
+    /// on its first poll: the budget it owns if it is the outermost retried
+    /// call (the task's, which always holds, or the default), its layer's
+    /// token bucket, and the attempts it allows (the task's `retry:` over
+    /// the site's).
+    #[inline]
+    fn resolve(&mut self) {
+        let (scoped, nested) = context::around();
+        if scoped {
+            return self.resolve_in_scope(nested);
+        }
+        if !nested {
+            self.budget = Some(Budget::new(task::DEFAULT_BUDGET, 1));
+        }
+        self.max_attempts = self.site.config.effective_attempts();
+    }
+
+    /// [`resolve`](Call::resolve) under a task policy.
+    #[cold]
+    #[inline(never)]
+    fn resolve_in_scope(&mut self, nested: bool) {
+        let scope = task::in_force(self.site.layer);
+        if !nested {
+            self.budget = Some(match scope.budget {
+                Some(total) => Budget::explicit(total, 1),
+                None => Budget::new(task::DEFAULT_BUDGET, 1),
+            });
+        }
+        self.bucket = scope.bucket;
+        self.max_attempts = scope
+            .max_attempts
+            .unwrap_or_else(|| self.site.config.effective_attempts());
     }
 
     /// Runs one attempt under `limits` and the call's total deadline.
@@ -271,46 +315,26 @@ impl Call {
     }
 }
 
-/// What the loops and the scope around a call say about it, read once, on
-/// its first poll: the budget it owns if it is the outermost retried call
-/// (the task's, which always holds, or the default), its layer's token
-/// bucket, and the attempts it allows (the task's `retry:` over the site's).
-#[inline]
-pub(crate) fn resolve(
-    site: &Site,
-    around: &Around,
-    budget: &mut Option<Budget>,
-    bucket: &mut Option<TokenBucket>,
-) -> u32 {
-    if around.scoped.get() {
-        return resolve_in_scope(site, around, budget, bucket);
-    }
-    if around.budget.get().is_none() {
-        *budget = Some(Budget::new(task::DEFAULT_BUDGET, 1));
-    }
-    site.config.effective_attempts()
+/// One poll of an attempt with its call's context in force: puts the outer
+/// context back when dropped.
+struct InForce<'a> {
+    call: &'a mut Call,
+    outer: AttemptSlot,
+    outer_key: Option<IdempotencyKey>,
 }
 
-/// [`resolve`] under a task policy.
-#[cold]
-#[inline(never)]
-fn resolve_in_scope(
-    site: &Site,
-    around: &Around,
-    budget: &mut Option<Budget>,
-    bucket: &mut Option<TokenBucket>,
-) -> u32 {
-    let scope = task::in_force(site.layer);
-    if around.budget.get().is_none() {
-        *budget = Some(match scope.budget {
-            Some(total) => Budget::explicit(total, 1),
-            None => Budget::new(task::DEFAULT_BUDGET, 1),
-        });
+impl Drop for InForce<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let owns_budget = self.call.budget.is_some();
+        let (budget, key) = context::restore(self.outer, self.outer_key, owns_budget);
+        if budget.is_some() {
+            self.call.budget = budget;
+        }
+        if let Some(key) = key {
+            self.call.key = key;
+        }
     }
-    *bucket = scope.bucket;
-    scope
-        .max_attempts
-        .unwrap_or_else(|| site.config.effective_attempts())
 }
 
 /// The sleep between attempts.
@@ -349,8 +373,8 @@ impl<F: Future> Future for Attempt<'_, F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let fut = this.fut;
-        this.call.in_force(None, || fut.poll(cx))
+        let _in_force = this.call.in_force();
+        this.fut.poll(cx)
     }
 }
 
@@ -381,17 +405,18 @@ where
         let deadline = this.call.deadline;
         // Out of the call for the poll, which lends the call to its context.
         let mut progress = this.call.progress.take();
-        let connect = this.connect;
-        let polled = this.call.in_force(*connect, || {
+        let polled = {
+            let _in_force = this.call.in_force();
+            let _connect = this.connect.map(context::enter_connect);
             let polled = inner.poll_until(cx, deadline, &mut progress);
-            if let Some(connect) = connect.as_mut() {
+            if let Some(connect) = this.connect.as_mut() {
                 connect.reached |= context::connect_reached();
             }
             polled
-        });
+        };
         this.call.progress = progress;
         if polled.is_ready() {
-            connect::attempt_ended(*connect, this.call.site.operation);
+            connect::attempt_ended(*this.connect, this.call.site.operation);
         }
         let into_error = *this.into_error;
         polled.map(|out| {

@@ -13,7 +13,6 @@ mod site;
 mod renamed;
 
 pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult, attempt};
-pub(crate) use call::resolve;
 pub use call::{Attempt, Call, NO_CONFIG, Timed, sleep};
 pub use derive::{
     DurationHint, HttpStatus, MillisHint, hint_duration, hint_millis, status_category,
