@@ -91,8 +91,6 @@ pub(crate) struct AttemptSlot(u64);
 const PRESENT: u64 = 1 << 63;
 /// The key cell holds this attempt's key.
 const HAS_KEY: u64 = 1 << 62;
-/// The body drew the key during this poll.
-const DRAWN: u64 = 1 << 61;
 
 impl AttemptSlot {
     pub(crate) const NONE: AttemptSlot = AttemptSlot(0);
@@ -127,7 +125,7 @@ impl AttemptSlot {
     }
     #[cfg(test)]
     fn with_key(self) -> AttemptSlot {
-        AttemptSlot(self.0 | HAS_KEY | DRAWN)
+        AttemptSlot(self.0 | HAS_KEY)
     }
 }
 
@@ -228,7 +226,7 @@ pub(crate) fn attempt(
         }
         let key = draw();
         c.key.set(key);
-        c.attempt.set(AttemptSlot(slot.0 | HAS_KEY | DRAWN));
+        c.attempt.set(AttemptSlot(slot.0 | HAS_KEY));
         Some((slot, key))
     })
 }
@@ -236,74 +234,59 @@ pub(crate) fn attempt(
 /// What the loops and the scope around a call being polled for the first
 /// time say: whether a task policy is in force, and whether a budget is
 /// (then the call is nested in a retried call).
+#[inline]
 pub(crate) fn around() -> (bool, bool) {
     CONTEXT.with(|c| (c.scoped.get(), c.budget.get().is_some()))
 }
 
 /// Puts a call's attempt in force for one poll, with its budget if it owns
-/// one (the outermost call), and its key if it has one; returns the outer
-/// attempt and the outer key, for [`restore`]. Small, so that it inlines
-/// into the poll: a poll costs one access in and one out.
-#[inline]
+/// one (the outermost call); returns the outer attempt, for [`restore`].
+/// If either attempt has a key, `key` (the call's) is swapped with the one
+/// in force, so that `key` holds the outer attempt's until [`restore`]
+/// swaps them back: nothing else is saved. Inlined into the poll, where
+/// all of it stays in registers: a poll costs one access in and one out.
+#[inline(always)]
 pub(crate) fn install(
     budget: Option<Budget>,
     slot: AttemptSlot,
-    key: Option<IdempotencyKey>,
-) -> (AttemptSlot, Option<IdempotencyKey>) {
+    key: &mut IdempotencyKey,
+) -> AttemptSlot {
     let outer = CONTEXT.with(|c| {
         if budget.is_some() {
             c.budget.set(budget);
         }
         c.attempt.replace(slot)
     });
-    if key.is_none() && !outer.has_key() {
-        return (outer, None);
+    if (slot.0 | outer.0) & HAS_KEY != 0 {
+        swap_key(key);
     }
-    (outer, swap_key(key, outer.has_key()))
+    outer
 }
 
-/// Installs `key` (if any) and returns the outer attempt's key (if it had one).
-#[cold]
-#[inline(never)]
-fn swap_key(key: Option<IdempotencyKey>, outer_has_key: bool) -> Option<IdempotencyKey> {
-    CONTEXT.with(|c| {
-        let outer = outer_has_key.then(|| c.key.get());
-        if let Some(key) = key {
-            c.key.set(key);
-        }
-        outer
-    })
-}
-
-/// Puts back what [`install`] replaced; returns the call's budget as the
-/// nested loops left it (if `owns_budget`), and its key if the body drew it.
-#[inline]
+/// Puts back what [`install`] replaced, and the call's key (drawn during
+/// the poll, perhaps) in `key`; returns the call's budget as the nested
+/// loops left it, if it owns it.
+#[inline(always)]
 pub(crate) fn restore(
     outer: AttemptSlot,
-    outer_key: Option<IdempotencyKey>,
+    key: &mut IdempotencyKey,
     owns_budget: bool,
-) -> (Option<Budget>, Option<IdempotencyKey>) {
+) -> Option<Budget> {
     let (ours, budget) = CONTEXT.with(|c| {
         let ours = c.attempt.replace(outer);
         (ours, if owns_budget { c.budget.take() } else { None })
     });
-    if ours.0 & DRAWN == 0 && outer_key.is_none() {
-        return (budget, None);
+    if (ours.0 | outer.0) & HAS_KEY != 0 {
+        swap_key(key);
     }
-    (budget, restore_key(ours.0 & DRAWN != 0, outer_key))
+    budget
 }
 
-/// The key the body drew (if `drawn`), and the outer key put back.
+/// Swaps `key` with the key in force.
 #[cold]
 #[inline(never)]
-fn restore_key(drawn: bool, outer_key: Option<IdempotencyKey>) -> Option<IdempotencyKey> {
-    CONTEXT.with(|c| {
-        let ours = drawn.then(|| c.key.get());
-        if let Some(outer) = outer_key {
-            c.key.set(outer);
-        }
-        ours
-    })
+fn swap_key(key: &mut IdempotencyKey) {
+    CONTEXT.with(|c| *key = c.key.replace(*key));
 }
 
 /// Marks a task policy in force (or hidden, for `false`) until the guard drops.
@@ -410,9 +393,10 @@ mod tests {
     #[test]
     fn a_poll_writes_its_changes_back_and_restores_the_outer_context() {
         let drawn = IdempotencyKey::from_u128(7);
+        let mut outer_key = IdempotencyKey::UNDRAWN;
         let slot = AttemptSlot::new(Layer::Tool, 2, 3, false);
-        let (outer, outer_key) = install(Some(Budget::new(9, 1)), slot, None);
-        assert_eq!((outer, outer_key), (AttemptSlot::NONE, None));
+        let outer = install(Some(Budget::new(9, 1)), slot, &mut outer_key);
+        assert_eq!(outer, AttemptSlot::NONE);
         take_from_budget();
         let (seen, first) = attempt(|| drawn).unwrap();
         assert_eq!(
@@ -421,14 +405,24 @@ mod tests {
         );
         assert_eq!(first, drawn);
         assert_eq!(attempt(|| unreachable!("drawn once")).unwrap().1, drawn);
-        // A nested attempt hides the key and puts it back.
-        let inner = install(None, AttemptSlot::new(Layer::Http, 1, 3, false), None);
-        assert_eq!(inner, (seen.with_key(), Some(drawn)));
-        assert_ne!(attempt(IdempotencyKey::draw).unwrap().1, drawn);
-        restore(inner.0, inner.1, false);
+        // A nested attempt without a key hides the outer one and puts it back.
+        let mut inner_key = IdempotencyKey::UNDRAWN;
+        let inner_slot = AttemptSlot::new(Layer::Http, 1, 3, false);
+        let inner = install(None, inner_slot, &mut inner_key);
+        assert_eq!(inner, seen.with_key());
+        let inner_drawn = attempt(IdempotencyKey::draw).unwrap().1;
+        assert_ne!(inner_drawn, drawn);
+        assert_eq!(restore(inner, &mut inner_key, false), None);
+        assert_eq!(inner_key, inner_drawn, "the inner call keeps what it drew");
         assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
-        let back = restore(outer, outer_key, true);
-        assert_eq!(back, (Some(Budget::new(9, 2)), Some(drawn)));
+        // Its next attempt brings its own key back, and hides the outer one again.
+        let inner = install(None, inner_slot.with_key(), &mut inner_key);
+        assert_eq!(attempt(|| unreachable!("its own")).unwrap().1, inner_drawn);
+        restore(inner, &mut inner_key, false);
+        assert_eq!(inner_key, inner_drawn);
+        assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
+        let back = restore(outer, &mut outer_key, true);
+        assert_eq!((back, outer_key), (Some(Budget::new(9, 2)), drawn));
         assert_eq!(attempt(IdempotencyKey::draw), None);
         assert_eq!(budget(), None);
     }
@@ -457,12 +451,13 @@ mod tests {
         assert_eq!(connect_limit(), None);
 
         let slot = AttemptSlot::new(Layer::Http, 1, 3, false);
-        let (outer, outer_key) = install(Some(Budget::new(9, 3)), slot, None);
+        let mut key = IdempotencyKey::UNDRAWN;
+        let outer = install(Some(Budget::new(9, 3)), slot, &mut key);
         assert_eq!(
             (super::budget(), around()),
             (Some(Budget::new(9, 3)), (false, true))
         );
-        restore(outer, outer_key, true);
+        restore(outer, &mut key, true);
         assert_eq!(super::budget(), None);
 
         let scoped = || CONTEXT.with(|c| c.scoped.get());

@@ -289,8 +289,9 @@ where
         let this = self.project();
         let _scoped = context::enter_scope(true);
         this.inner
-            .poll_until(cx, *this.deadline, &mut None)
-            .map(|out| out.unwrap_or_else(|e| Err(E::from(e))))
+            .poll_with(cx, this.deadline, &mut None, core::convert::identity, |e| {
+                Err(E::from(e))
+            })
     }
 }
 

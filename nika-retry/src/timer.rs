@@ -142,13 +142,55 @@ impl<F: Future> Deadline<F> {
     /// each poll rather than stored, so that a retry loop's attempts share
     /// the one its call holds; `progress` likewise, the call's [`Progress`]
     /// (allocated here on first need when there is a `read` limit).
+    ///
+    /// The first poll of an attempt that needs no waker of its own (no
+    /// `read`, or the call's first attempt) is inlined into the caller: an
+    /// attempt ready there costs one poll and two tests, the rest is out of line.
+    #[inline(always)]
     pub(crate) fn poll_until(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-        at: Option<(Instant, Duration)>,
+        at: &Option<(Instant, Duration)>,
         progress: &mut Option<Arc<Progress>>,
     ) -> Poll<Result<F::Output, TimeoutError>> {
-        let mut this = self.project();
+        self.poll_with(cx, at, progress, Ok, Err)
+    }
+
+    /// [`poll_until`](Deadline::poll_until), with the output of `inner`
+    /// given to `ok` and an expiry to `expired`: for an `inner` whose output
+    /// holds its own error, a ready attempt's output goes out as it came,
+    /// with no rewrapping to copy.
+    #[inline(always)]
+    pub(crate) fn poll_with<O>(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        at: &Option<(Instant, Duration)>,
+        progress: &mut Option<Arc<Progress>>,
+        ok: impl FnOnce(F::Output) -> O,
+        expired: impl FnOnce(TimeoutError) -> O,
+    ) -> Poll<O> {
+        let this = self.as_mut().project();
+        // `started` is set by the first poll that finds `inner` pending.
+        let polled = if this.started.is_none() && (this.read.is_none() || progress.is_none()) {
+            match this.inner.poll(cx) {
+                Poll::Ready(out) => return Poll::Ready(ok(out)),
+                Poll::Pending => self.went_pending(cx, at, progress),
+            }
+        } else {
+            self.poll_again(cx, at, progress)
+        };
+        polled.map(|out| out.map_or_else(expired, ok))
+    }
+
+    /// A poll after the attempt's first, or the first of a later attempt
+    /// of a call whose `read` limit has its [`Progress`] already.
+    fn poll_again(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        at: &Option<(Instant, Duration)>,
+        progress: &mut Option<Arc<Progress>>,
+    ) -> Poll<Result<F::Output, TimeoutError>> {
+        let this = self.as_mut().project();
         // A later attempt of a call reuses its `Progress` from its first poll.
         if this.own.is_none() && this.read.is_some() && this.started.is_none() {
             if let Some(shared) = progress.as_ref() {
@@ -162,34 +204,55 @@ impl<F: Future> Deadline<F> {
                 if shared.take_woken() && this.started.is_some() {
                     *this.last = Some(Instant::now());
                 }
-                this.inner.as_mut().poll(&mut Context::from_waker(own))
+                this.inner.poll(&mut Context::from_waker(own))
             }
-            None => this.inner.as_mut().poll(cx),
+            None => this.inner.poll(cx),
         };
-        if let Poll::Ready(out) = polled {
-            return Poll::Ready(Ok(out));
+        match polled {
+            Poll::Ready(out) => Poll::Ready(Ok(out)),
+            Poll::Pending if this.started.is_none() => self.went_pending(cx, at, progress),
+            Poll::Pending => self.wait(cx, at),
         }
-        if this.started.is_none() {
-            if this.read.is_some() && this.own.is_none() {
-                // The first attempt to go pending: from now on it is polled
-                // with its own waker. Polled again at once, so that what it
-                // waits on holds that waker rather than the task's.
-                let (shared, own) = this
-                    .own
-                    .insert(watch(progress.get_or_insert_with(Arc::default)));
-                shared.register(cx.waker());
-                if let Poll::Ready(out) = this.inner.as_mut().poll(&mut Context::from_waker(own)) {
-                    return Poll::Ready(Ok(out));
-                }
-            }
-            let now = Instant::now();
-            *this.started = Some(now);
-            *this.last = Some(now);
-            match first_end(this.whole, this.read, this.started, this.last, at) {
-                Some((end, _)) => this.sleep.set(Some(tokio::time::sleep_until(end))),
-                None => return Poll::Pending,
+    }
+
+    /// The attempt's first poll found `inner` pending: starts the clock of
+    /// its limits and arms the timer.
+    fn went_pending(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        at: &Option<(Instant, Duration)>,
+        progress: &mut Option<Arc<Progress>>,
+    ) -> Poll<Result<F::Output, TimeoutError>> {
+        let mut this = self.as_mut().project();
+        if this.read.is_some() && this.own.is_none() {
+            // The first attempt to go pending: from now on it is polled
+            // with its own waker. Polled again at once, so that what it
+            // waits on holds that waker rather than the task's.
+            let (shared, own) = this
+                .own
+                .insert(watch(progress.get_or_insert_with(Arc::default)));
+            shared.register(cx.waker());
+            if let Poll::Ready(out) = this.inner.as_mut().poll(&mut Context::from_waker(own)) {
+                return Poll::Ready(Ok(out));
             }
         }
+        let now = Instant::now();
+        *this.started = Some(now);
+        *this.last = Some(now);
+        match first_end(this.whole, this.read, this.started, this.last, at) {
+            Some((end, _)) => this.sleep.set(Some(tokio::time::sleep_until(end))),
+            None => return Poll::Pending,
+        }
+        self.wait(cx, at)
+    }
+
+    /// Polls the timer; on expiry, the error of the limit that expired.
+    fn wait(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        at: &Option<(Instant, Duration)>,
+    ) -> Poll<Result<F::Output, TimeoutError>> {
+        let mut this = self.project();
         loop {
             let Some(mut sleep) = this.sleep.as_mut().as_pin_mut() else {
                 return Poll::Pending;
@@ -231,7 +294,7 @@ fn first_end(
     read: &Option<Duration>,
     started: &Option<Instant>,
     last: &Option<Instant>,
-    at: Option<(Instant, Duration)>,
+    at: &Option<(Instant, Duration)>,
 ) -> Option<(Instant, usize)> {
     let read = read.zip(*last).map(|(limit, last)| after(last, limit));
     let whole = whole
@@ -248,7 +311,7 @@ impl<F: Future> Future for Deadline<F> {
     type Output = Result<F::Output, TimeoutError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.poll_until(cx, None, &mut None)
+        self.poll_until(cx, &None, &mut None)
     }
 }
 
@@ -271,7 +334,7 @@ mod tests {
     ) -> Result<F::Output, TimeoutError> {
         let mut d = std::pin::pin!(d);
         let mut progress = None;
-        core::future::poll_fn(|cx| d.as_mut().poll_until(cx, at, &mut progress)).await
+        core::future::poll_fn(|cx| d.as_mut().poll_until(cx, &at, &mut progress)).await
     }
 
     #[tokio::test(start_paused = true)]
@@ -412,7 +475,7 @@ mod tests {
         for _ in 0..3 {
             let d = deadline(stream(ms(100), 3, u32::MAX, Duration::ZERO)).inactive(Some(ms(500)));
             let mut d = std::pin::pin!(d);
-            let out = core::future::poll_fn(|cx| d.as_mut().poll_until(cx, None, &mut progress));
+            let out = core::future::poll_fn(|cx| d.as_mut().poll_until(cx, &None, &mut progress));
             assert_eq!(out.await, Ok(3));
         }
         let shared = progress.expect("allocated by the first attempt that went pending");
@@ -428,7 +491,7 @@ mod tests {
         let mut progress = None;
         let d = deadline(async { 1 }).inactive(Some(ms(500)));
         let mut d = std::pin::pin!(d);
-        let out = core::future::poll_fn(|cx| d.as_mut().poll_until(cx, None, &mut progress));
+        let out = core::future::poll_fn(|cx| d.as_mut().poll_until(cx, &None, &mut progress));
         assert_eq!(out.await, Ok(1));
         assert!(progress.is_none());
     }

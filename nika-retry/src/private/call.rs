@@ -78,28 +78,22 @@ impl Call {
     }
 
     /// Puts the call's context in force for one poll of its attempt, until
-    /// the guard drops (a panic included).
-    #[inline]
+    /// the guard drops (a panic included). Inlined into the poll, always:
+    /// a guard returned from a call comes back through memory, and reading
+    /// it stalls the CPU's store forwarding on every call.
+    #[inline(always)]
     fn in_force(&mut self) -> InForce<'_> {
-        // The key is not read on the first poll, which cannot have drawn it.
-        let key = if self.max_attempts == 0 {
+        if self.max_attempts == 0 {
             self.resolve();
-            None
-        } else {
-            Some(self.key).filter(|&k| k != IdempotencyKey::UNDRAWN)
-        };
+        }
         let slot = AttemptSlot::new(
             self.site.layer,
             self.state.attempt(),
             self.max_attempts,
-            key.is_some(),
+            self.key != IdempotencyKey::UNDRAWN,
         );
-        let (outer, outer_key) = context::install(self.budget, slot, key);
-        InForce {
-            call: self,
-            outer,
-            outer_key,
-        }
+        let outer = context::install(self.budget, slot, &mut self.key);
+        InForce { call: self, outer }
     }
 
     /// What the loops and the scope around the call say about it, read once,
@@ -107,7 +101,7 @@ impl Call {
     /// call (the task's, which always holds, or the default), its layer's
     /// token bucket, and the attempts it allows (the task's `retry:` over
     /// the site's).
-    #[inline]
+    #[inline(always)]
     fn resolve(&mut self) {
         let (scoped, nested) = context::around();
         if scoped {
@@ -157,7 +151,7 @@ impl Call {
     /// `result`. `config` is the attribute's `config = …`, evaluated only if
     /// the attempt failed; `self_type` names the impl's type of a method, for
     /// the events.
-    #[inline]
+    #[inline(always)]
     pub fn next<R, C>(
         &mut self,
         result: &R,
@@ -170,12 +164,10 @@ impl Call {
         C: FnOnce() -> Option<RetryConfig>,
     {
         match result.error() {
+            // A first attempt that succeeds, outside any token bucket: done.
+            None if self.state.attempt() == 1 && self.bucket.is_none() => None,
             None => {
-                if self.state.attempt() > 1 {
-                    self.succeeded_after_retries(&mut lazy(config), self_type);
-                } else if let Some(bucket) = &self.bucket {
-                    bucket.refill();
-                }
+                self.succeeded(&mut lazy(config), self_type);
                 None
             }
             Some(error) => self.failed(Failure::of(error), &mut lazy(config), self_type),
@@ -190,16 +182,20 @@ impl Call {
         }
     }
 
+    /// After a success that a token bucket counts, or that took retries.
     #[cold]
-    fn succeeded_after_retries(
+    fn succeeded(
         &mut self,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) {
-        if let Some(bucket) = &self.bucket {
-            bucket.release(self.bucket_taken);
+        let retried = self.state.attempt() > 1;
+        match &self.bucket {
+            Some(bucket) if retried => bucket.release(self.bucket_taken),
+            Some(bucket) => bucket.refill(),
+            None => {}
         }
-        if !events::listening(events::level(Outcome::Recovered, self.state.attempt())) {
+        if !retried || !events::listening(events::level(Outcome::Recovered, self.state.attempt())) {
             return;
         }
         let max_attempts = self.config(config).effective_attempts();
@@ -320,19 +316,15 @@ impl Call {
 struct InForce<'a> {
     call: &'a mut Call,
     outer: AttemptSlot,
-    outer_key: Option<IdempotencyKey>,
 }
 
 impl Drop for InForce<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
-        let owns_budget = self.call.budget.is_some();
-        let (budget, key) = context::restore(self.outer, self.outer_key, owns_budget);
+        let call = &mut *self.call;
+        let budget = context::restore(self.outer, &mut call.key, call.budget.is_some());
         if budget.is_some() {
-            self.call.budget = budget;
-        }
-        if let Some(key) = key {
-            self.call.key = key;
+            call.budget = budget;
         }
     }
 }
@@ -401,29 +393,30 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let inner = this.inner;
-        let deadline = this.call.deadline;
-        // Out of the call for the poll, which lends the call to its context.
-        let mut progress = this.call.progress.take();
+        let into_error = *this.into_error;
         let polled = {
-            let _in_force = this.call.in_force();
+            let in_force = this.call.in_force();
+            let call = &mut *in_force.call;
             let _connect = this.connect.map(context::enter_connect);
-            let polled = inner.poll_until(cx, deadline, &mut progress);
+            let timed_out = &mut call.timed_out;
+            let polled = this.inner.poll_with(
+                cx,
+                &call.deadline,
+                &mut call.progress,
+                core::convert::identity,
+                |e| {
+                    *timed_out = true;
+                    Err(into_error(e))
+                },
+            );
             if let Some(connect) = this.connect.as_mut() {
                 connect.reached |= context::connect_reached();
             }
             polled
         };
-        this.call.progress = progress;
         if polled.is_ready() {
             connect::attempt_ended(*this.connect, this.call.site.operation);
         }
-        let into_error = *this.into_error;
-        polled.map(|out| {
-            out.unwrap_or_else(|e| {
-                this.call.timed_out = true;
-                Err(into_error(e))
-            })
-        })
+        polled
     }
 }

@@ -70,20 +70,30 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let into_error = *this.into_error;
+        let expired = |e| Err(into_error(e));
         let polled = match this.connect.as_mut() {
             Some(connect) => {
                 let _in_force = context::enter_connect(*connect);
-                let polled = this.inner.poll_until(cx, None, this.progress);
+                let polled = this.inner.poll_with(
+                    cx,
+                    &None,
+                    this.progress,
+                    core::convert::identity,
+                    expired,
+                );
                 connect.reached |= context::connect_reached();
                 polled
             }
-            None => this.inner.poll_until(cx, None, this.progress),
+            None => {
+                this.inner
+                    .poll_with(cx, &None, this.progress, core::convert::identity, expired)
+            }
         };
         if polled.is_ready() {
             connect::attempt_ended(*this.connect, this.site.operation);
         }
-        let into_error = *this.into_error;
-        polled.map(|out| out.unwrap_or_else(|e| Err(into_error(e))))
+        polled
     }
 }
 
