@@ -76,11 +76,11 @@ pin_project_lite::pin_project! {
     /// Runs `inner` under up to three limits, whichever expires first; expiry
     /// yields the `TimeoutError` of that limit:
     ///
-    /// - a limit on its whole duration (`attempt`, `connect`, or `total` for
-    ///   `#[timeout]` alone), from its first pending poll;
+    /// - a limit on its whole duration (`attempt`, `connect`), from its
+    ///   first pending poll;
     /// - `read`, an inactivity limit: it expires only after `inner` has gone
     ///   that long without a wake-up of its own (see [`Progress`]);
-    /// - an absolute deadline passed on each poll (a retry loop's `total`).
+    /// - an absolute deadline passed on each poll (`total`).
     ///
     /// Unlike `tokio::time::timeout`, neither the clock nor the timer is
     /// touched unless `inner` is still pending after its first poll. One

@@ -6,10 +6,12 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use super::{Site, Timeouts};
 use crate::connect::{self, ConnectLimit};
 use crate::context;
-use crate::timer::{Deadline, Progress};
+use crate::timer::{Deadline, Progress, from_now};
 use crate::{Boundary, TimeoutError};
 
 /// Runs `fut` once under `limits` and `total`: what `#[timeout(layer = …)]`
@@ -17,8 +19,9 @@ use crate::{Boundary, TimeoutError};
 /// `retry:` never applies; a `Total` expiry is permanent, an `attempt` or
 /// `read` expiry transient (for an outer layer that retries).
 ///
-/// `total` and `attempt` both count from the run's first pending poll, so
-/// the smaller of the two is the one that can expire.
+/// `total` counts from the call (the first poll of the fn's future, where
+/// this runs), as a retry loop's does; `attempt` and `read` from the run's
+/// first pending poll, so a run ready at once reads the clock only for `total`.
 ///
 /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at the
 /// fn's error type, so that a missing `From<TimeoutError>` is reported there.
@@ -33,15 +36,11 @@ pub fn once<F, T, E>(
 where
     F: Future<Output = Result<T, E>>,
 {
-    let whole = match (limits.attempt, total) {
-        (Some(attempt), Some(total)) if total < attempt => (Some(total), Boundary::Total),
-        (None, Some(total)) => (Some(total), Boundary::Total),
-        (attempt, _) => (attempt, Boundary::Attempt),
-    };
     Once {
         inner: Deadline::new(fut, site.layer)
-            .after(whole.0, whole.1)
+            .after(limits.attempt, Boundary::Attempt)
             .inactive(limits.read),
+        deadline: total.map(|limit| (from_now(limit), limit)),
         connect: ConnectLimit::new(limits.connect, site.layer),
         site,
         progress: None,
@@ -54,6 +53,8 @@ pin_project_lite::pin_project! {
     pub struct Once<F, E> {
         #[pin]
         inner: Deadline<F>,
+        // `total`, from the call: the instant and the limit.
+        deadline: Option<(Instant, Duration)>,
         connect: Option<ConnectLimit>,
         site: &'static Site,
         progress: Option<Arc<Progress>>,
@@ -71,24 +72,19 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let into_error = *this.into_error;
-        let expired = |e| Err(into_error(e));
-        let polled = match this.connect.as_mut() {
-            Some(connect) => {
-                let _in_force = context::enter_connect(*connect);
-                let polled = this.inner.poll_with(
-                    cx,
-                    &None,
-                    this.progress,
-                    core::convert::identity,
-                    expired,
-                );
+        let polled = {
+            let _connect = this.connect.map(context::enter_connect);
+            let polled = this.inner.poll_with(
+                cx,
+                this.deadline,
+                this.progress,
+                core::convert::identity,
+                |e| Err(into_error(e)),
+            );
+            if let Some(connect) = this.connect.as_mut() {
                 connect.reached |= context::connect_reached();
-                polled
             }
-            None => {
-                this.inner
-                    .poll_with(cx, &None, this.progress, core::convert::identity, expired)
-            }
+            polled
         };
         if polled.is_ready() {
             connect::attempt_ended(*this.connect, this.site.operation);
@@ -142,5 +138,22 @@ mod tests {
         );
         let out = once(&SITE, Some(s(5)), limits(None, None), slow(s(4))).await;
         assert_eq!(out, Ok(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn total_counts_from_the_call_and_attempt_from_the_first_pending_poll() {
+        let s = Duration::from_secs;
+        // Made (the fn's first poll), then first polled 3 s later: `total`
+        // has 2 s left, `attempt` all of its 4 s.
+        let run = once(&SITE, Some(s(5)), limits(None, None), slow(s(4)));
+        tokio::time::sleep(s(3)).await;
+        let start = Instant::now();
+        let total = TimeoutError::new(Boundary::Total, s(5), Layer::Task);
+        assert_eq!(run.await, Err(total));
+        assert_eq!(start.elapsed(), s(2));
+
+        let run = once(&SITE, None, limits(None, Some(s(4))), slow(s(3)));
+        tokio::time::sleep(s(3)).await;
+        assert_eq!(run.await, Ok(1));
     }
 }
