@@ -5,6 +5,7 @@
 
 pub mod doc;
 pub mod fault;
+pub mod logs;
 pub mod verb;
 
 use std::sync::Mutex;

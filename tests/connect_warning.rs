@@ -4,9 +4,8 @@
 //! `nika_retry::http::client_builder` may connect here (its pooled
 //! connections would explain an attempt that connects nowhere).
 
-use std::sync::{Arc, Mutex};
-
 use nika_retry::{Classify, TimeoutError, retry, timeout};
+use nika_retry_tests::logs::Captured;
 
 #[derive(Debug, thiserror::Error, Classify)]
 enum HttpError {
@@ -36,25 +35,11 @@ async fn alone_connects_nowhere() -> Result<(), HttpError> {
     Ok(())
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn a_connect_limit_never_reached_is_reported_once_per_fn() {
     let captured = Captured::default();
-    let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
+        .with_writer(captured.clone())
         .with_max_level(tracing::Level::WARN)
         .with_ansi(false)
         .finish();
@@ -71,7 +56,7 @@ fn a_connect_limit_never_reached_is_reported_once_per_fn() {
             }
         });
     });
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(

@@ -3,9 +3,8 @@
 //! the provider); a retry and a give-up after retries are WARN. Alone in its
 //! binary: tracing caches callsite interest process-wide.
 
-use std::sync::{Arc, Mutex};
-
 use nika_retry::retry;
+use nika_retry_tests::logs::Captured;
 use nika_retry_tests::{ProviderError, Script};
 
 #[retry(layer = "http", jitter = 0.0)]
@@ -18,25 +17,11 @@ async fn tool(script: &Script) -> Result<u32, ProviderError> {
     script.attempt()
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// `(level, outcome)` of each line logged while `work` runs, at `max` and below.
 fn levels<F: std::future::Future>(max: tracing::Level, work: F) -> Vec<(String, String)> {
     let captured = Captured::default();
-    let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
+        .with_writer(captured.clone())
         .with_max_level(max)
         .with_ansi(false)
         .finish();
@@ -46,7 +31,7 @@ fn levels<F: std::future::Future>(max: tracing::Level, work: F) -> Vec<(String, 
         .build()
         .unwrap();
     tracing::subscriber::with_default(subscriber, || runtime.block_on(work));
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     text.lines()
         .map(|line| {
             let level = ["DEBUG", "WARN"]

@@ -236,14 +236,9 @@ async fn read_lets_a_streaming_response_run_past_it_and_cuts_a_stall() {
     let body = nika_retry::events::observe(log.clone(), stream_body(&client, &server.url())).await;
     assert_eq!(body.unwrap(), 30);
     assert_eq!(server.connections(), 2);
-    let outcomes: Vec<_> = log
-        .events()
-        .iter()
-        .map(|e| (e.attempt, e.category, e.outcome))
-        .collect();
     use nika_retry::events::Outcome;
     assert_eq!(
-        outcomes,
+        attempts(&log),
         [
             (1, ErrorCategory::Transient, Outcome::Retrying),
             (2, ErrorCategory::Transient, Outcome::Recovered)
@@ -428,13 +423,8 @@ async fn a_hanging_connect_through_reqwest_times_out_at_the_connect_limit_and_is
     );
     assert_eq!(err.category(), ErrorCategory::Transient);
     use nika_retry::events::Outcome;
-    let outcomes: Vec<_> = log
-        .events()
-        .iter()
-        .map(|e| (e.attempt, e.category, e.outcome))
-        .collect();
     assert_eq!(
-        outcomes,
+        attempts(&log),
         [
             (1, ErrorCategory::Transient, Outcome::Retrying),
             (2, ErrorCategory::Transient, Outcome::GaveUp)
@@ -520,4 +510,14 @@ mod shapes {
             Some(Boundary::Attempt)
         );
     }
+}
+
+/// `(attempt, category, outcome)` of each event in `log`.
+fn attempts(
+    log: &nika_retry_tests::EventLog,
+) -> Vec<(u32, ErrorCategory, nika_retry::events::Outcome)> {
+    log.events()
+        .iter()
+        .map(|e| (e.attempt, e.category, e.outcome))
+        .collect()
 }

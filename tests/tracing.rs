@@ -2,27 +2,15 @@
 //! `#[retry]`. Alone in its binary and run one at a time: tracing caches
 //! callsite interest process-wide, so tests on other threads would race it.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use nika_retry::retry;
+use nika_retry_tests::logs::Captured;
 use nika_retry_tests::{ProviderError, Script};
 
 #[retry(layer = "http", jitter = 0.0)]
 async fn http(script: &Script) -> Result<u32, ProviderError> {
     script.attempt()
-}
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -32,9 +20,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn traced(run: impl std::future::Future<Output = ()>) -> String {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let captured = Captured::default();
-    let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
+        .with_writer(captured.clone())
         .with_max_level(tracing::Level::DEBUG)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::NEW)
         .with_ansi(false)
@@ -45,7 +32,7 @@ fn traced(run: impl std::future::Future<Output = ()>) -> String {
         .build()
         .unwrap();
     tracing::subscriber::with_default(subscriber, || runtime.block_on(run));
-    String::from_utf8(captured.0.lock().unwrap().clone()).unwrap()
+    captured.text()
 }
 
 #[test]

@@ -85,6 +85,29 @@ impl ConnectLimit {
     }
 }
 
+/// Runs one poll of an attempt of `operation` with its connect `limit` (if
+/// any) in force over the one around it, notes whether a connect boundary
+/// read it, and settles the limit once the attempt is over.
+#[inline(always)]
+pub(crate) fn poll_under<R>(
+    limit: &mut Option<ConnectLimit>,
+    operation: &'static str,
+    poll: impl FnOnce() -> Poll<R>,
+) -> Poll<R> {
+    let polled = {
+        let _in_force = limit.map(context::enter_connect);
+        let polled = poll();
+        if let Some(limit) = limit.as_mut() {
+            limit.reached |= context::connect_reached();
+        }
+        polled
+    };
+    if polled.is_ready() {
+        attempt_ended(*limit, operation);
+    }
+    polled
+}
+
 /// After an attempt of `operation` ended: a connect limit that the attempt
 /// did not reach may be one that cannot take effect, which is said once per
 /// fn, unless an earlier attempt of the fn reached it or a client from

@@ -394,12 +394,12 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let into_error = *this.into_error;
-        let polled = {
-            let in_force = this.call.in_force();
+        let (inner, call) = (this.inner, this.call);
+        connect::poll_under(this.connect, call.site.operation, || {
+            let in_force = call.in_force();
             let call = &mut *in_force.call;
-            let _connect = this.connect.map(context::enter_connect);
             let timed_out = &mut call.timed_out;
-            let polled = this.inner.poll_with(
+            inner.poll_with(
                 cx,
                 &call.deadline,
                 &mut call.progress,
@@ -408,15 +408,7 @@ where
                     *timed_out = true;
                     Err(into_error(e))
                 },
-            );
-            if let Some(connect) = this.connect.as_mut() {
-                connect.reached |= context::connect_reached();
-            }
-            polled
-        };
-        if polled.is_ready() {
-            connect::attempt_ended(*this.connect, this.call.site.operation);
-        }
-        polled
+            )
+        })
     }
 }

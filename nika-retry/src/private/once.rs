@@ -10,7 +10,6 @@ use tokio::time::Instant;
 
 use super::{Site, Timeouts};
 use crate::connect::{self, ConnectLimit};
-use crate::context;
 use crate::timer::{Deadline, Progress, from_now};
 use crate::{Boundary, TimeoutError};
 
@@ -72,24 +71,12 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let into_error = *this.into_error;
-        let polled = {
-            let _connect = this.connect.map(context::enter_connect);
-            let polled = this.inner.poll_with(
-                cx,
-                this.deadline,
-                this.progress,
-                core::convert::identity,
-                |e| Err(into_error(e)),
-            );
-            if let Some(connect) = this.connect.as_mut() {
-                connect.reached |= context::connect_reached();
-            }
-            polled
-        };
-        if polled.is_ready() {
-            connect::attempt_ended(*this.connect, this.site.operation);
-        }
-        polled
+        let (inner, deadline, progress) = (this.inner, this.deadline, this.progress);
+        connect::poll_under(this.connect, this.site.operation, || {
+            inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
+                Err(into_error(e))
+            })
+        })
     }
 }
 
