@@ -138,8 +138,8 @@ fn derive_provider_error() {
         pub enum ProviderError {
             #[category(rate_limited, retry_after_ms = retry_after_ms)]
             RateLimited { retry_after_ms: Option<u64> },
-            #[category(http_status = status)]
-            Api { status: u16, message: String },
+            #[category(http_status = status, retry_after = retry_after)]
+            Api { status: u16, message: String, retry_after: Option<Duration> },
             #[category(transparent)]
             Timeout(nika_retry::TimeoutError),
         }

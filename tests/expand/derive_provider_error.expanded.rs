@@ -16,10 +16,12 @@ impl ::nika_retry::Classify for ProviderError {
             Self::RateLimited { retry_after_ms: __nika_field, .. } => {
                 ::nika_retry::__private::hint_millis({ __nika_field })
             }
+            Self::Api { retry_after: __nika_field, .. } => {
+                ::nika_retry::__private::hint_duration({ __nika_field })
+            }
             Self::Timeout { 0: __nika_field, .. } => {
                 ::nika_retry::Classify::retry_after({ __nika_field })
             }
-            _ => ::core::option::Option::None,
         }
     }
 }

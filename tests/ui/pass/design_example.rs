@@ -1,5 +1,8 @@
 //! The top example of README.md (and of the `nika-retry` crate docs), with
-//! the types it leaves out.
+//! the types it leaves out: the canonical error type, whose status variant
+//! keeps the server's `Retry-After` for the layer above.
+use std::time::Duration;
+
 use nika_retry::{retry, timeout, Classify};
 
 #[derive(Debug, thiserror::Error, Classify)]
@@ -8,8 +11,8 @@ pub enum ProviderError {
     #[category(rate_limited, retry_after_ms = retry_after_ms)]
     RateLimited { retry_after_ms: Option<u64> },
     #[error("api error {status}: {message}")]
-    #[category(http_status = status)]
-    Api { status: u16, message: String },
+    #[category(http_status = status, retry_after = retry_after)]
+    Api { status: u16, message: String, retry_after: Option<Duration> },
     #[error(transparent)]
     #[category(transparent)]
     Timeout(#[from] nika_retry::TimeoutError),
