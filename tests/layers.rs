@@ -188,6 +188,43 @@ async fn config_expr_replaces_the_literals_and_none_keeps_them() {
     assert_eq!((script.attempts(), start.elapsed()), (2, ms(1000)));
 }
 
+struct CountedClient {
+    retry: RetryConfig,
+    evaluated: std::sync::atomic::AtomicU32,
+}
+
+impl CountedClient {
+    fn config(&self) -> Option<RetryConfig> {
+        self.evaluated
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(self.retry.clone())
+    }
+
+    #[retry(layer = "provider", config = self.config())]
+    async fn call(&self, script: &Script) -> Result<u32, ProviderError> {
+        script.attempt()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn config_expr_is_evaluated_after_each_failed_attempt_only() {
+    let client = CountedClient {
+        retry: RetryConfig::for_layer(nika_retry::Layer::Provider)
+            .with_max_attempts(5)
+            .unwrap(),
+        evaluated: Default::default(),
+    };
+    let log = std::sync::Arc::new(nika_retry_tests::EventLog::default());
+    let script = Script::new(2, ProviderError::status(503));
+    let out = nika_retry::events::observe(log.clone(), client.call(&script)).await;
+    assert_eq!(out, Ok(3));
+    // Two failures, two evaluations; the recovery (with someone listening) reuses them.
+    let evaluated = client.evaluated.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(evaluated, 2);
+    let max_attempts: Vec<_> = log.events().iter().map(|e| e.max_attempts).collect();
+    assert_eq!(max_attempts, [5, 5, 5]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_same_thread_seed_gives_the_same_schedule() {
     async fn run() -> Duration {

@@ -179,7 +179,7 @@ mod tests {
     async fn bounded_inside_a_connect_scope() {
         let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
         let fut = {
-            let _in_force = context::with_connect(limit);
+            let _in_force = limit.map(context::enter_connect);
             let fut = connect(core::future::pending::<()>());
             assert!(context::connect_reached(), "noted as reached");
             fut

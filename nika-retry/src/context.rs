@@ -109,6 +109,8 @@ impl AttemptSlot {
     }
 
     pub(crate) fn layer(self) -> Layer {
+        // Two bits hold the layer.
+        const _: () = assert!(Layer::ALL.len() <= 4);
         Layer::ALL[((self.0 >> 40) & 3) as usize]
     }
     pub(crate) fn attempt(self) -> u32 {
@@ -123,7 +125,7 @@ impl AttemptSlot {
     fn has_key(self) -> bool {
         self.0 & HAS_KEY != 0
     }
-    #[cfg(test)]
+    /// The same attempt, with its key in the key cell.
     fn with_key(self) -> AttemptSlot {
         AttemptSlot(self.0 | HAS_KEY)
     }
@@ -190,18 +192,6 @@ impl Drop for ConnectScope {
     }
 }
 
-/// `connect` in force until the guard drops, for tests.
-#[cfg(test)]
-pub(crate) fn with_connect(connect: Option<ConnectLimit>) -> impl Drop {
-    struct Restore(Option<ConnectLimit>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            CONTEXT.with(|c| c.connect.set(self.0));
-        }
-    }
-    Restore(CONTEXT.with(|c| c.connect.replace(connect)))
-}
-
 /// The budget in force (the outermost call's), if any.
 pub(crate) fn budget() -> Option<Budget> {
     CONTEXT.with(|c| c.budget.get())
@@ -226,7 +216,7 @@ pub(crate) fn attempt(
         }
         let key = draw();
         c.key.set(key);
-        c.attempt.set(AttemptSlot(slot.0 | HAS_KEY));
+        c.attempt.set(slot.with_key());
         Some((slot, key))
     })
 }
@@ -239,25 +229,36 @@ pub(crate) fn around() -> (bool, bool) {
     CONTEXT.with(|c| (c.scoped.get(), c.budget.get().is_some()))
 }
 
+/// What [`install`] replaced, for [`restore`] to put back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Outer {
+    attempt: AttemptSlot,
+    /// The budget in force before an owner put its own in (an owner polled
+    /// inside another retried call's attempt, say after a first poll outside).
+    budget: Option<Budget>,
+}
+
 /// Puts a call's attempt in force for one poll, with its budget if it owns
-/// one (the outermost call); returns the outer attempt, for [`restore`].
+/// one (the outermost call); returns what it replaced, for [`restore`].
 /// If either attempt has a key, `key` (the call's) is swapped with the one
 /// in force, so that `key` holds the outer attempt's until [`restore`]
-/// swaps them back: nothing else is saved. Inlined into the poll, where
-/// all of it stays in registers: a poll costs one access in and one out.
+/// swaps them back. Inlined into the poll, where all of it stays in
+/// registers: a poll costs one access in and one out.
 #[inline(always)]
 pub(crate) fn install(
     budget: Option<Budget>,
     slot: AttemptSlot,
     key: &mut IdempotencyKey,
-) -> AttemptSlot {
-    let outer = CONTEXT.with(|c| {
-        if budget.is_some() {
-            c.budget.set(budget);
-        }
-        c.attempt.replace(slot)
+) -> Outer {
+    let outer = CONTEXT.with(|c| Outer {
+        budget: if budget.is_some() {
+            c.budget.replace(budget)
+        } else {
+            None
+        },
+        attempt: c.attempt.replace(slot),
     });
-    if (slot.0 | outer.0) & HAS_KEY != 0 {
+    if (slot.0 | outer.attempt.0) & HAS_KEY != 0 {
         swap_key(key);
     }
     outer
@@ -267,16 +268,17 @@ pub(crate) fn install(
 /// the poll, perhaps) in `key`; returns the call's budget as the nested
 /// loops left it, if it owns it.
 #[inline(always)]
-pub(crate) fn restore(
-    outer: AttemptSlot,
-    key: &mut IdempotencyKey,
-    owns_budget: bool,
-) -> Option<Budget> {
+pub(crate) fn restore(outer: Outer, key: &mut IdempotencyKey, owns_budget: bool) -> Option<Budget> {
     let (ours, budget) = CONTEXT.with(|c| {
-        let ours = c.attempt.replace(outer);
-        (ours, if owns_budget { c.budget.take() } else { None })
+        let ours = c.attempt.replace(outer.attempt);
+        let budget = if owns_budget {
+            c.budget.replace(outer.budget)
+        } else {
+            None
+        };
+        (ours, budget)
     });
-    if (ours.0 | outer.0) & HAS_KEY != 0 {
+    if (ours.0 | outer.attempt.0) & HAS_KEY != 0 {
         swap_key(key);
     }
     budget
@@ -396,7 +398,7 @@ mod tests {
         let mut outer_key = IdempotencyKey::UNDRAWN;
         let slot = AttemptSlot::new(Layer::Tool, 2, 3, false);
         let outer = install(Some(Budget::new(9, 1)), slot, &mut outer_key);
-        assert_eq!(outer, AttemptSlot::NONE);
+        assert_eq!(outer.attempt, AttemptSlot::NONE);
         take_from_budget();
         let (seen, first) = attempt(|| drawn).unwrap();
         assert_eq!(
@@ -409,7 +411,7 @@ mod tests {
         let mut inner_key = IdempotencyKey::UNDRAWN;
         let inner_slot = AttemptSlot::new(Layer::Http, 1, 3, false);
         let inner = install(None, inner_slot, &mut inner_key);
-        assert_eq!(inner, seen.with_key());
+        assert_eq!(inner.attempt, seen.with_key());
         let inner_drawn = attempt(IdempotencyKey::draw).unwrap().1;
         assert_ne!(inner_drawn, drawn);
         assert_eq!(restore(inner, &mut inner_key, false), None);
@@ -424,6 +426,25 @@ mod tests {
         let back = restore(outer, &mut outer_key, true);
         assert_eq!((back, outer_key), (Some(Budget::new(9, 2)), drawn));
         assert_eq!(attempt(IdempotencyKey::draw), None);
+        assert_eq!(budget(), None);
+    }
+
+    #[test]
+    fn an_owner_polled_inside_another_call_puts_that_calls_budget_back() {
+        let mut key = IdempotencyKey::UNDRAWN;
+        let slot = AttemptSlot::new(Layer::Provider, 1, 3, false);
+        let outer = install(Some(Budget::new(9, 4)), slot, &mut key);
+        // A call that owns a budget (first polled outside any retried call)
+        // now polled inside this attempt: its budget in force, then the outer one back.
+        let inner = install(Some(Budget::explicit(3, 1)), slot, &mut key);
+        take_from_budget();
+        assert_eq!(restore(inner, &mut key, true), Some(Budget::explicit(3, 2)));
+        assert_eq!(
+            budget(),
+            Some(Budget::new(9, 4)),
+            "the outer budget is back"
+        );
+        assert_eq!(restore(outer, &mut key, true), Some(Budget::new(9, 4)));
         assert_eq!(budget(), None);
     }
 
@@ -445,7 +466,7 @@ mod tests {
     fn the_accessors_read_the_frame_in_force() {
         let limit = ConnectLimit::new(Some(Duration::from_secs(2)), Layer::Http);
         {
-            let _connect = with_connect(limit);
+            let _connect = limit.map(enter_connect);
             assert_eq!(connect_limit(), Some((Duration::from_secs(2), Layer::Http)));
         }
         assert_eq!(connect_limit(), None);

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use super::{FromTimeout, RetryResult, Site, Timeouts};
 use crate::attempt::IdempotencyKey;
 use crate::connect::{self, ConnectLimit};
-use crate::context::{self, AttemptSlot, Budget};
+use crate::context::{self, AttemptSlot, Budget, Outer};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
@@ -167,7 +167,7 @@ impl Call {
             // A first attempt that succeeds, outside any token bucket: done.
             None if self.state.attempt() == 1 && self.bucket.is_none() => None,
             None => {
-                self.succeeded(&mut lazy(config), self_type);
+                self.succeeded(self_type);
                 None
             }
             Some(error) => self.failed(Failure::of(error), &mut lazy(config), self_type),
@@ -184,11 +184,7 @@ impl Call {
 
     /// After a success that a token bucket counts, or that took retries.
     #[cold]
-    fn succeeded(
-        &mut self,
-        config: &mut dyn FnMut() -> Option<RetryConfig>,
-        self_type: Option<fn() -> &'static str>,
-    ) {
+    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>) {
         let retried = self.state.attempt() > 1;
         match &self.bucket {
             Some(bucket) if retried => bucket.release(self.bucket_taken),
@@ -198,12 +194,12 @@ impl Call {
         if !retried || !events::listening(events::level(Outcome::Recovered, self.state.attempt())) {
             return;
         }
-        let max_attempts = self.config(config).effective_attempts();
+        // As the failed attempts left it: `config = …` is not evaluated again.
         let event = self.event(
             Instant::now(),
             self_type,
             self.state.attempt(),
-            max_attempts,
+            self.max_attempts,
             self.last_category,
             Outcome::Recovered,
         );
@@ -223,7 +219,7 @@ impl Call {
         let config = self.config(config);
         let max_attempts = config.effective_attempts();
         self.max_attempts = max_attempts;
-        let budget = self.budget.or_else(context::budget);
+        let budget = self.budget_in_force();
         let limits = Limits {
             time_left: self
                 .deadline
@@ -272,6 +268,11 @@ impl Call {
         delay
     }
 
+    /// The budget of the outermost call: this call's, or the one in force.
+    fn budget_in_force(&self) -> Option<Budget> {
+        self.budget.or_else(context::budget)
+    }
+
     /// Counts one retry against the budget of the outermost call.
     fn take_from_budget(&mut self) {
         match &mut self.budget {
@@ -290,7 +291,7 @@ impl Call {
         outcome: Outcome,
     ) -> RetryEvent {
         super::probe::event_built();
-        let budget = self.budget.or_else(context::budget);
+        let budget = self.budget_in_force();
         RetryEvent {
             layer: self.site.layer,
             operation: self.site.operation,
@@ -315,7 +316,7 @@ impl Call {
 /// context back when dropped.
 struct InForce<'a> {
     call: &'a mut Call,
-    outer: AttemptSlot,
+    outer: Outer,
 }
 
 impl Drop for InForce<'_> {
