@@ -127,24 +127,48 @@ pub(crate) static CONNECTOR_USED: AtomicBool = AtomicBool::new(false);
 /// The fns whose connect limit was reached once, or reported as never reached.
 static SETTLED: RwLock<Vec<&'static str>> = RwLock::new(Vec::new());
 
+std::thread_local! {
+    /// The fns this thread has seen settled: after its first attempts, a
+    /// fn's connect limit costs a thread-local look-up rather than the
+    /// global lock, which every core's calls would otherwise contend on.
+    static SEEN_SETTLED: core::cell::RefCell<Vec<&'static str>> =
+        const { core::cell::RefCell::new(Vec::new()) };
+}
+
 fn settle(limit: ConnectLimit, operation: &'static str) {
+    // By address, the cheap test (a fn's name is one `&'static str`, in its
+    // site); a miss goes to the global list, compared by content.
+    let seen = |list: &Vec<&'static str>| list.iter().any(|op| core::ptr::eq(*op, operation));
+    if SEEN_SETTLED.with(|local| seen(&local.borrow())) {
+        return;
+    }
+    if !settled_now(limit, operation) {
+        return;
+    }
+    SEEN_SETTLED.with(|local| local.borrow_mut().push(operation));
+}
+
+/// Settles `operation` in the global list if this attempt does; whether it
+/// is settled now.
+fn settled_now(limit: ConnectLimit, operation: &'static str) -> bool {
     let settled = SETTLED.read().unwrap_or_else(PoisonError::into_inner);
     if settled.contains(&operation) {
-        return;
+        return true;
     }
     drop(settled);
     if !limit.reached && CONNECTOR_USED.load(Ordering::Relaxed) {
-        return;
+        return false;
     }
     let mut settled = SETTLED.write().unwrap_or_else(PoisonError::into_inner);
     if settled.contains(&operation) {
-        return;
+        return true;
     }
     settled.push(operation);
     drop(settled);
     if !limit.reached {
         never_reached(limit, operation);
     }
+    true
 }
 
 #[cold]
@@ -192,21 +216,27 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_that_reaches_no_connect_boundary_is_reported_once_per_fn() {
+    fn a_fn_is_settled_by_an_attempt_that_reaches_its_connect_boundary() {
         let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
         let reached = limit.map(|l| ConnectLimit { reached: true, ..l });
         let settled = |op| SETTLED.read().unwrap().contains(&op);
+        let seen_here = |op| SEEN_SETTLED.with(|local| local.borrow().contains(&op));
         attempt_ended(reached, "tests::reaches");
-        attempt_ended(limit, "tests::reaches");
         assert!(
             settled("tests::reaches"),
             "settled by the attempt that reached it"
         );
+        assert!(seen_here("tests::reaches"), "and remembered by this thread");
+        // Another thread learns it from the global list, not its own.
+        std::thread::spawn(move || {
+            assert!(!seen_here("tests::reaches"));
+            attempt_ended(limit, "tests::reaches");
+            assert!(seen_here("tests::reaches"));
+        })
+        .join()
+        .unwrap();
         attempt_ended(None, "tests::no_limit");
         assert!(!settled("tests::no_limit"));
-        if !CONNECTOR_USED.load(Ordering::Relaxed) {
-            attempt_ended(limit, "tests::never");
-            assert!(settled("tests::never"), "reported, once");
-        }
+        assert!(!seen_here("tests::no_limit"));
     }
 }

@@ -87,12 +87,8 @@ pub fn response_category<H: Headers + ?Sized>(status: u16, headers: &H) -> Error
 /// ```
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        return Some(
-            value
-                .parse::<u64>()
-                .map_or(Duration::MAX, Duration::from_secs),
-        );
+    if let Some(wait) = whole(value, Duration::from_secs) {
+        return Some(wait);
     }
     match httpdate::parse_http_date(value) {
         Ok(date) => Some(date.duration_since(now).unwrap_or(Duration::ZERO)),
@@ -131,17 +127,26 @@ fn valid_date_before_1970(value: &str) -> bool {
 }
 
 /// Parses a millisecond hint (`retry-after-ms: 1500`, decimals allowed).
+/// Too large for the clock, it is `Duration::MAX`, as in `Retry-After`.
 fn parse_millis(value: &str) -> Option<Duration> {
     let value = value.trim();
-    if value.bytes().all(|b| b.is_ascii_digit()) {
-        return value.parse::<u64>().ok().map(Duration::from_millis);
+    if let Some(wait) = whole(value, Duration::from_millis) {
+        return Some(wait);
     }
     // Only plain decimals: `f64::from_str` would also take "inf", "NaN" and exponents.
     if !value.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         return None;
     }
     let ms: f64 = value.parse().ok()?;
-    Duration::try_from_secs_f64(ms / 1000.0).ok()
+    Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX))
+}
+
+/// A whole number of `unit`s, if `value` is all digits: one too large for
+/// the clock is `Duration::MAX`, a hint too long to wait (the call gives up)
+/// rather than no hint (the backoff would then apply).
+fn whole(value: &str, unit: fn(u64) -> Duration) -> Option<Duration> {
+    (!value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| value.parse().map_or(Duration::MAX, unit))
 }
 
 /// Reads the server's wait hint from response headers.
@@ -375,7 +380,8 @@ mod tests {
             assert_eq!(parse_millis(bad), None, "{bad:?}");
         }
         let huge = "9".repeat(400);
-        assert_eq!(parse_millis(&huge), None);
+        assert_eq!(parse_millis(&huge), Some(Duration::MAX), "too long to wait");
+        assert_eq!(parse_millis(&format!("{huge}.5")), Some(Duration::MAX));
     }
 
     #[test]
