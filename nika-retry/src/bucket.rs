@@ -17,7 +17,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Many concurrent calls into a dead provider thus cannot multiply its load,
 /// while one that recovers keeps its retries.
 ///
-/// Cloning shares the bucket. Install one per layer for a task with
+/// Cloning shares the bucket, its settings included: the `with_*` setters
+/// change the bucket every clone shares, so set them where the bucket is
+/// made. Install one per layer for a task with
 /// [`TaskPolicy::with_token_bucket`](crate::task::TaskPolicy::with_token_bucket).
 ///
 /// ```

@@ -304,7 +304,9 @@ pub(crate) fn emit(event: &RetryEvent) {
 
 #[cfg(feature = "tracing")]
 fn trace(e: &RetryEvent) {
-    let delay_ms = e.delay.map(|d| d.as_millis() as u64);
+    // Saturating: a backoff may be `Duration::MAX`, past `u64` milliseconds.
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let delay_ms = e.delay.map(ms);
     let reason = e.reason.map(tracing::field::display);
     macro_rules! event {
         ($level:expr) => {
@@ -320,7 +322,7 @@ fn trace(e: &RetryEvent) {
                 outcome = e.outcome.as_str(),
                 delay_ms,
                 from_hint = e.from_hint,
-                backoff_ms = e.backoff.map(|d| d.as_millis() as u64),
+                backoff_ms = e.backoff.map(ms),
                 total_attempts = e.total_attempts,
                 reason,
                 "{e}"

@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use crate::context::{self, Scoped};
 use crate::events::{self, RetryObserver};
-use crate::timer::{Deadline, from_now};
+use crate::timer::{Deadline, total_from_now};
 use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
 
 /// The attempt budget nested retry loops share by default: ADR-019's 3 × 3.
@@ -259,7 +259,7 @@ where
     F: Future<Output = Result<T, E>>,
     E: From<TimeoutError>,
 {
-    let deadline = policy.timeout.map(|limit| (from_now(limit), limit));
+    let deadline = total_from_now(policy.timeout);
     TaskScope {
         inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task),
         deadline,

@@ -16,8 +16,8 @@ use crate::context::{self, AttemptSlot, Budget, Outer};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
-use crate::timer::{Deadline, Progress, from_now};
-use crate::{Boundary, Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
+use crate::timer::{Deadline, Progress, total_from_now};
+use crate::{Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
 
 /// One call of an annotated fn: its retry state, its deadline, and its
 /// place among the retry loops around it.
@@ -58,7 +58,7 @@ impl Call {
         Call {
             site,
             state: RetryState::new(),
-            deadline: total.map(|limit| (from_now(limit), limit)),
+            deadline: total_from_now(total),
             budget: None,
             bucket: None,
             bucket_taken: 0,
@@ -137,11 +137,10 @@ impl Call {
         F: Future<Output = Result<T, E>>,
         E: FromTimeout,
     {
+        let (inner, connect) = limits.arm(fut, self.site.layer);
         Timed {
-            inner: Deadline::new(fut, self.site.layer)
-                .after(limits.attempt, Boundary::Attempt)
-                .inactive(limits.read),
-            connect: ConnectLimit::new(limits.connect, self.site.layer),
+            inner,
+            connect,
             call: self,
             into_error: E::from_timeout,
         }

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::{Site, Timeouts};
+use crate::TimeoutError;
 use crate::connect::{self, ConnectLimit};
-use crate::timer::{Deadline, Progress, from_now};
-use crate::{Boundary, TimeoutError};
+use crate::timer::{Deadline, Progress, total_from_now};
 
 /// Runs `fut` once under `limits` and `total`: what `#[timeout(layer = …)]`
 /// without `#[retry]` expands to. There is no loop, so a task scope's
@@ -35,12 +35,11 @@ pub fn once<F, T, E>(
 where
     F: Future<Output = Result<T, E>>,
 {
+    let (inner, connect) = limits.arm(fut, site.layer);
     Once {
-        inner: Deadline::new(fut, site.layer)
-            .after(limits.attempt, Boundary::Attempt)
-            .inactive(limits.read),
-        deadline: total.map(|limit| (from_now(limit), limit)),
-        connect: ConnectLimit::new(limits.connect, site.layer),
+        inner,
+        deadline: total_from_now(total),
+        connect,
         site,
         progress: None,
         into_error,
@@ -84,7 +83,7 @@ where
 mod tests {
     use super::*;
     use crate::__private::Overrides;
-    use crate::Layer;
+    use crate::{Boundary, Layer};
 
     static SITE: Site = Overrides::NONE.site(Layer::Task, "tests::once");
 

@@ -2,7 +2,9 @@
 
 use core::time::Duration;
 
-use crate::{CategorySet, Growth, Layer, RetryConfig};
+use crate::connect::ConnectLimit;
+use crate::timer::Deadline;
+use crate::{Boundary, CategorySet, Growth, Layer, RetryConfig};
 
 /// One annotated fn, resolved at compile time into a `const`.
 #[derive(Debug)]
@@ -85,4 +87,16 @@ pub struct Timeouts {
     pub read: Option<Duration>,
     /// `attempt = …`: bounds each attempt's whole duration.
     pub attempt: Option<Duration>,
+}
+
+impl Timeouts {
+    /// `fut` under the `attempt` and `read` limits, and the `connect` limit
+    /// to put in force while it is polled, for an attempt at `layer`.
+    #[inline]
+    pub(crate) fn arm<F>(self, fut: F, layer: Layer) -> (Deadline<F>, Option<ConnectLimit>) {
+        let deadline = Deadline::new(fut, layer)
+            .after(self.attempt, Boundary::Attempt)
+            .inactive(self.read);
+        (deadline, ConnectLimit::new(self.connect, layer))
+    }
 }
