@@ -42,8 +42,9 @@ async fn succeeds(n: u32) -> Res {
     Ok(black_box(n))
 }
 
+// `read` too: its waker of its own is only made once an attempt goes pending.
 #[retry(layer = "provider")]
-#[timeout(attempt = "30s", total = "5m")]
+#[timeout(read = "10s", attempt = "30s", total = "5m")]
 async fn succeeds_timed(n: u32) -> Res {
     Ok(black_box(n))
 }
