@@ -197,11 +197,13 @@ pub mod __private;
 /// refuses it with a compile error saying so; the same for
 /// `#[tokio::test]` / `#[tokio::main]` above `#[retry]`.
 ///
-/// **Renamed attributes.** `#[retry]` and `#[timeout]` find each other by the
-/// last segment of their path (`nika_retry::timeout`, a re-export such as
-/// `my::timeout`). Under another name (`use nika_retry::timeout as t;`), write
-/// `#[t(…)]` above `#[retry]`; below it is a compile error, never a second
-/// wrapper around the whole loop.
+/// **Renamed attributes.** `#[retry]` and `#[timeout]` find each other as
+/// `#[timeout]`, `#[nika_retry::timeout]`, or a path that starts with the
+/// `crate = "…"` given on either; other crates' attributes of the same name
+/// (`#[ntest::timeout(1000)]`) are left alone. Through a re-export, import
+/// the attribute by name or give `crate = "my"`. Under another name
+/// (`use nika_retry::timeout as t;`), write `#[t(…)]` above `#[retry]`; below
+/// it is a compile error, never a second wrapper around the whole loop.
 ///
 /// **`crate = "path"`** names this crate where the dependency is renamed
 /// (`nr = { package = "nika-retry", … }` → `crate = "nr"`), as tokio's and

@@ -24,24 +24,63 @@ impl Kind {
         }
     }
 
-    /// Whether `attr` is `#[retry(...)]` or `#[timeout(...)]`, by the last
-    /// segment of its path: `nika_retry::retry`, a re-export such as
-    /// `my::retry`, or the bare name. An attribute imported under another
-    /// name (`use nika_retry::timeout as t`) cannot be recognised; it then
-    /// meets an already expanded fn, which [`expanded_by_us`] reports.
-    fn of(attr: &Attribute) -> Option<Kind> {
-        match attr.path().segments.last()?.ident.to_string().as_str() {
-            "retry" => Some(Kind::Retry),
-            "timeout" => Some(Kind::Timeout),
-            _ => None,
-        }
+    /// Whether `attr` is our `#[retry(...)]` or `#[timeout(...)]`. Other
+    /// crates have attributes of these names (`#[ntest::timeout(1000)]`),
+    /// which must be left on the fn, so a path is ours only if it is the bare
+    /// name, starts with `nika_retry`, starts with `krate` (the `crate = "…"`
+    /// of the attribute being expanded), or carries `crate = …` itself. A
+    /// re-export (`my::timeout`) without `crate`, or an import under another
+    /// name (`use nika_retry::timeout as t`), is not recognised; it then meets
+    /// an already expanded fn, which [`already_expanded`] reports.
+    fn of(attr: &Attribute, krate: Option<&syn::Path>) -> Option<Kind> {
+        let path = attr.path();
+        let kind = match path.segments.last()?.ident.to_string().as_str() {
+            "retry" => Kind::Retry,
+            "timeout" => Kind::Timeout,
+            _ => return None,
+        };
+        let ours = path.segments.len() == 1
+            || path.segments[0].ident == "nika_retry"
+            || krate.is_some_and(|krate| starts_with(path, krate))
+            || gives_crate(attr);
+        ours.then_some(kind)
     }
 }
 
-/// The other nika-retry attributes found on the fn, removed from its attribute list.
-pub(crate) fn take_sibling_attrs(item: &mut ItemFn) -> Vec<(Kind, Attribute)> {
+/// Whether `path` is `prefix::…`, leading `::` aside.
+fn starts_with(path: &syn::Path, prefix: &syn::Path) -> bool {
+    path.segments.len() > prefix.segments.len()
+        && path
+            .segments
+            .iter()
+            .zip(&prefix.segments)
+            .all(|(a, b)| a.ident == b.ident)
+}
+
+/// Whether the attribute's arguments say `crate = …` (or `crate: …`, which
+/// validation reports), read from the tokens so that arguments that do not
+/// parse still count.
+fn gives_crate(attr: &Attribute) -> bool {
+    let syn::Meta::List(list) = &attr.meta else {
+        return false;
+    };
+    let trees: Vec<TokenTree> = list.tokens.clone().into_iter().collect();
+    trees.windows(2).any(|w| match (&w[0], &w[1]) {
+        (TokenTree::Ident(key), TokenTree::Punct(p)) => {
+            key == "crate" && matches!(p.as_char(), '=' | ':')
+        }
+        _ => false,
+    })
+}
+
+/// The other nika-retry attributes found on the fn, removed from its
+/// attribute list; `krate` is the `crate = "…"` of the attribute being expanded.
+pub(crate) fn take_sibling_attrs(
+    item: &mut ItemFn,
+    krate: Option<&syn::Path>,
+) -> Vec<(Kind, Attribute)> {
     let mut found = Vec::new();
-    item.attrs.retain(|attr| match Kind::of(attr) {
+    item.attrs.retain(|attr| match Kind::of(attr, krate) {
         Some(kind) => {
             found.push((kind, attr.clone()));
             false
@@ -418,6 +457,82 @@ fn rename_self_in(tokens: TokenStream, alias: &Ident) -> TokenStream {
 mod tests {
     use super::*;
     use quote::ToTokens;
+
+    fn kind_of(attr: Attribute, krate: Option<&str>) -> Option<Kind> {
+        let krate: Option<syn::Path> = krate.map(|k| syn::parse_str(k).unwrap());
+        Kind::of(&attr, krate.as_ref())
+    }
+
+    #[test]
+    fn our_attributes_are_recognised_by_name_or_crate() {
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[timeout(attempt = "1s")]), None),
+            Some(Kind::Timeout)
+        );
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[retry]), None),
+            Some(Kind::Retry)
+        );
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[nika_retry::timeout]), None),
+            Some(Kind::Timeout)
+        );
+        assert_eq!(
+            kind_of(
+                syn::parse_quote!(#[::nika_retry::retry(layer = "http")]),
+                None
+            ),
+            Some(Kind::Retry)
+        );
+        // The path of `crate = "nr"` on the attribute being expanded.
+        assert_eq!(
+            kind_of(
+                syn::parse_quote!(#[nr::timeout(attempt = "1s")]),
+                Some("nr")
+            ),
+            Some(Kind::Timeout)
+        );
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[a::b::retry]), Some("::a::b")),
+            Some(Kind::Retry)
+        );
+        // `crate = …` on the sibling itself, even with arguments that do not parse.
+        assert_eq!(
+            kind_of(
+                syn::parse_quote!(#[my::timeout(crate = "my", attempt = )]),
+                None
+            ),
+            Some(Kind::Timeout)
+        );
+        assert_eq!(kind_of(syn::parse_quote!(#[tokio::test]), None), None);
+    }
+
+    #[test]
+    fn other_crates_attributes_of_the_same_name_are_left_alone() {
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[ntest::timeout(1000)]), None),
+            None
+        );
+        assert_eq!(kind_of(syn::parse_quote!(#[x::retry]), None), None);
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[ntest::timeout(1000)]), Some("nr")),
+            None
+        );
+        // A re-export without `crate`: not recognised (reported once it meets the expanded fn).
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[my::timeout(attempt = "1s")]), None),
+            None
+        );
+        // `nr::timeout` is not below `nr::x`, nor `a::timeout` below `a::b`.
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[nr::timeout]), Some("nr::x")),
+            None
+        );
+        assert_eq!(
+            kind_of(syn::parse_quote!(#[a::timeout]), Some("a::b")),
+            None
+        );
+    }
 
     #[test]
     fn finds_the_output_of_a_boxed_future() {

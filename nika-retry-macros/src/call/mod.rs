@@ -21,9 +21,13 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, input: TokenStream) -> Token
         Ok(item) => item,
         Err(error) => return with_fallback(not_a_fn(kind, &input).unwrap_or(error), input),
     };
-    match validate::plan((kind, args), item.clone()) {
+    // Other crates' `retry` / `timeout` attributes are told apart by the crate path.
+    let krate = syn::parse2::<parse::Args>(args.clone())
+        .ok()
+        .and_then(|args| args.crate_path());
+    match validate::plan((kind, args), item.clone(), krate.as_ref()) {
         Ok(plan) => expand::expand(plan),
-        Err(error) => with_fallback(error, fallback(item)),
+        Err(error) => with_fallback(error, fallback(item, krate.as_ref())),
     }
 }
 
@@ -31,8 +35,8 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, input: TokenStream) -> Token
 /// errors so that the rest of the crate (and the IDE) still sees it. The
 /// paths of the removed attributes are still named, so their imports do not
 /// turn into unused-import warnings on top of the error.
-fn fallback(mut item: ItemFn) -> ItemFn {
-    for (_, attr) in item::take_sibling_attrs(&mut item) {
+fn fallback(mut item: ItemFn, krate: Option<&syn::Path>) -> ItemFn {
+    for (_, attr) in item::take_sibling_attrs(&mut item, krate) {
         let path = attr.path();
         item.block.stmts.insert(
             0,

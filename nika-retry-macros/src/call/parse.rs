@@ -61,6 +61,20 @@ impl Parse for Arg {
     }
 }
 
+impl Args {
+    /// The path of a well-formed `crate = "path"`, to recognise the sibling
+    /// attributes by; validation reports a malformed one.
+    pub(crate) fn crate_path(&self) -> Option<syn::Path> {
+        self.0.iter().find_map(|arg| match &arg.value {
+            Value::Expr(Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            })) if arg.key == "crate" => s.parse().ok(),
+            _ => None,
+        })
+    }
+}
+
 impl Parse for Args {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let args = Punctuated::<Arg, Token![,]>::parse_terminated(input)?;

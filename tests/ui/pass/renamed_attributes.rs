@@ -1,5 +1,5 @@
-//! The attributes under a renamed import (written above its sibling) and
-//! through a re-export path.
+//! The attributes under a renamed import (written above its sibling), through
+//! a re-export imported by name, and through a re-export path with `crate`.
 use nika_retry::{Classify, TimeoutError};
 
 #[derive(Debug, thiserror::Error, Classify)]
@@ -12,10 +12,17 @@ enum Error {
     Timeout(#[from] TimeoutError),
 }
 
+/// Re-exports the attributes only.
 mod my {
     pub use nika_retry::{retry, timeout};
 }
 
+/// Re-exports the whole crate, so that it can be named by `crate = "whole"`.
+mod whole {
+    pub use nika_retry::*;
+}
+
+use my::timeout;
 use nika_retry::retry as r;
 use nika_retry::timeout as t;
 
@@ -26,17 +33,28 @@ async fn renamed_timeout_above() -> Result<(), Error> {
 }
 
 #[r(layer = "provider")]
-#[my::timeout(attempt = "1s")]
-async fn renamed_retry_above() -> Result<(), Error> {
+#[timeout(attempt = "1s")]
+async fn re_export_imported_by_name() -> Result<(), Error> {
+    Ok(())
+}
+
+#[whole::retry(layer = "provider", crate = "whole")]
+#[whole::timeout(attempt = "1s")]
+async fn re_export_path_with_crate_above() -> Result<(), Error> {
     Ok(())
 }
 
 #[my::retry(layer = "provider")]
-#[my::timeout(attempt = "1s")]
-async fn re_exported() -> Result<(), Error> {
+#[whole::timeout(attempt = "1s", crate = "whole")]
+async fn re_export_path_with_crate_below() -> Result<(), Error> {
     Ok(())
 }
 
 fn main() {
-    let _ = (renamed_timeout_above(), renamed_retry_above(), re_exported());
+    let _ = (
+        renamed_timeout_above(),
+        re_export_imported_by_name(),
+        re_export_path_with_crate_above(),
+        re_export_path_with_crate_below(),
+    );
 }

@@ -131,8 +131,13 @@ struct Written {
 }
 
 /// Builds the plan of `item`, annotated with `own` (the attribute being
-/// expanded, with its arguments) and any sibling nika-retry attributes.
-pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Plan> {
+/// expanded, with its arguments, whose `crate = "…"` is `krate`) and any
+/// sibling nika-retry attributes.
+pub(crate) fn plan(
+    own: (Kind, TokenStream),
+    mut item: ItemFn,
+    krate: Option<&syn::Path>,
+) -> syn::Result<Plan> {
     // The other attributes of the fn say nothing once it is not the user's any more.
     if let Some(expanded) = item::already_expanded(&item) {
         return Err(syn::Error::new(
@@ -152,7 +157,7 @@ pub(crate) fn plan(own: (Kind, TokenStream), mut item: ItemFn) -> syn::Result<Pl
             },
         ));
     }
-    let siblings = item::take_sibling_attrs(&mut item);
+    let siblings = item::take_sibling_attrs(&mut item, krate);
     let absorbed = siblings
         .iter()
         .map(|(_, attr)| attr.path().clone())
@@ -284,8 +289,11 @@ fn expanded_message(expanded: ExpandedBy, own: Kind) -> String {
     match expanded {
         ExpandedBy::Us => format!(
             "this #[{name}] is below a nika-retry attribute that has already expanded the fn, \
-             which did not recognise it under the name it has here (`use nika_retry::{name} as …`); \
-             write it #[{name}(…)] or #[nika_retry::{name}(…)], or put it above the other one"
+             which did not know it as nika-retry's: only #[{name}], #[nika_retry::{name}] and paths \
+             with a `crate` argument are, so that other crates' #[{name}] attributes are left alone; \
+             import it under its own name (`use my::{name};`, then #[{name}(…)]), \
+             name the crate it comes through (#[my::{name}(…, crate = \"my\")]), \
+             or put it above the other one"
         ),
         ExpandedBy::Instrument => format!(
             "#[tracing::instrument] is written above #[{name}]: it would open one span per attempt \
