@@ -250,8 +250,9 @@ async fn generated_names_are_out_of_the_bodys_reach() {
 
 // ---- Renamed and re-exported attributes keep their meaning.
 
+/// Re-exports the whole crate, so that `crate = "my"` can name it.
 mod my {
-    pub use nika_retry::{retry, timeout};
+    pub use nika_retry::*;
 }
 
 use nika_retry::timeout as t;
@@ -268,7 +269,8 @@ async fn renamed(script: &Script) -> Result<u32, ProviderError> {
     Ok(n)
 }
 
-#[my::retry(layer = "provider", backoff = "1ms", jitter = 0.0)]
+// A re-export path is known as nika-retry's through `crate`.
+#[my::retry(layer = "provider", backoff = "1ms", jitter = 0.0, crate = "my")]
 #[my::timeout(attempt = "1s")]
 async fn re_exported(script: &Script) -> Result<u32, ProviderError> {
     let n = script.attempt()?;
