@@ -99,6 +99,24 @@ impl Render for Page {
     }
 }
 
+/// An `#[async_trait]` method has no `async` once expanded: a `block_on` in
+/// its body is the user's own (here inside `spawn_blocking`), not the mark
+/// `#[tokio::test]` above `#[retry]` would leave.
+#[async_trait::async_trait]
+trait Blocking: Send + Sync {
+    async fn blocking_part(&self) -> Result<u8, ProviderError>;
+}
+
+#[async_trait::async_trait]
+impl Blocking for Page {
+    #[retry(layer = "provider", backoff = "1ms")]
+    async fn blocking_part(&self) -> Result<u8, ProviderError> {
+        self.0.attempt()?;
+        let blocking = || tokio::runtime::Handle::current().block_on(async { 7u8 });
+        Ok(tokio::task::spawn_blocking(blocking).await.unwrap_or(0))
+    }
+}
+
 fn owned_count<T>(value: Arc<T>) -> usize {
     Arc::strong_count(&value)
 }
@@ -116,6 +134,13 @@ async fn async_trait_methods() {
     let page = Arc::new(Page(flaky()));
     // The caller's Arc, the fn's and the attempt's clone.
     assert_eq!(Arc::clone(&page).consume().await, Ok(3));
+    assert_eq!(page.0.attempts(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn block_on_in_an_async_trait_method() {
+    let page = Page(flaky());
+    assert_eq!(page.blocking_part().await, Ok(7));
     assert_eq!(page.0.attempts(), 3);
 }
 

@@ -115,7 +115,12 @@ pub(crate) fn already_expanded(item: &ItemFn) -> Option<ExpandedBy> {
     }) {
         return Some(ExpandedBy::Instrument);
     }
-    if item.sig.asyncness.is_none() && mentions(&body, &|i| i == "block_on") {
+    // tokio's entry points leave a fn without `async` that calls `block_on`;
+    // so does an `#[async_trait]` method whose body calls it itself.
+    if item.sig.asyncness.is_none()
+        && async_trait_body(item).is_none()
+        && mentions(&body, &|i| i == "block_on")
+    {
         return Some(ExpandedBy::Tokio);
     }
     None
