@@ -147,30 +147,23 @@ pub(crate) fn plan(
     }
     let mut errors = Errors::default();
     let mut written: Vec<(Kind, Written)> = Vec::new();
-    if let Some(args) = errors.take(syn::parse2(own.1)) {
-        let name = Ident::new(own.0.name(), Span::call_site());
-        written.push((
-            own.0,
-            Written {
-                span: quote::quote!(#name),
-                args,
-            },
-        ));
-    }
+    // The attributes whose arguments did not parse (reported): still written,
+    // so that a #[timeout] beside such a #[retry] is not taken to be alone.
+    let mut unparsed: Vec<Kind> = Vec::new();
+    let name = Ident::new(own.0.name(), Span::call_site());
+    let mut found = vec![(own.0, quote::quote!(#name), syn::parse2(own.1))];
     let siblings = item::take_sibling_attrs(&mut item, krate);
     let absorbed = siblings
         .iter()
         .map(|(_, attr)| attr.path().clone())
         .collect();
     for (kind, attr) in siblings {
-        if let Some(args) = errors.take(sibling_args(&attr)) {
-            written.push((
-                kind,
-                Written {
-                    span: quote::quote!(#attr),
-                    args,
-                },
-            ));
+        found.push((kind, quote::quote!(#attr), sibling_args(&attr)));
+    }
+    for (kind, span, args) in found {
+        match errors.take(args) {
+            Some(args) => written.push((kind, Written { span, args })),
+            None => unparsed.push(kind),
         }
     }
 
@@ -204,8 +197,10 @@ pub(crate) fn plan(
             (layer, settings, timeouts, false)
         }
         (None, Some(timeout)) => {
-            let (layer, timeouts) = timeout_plan(&mut errors, timeout, None);
-            (layer, Settings::default(), Some(timeouts), true)
+            // Beside a #[retry] that did not parse, the layer is its, unknown.
+            let retry = unparsed.contains(&Kind::Retry).then_some(None);
+            let (layer, timeouts) = timeout_plan(&mut errors, timeout, retry);
+            (layer, Settings::default(), Some(timeouts), retry.is_none())
         }
         // The attribute's own arguments did not parse: reported above.
         (None, None) => (None, Settings::default(), None, false),
@@ -274,7 +269,8 @@ fn crate_path(errors: &mut Errors, attrs: [&mut Option<Written>; 2]) -> syn::Pat
 fn sibling_args(attr: &Attribute) -> syn::Result<Args> {
     match &attr.meta {
         Meta::Path(_) => Ok(Args(vec![])),
-        Meta::List(list) => syn::parse2(list.tokens.clone()),
+        // Spans a missing value at the closing parenthesis of this attribute.
+        Meta::List(list) => list.parse_args(),
         Meta::NameValue(nv) => Err(syn::Error::new_spanned(
             nv,
             "write the arguments in parentheses, e.g. #[timeout(read = \"120s\")]",
