@@ -12,43 +12,38 @@ use crate::errors::Errors;
 use crate::suggest::unknown;
 
 /// Drops (and reports) unknown and repeated keys and values without a key;
-/// reports `key: value` and keeps it as `key = value`.
+/// reports `key: value` and keeps it as `key = value`. `takes_layer`: the
+/// attribute names the fn's layer (#[retry], or #[timeout] alone).
 pub(super) fn known_unique_keys(
     errors: &mut Errors,
     args: Args,
     keys: &[&str],
     attr: &str,
+    takes_layer: bool,
 ) -> Vec<Arg> {
     let mut kept: Vec<Arg> = Vec::new();
     for mut arg in args.0 {
-        if let Value::Positional(expr) = &arg.value {
-            errors.spanned(expr, positional(attr, expr));
-            // `#[retry("provider")]`: reported, then read as the layer, so
-            // that no "missing `layer`" follows.
-            match string(expr) {
-                Some(text) if attr == "retry" && LAYERS.contains(&text.as_str()) => {
-                    arg.key = Ident::new("layer", arg.key.span());
-                    arg.value = Value::Expr(expr.clone());
-                }
-                _ => continue,
+        if let Some(layer) = layer_without_key(&arg) {
+            if !takes_layer {
+                errors.spanned(
+                    &arg.key,
+                    format!("the layer is named once per fn, in #[retry]; remove \"{layer}\" from #[{attr}]"),
+                );
+                continue;
             }
-        }
-        let name = arg.key.to_string();
-        if attr == "retry" && LAYERS.contains(&name.as_str()) && matches!(arg.value, Value::Flag) {
-            // `#[retry(provider)]`: reported, then read as the layer, so
-            // that no "missing `layer`" follows.
+            // Reported, then read as the layer, so that no "missing `layer`" follows.
             errors.spanned(
                 &arg.key,
-                format!(
-                    "unknown #[retry] key `{name}`: to name the layer, write layer = \"{name}\""
-                ),
+                format!("name the layer with its key: #[{attr}(layer = \"{layer}\")]"),
             );
-            let text = syn::LitStr::new(&name, arg.key.span());
+            let text = syn::LitStr::new(&layer, arg.key.span());
             arg.key = Ident::new("layer", arg.key.span());
             arg.value = Value::Expr(syn::parse_quote!(#text));
-            kept.push(arg);
+        } else if let Value::Positional(expr) = &arg.value {
+            errors.spanned(expr, positional(attr, expr));
             continue;
         }
+        let name = arg.key.to_string();
         if let Some(colon) = &arg.colon {
             errors.spanned(
                 colon,
@@ -73,6 +68,16 @@ pub(super) fn known_unique_keys(
     kept
 }
 
+/// A layer name written without its key: `"provider"` or `provider` alone.
+fn layer_without_key(arg: &Arg) -> Option<String> {
+    let name = match &arg.value {
+        Value::Positional(expr) => string(expr)?,
+        Value::Flag => arg.key.to_string(),
+        _ => return None,
+    };
+    LAYERS.contains(&name.as_str()).then_some(name)
+}
+
 fn string(expr: &Expr) -> Option<String> {
     match expr {
         Expr::Lit(ExprLit {
@@ -85,9 +90,6 @@ fn string(expr: &Expr) -> Option<String> {
 /// What to write for a value given without its key.
 fn positional(attr: &str, expr: &Expr) -> String {
     match (attr, string(expr)) {
-        ("retry", Some(layer)) if LAYERS.contains(&layer.as_str()) => {
-            format!("name the key: #[retry(layer = \"{layer}\")]")
-        }
         ("timeout", Some(limit)) => format!(
             "name the limit: #[timeout(attempt = \"{limit}\")] bounds each attempt, \
              #[timeout(total = \"{limit}\")] the whole call with its retries"

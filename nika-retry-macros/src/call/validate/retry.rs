@@ -17,7 +17,7 @@ pub(super) fn retry_settings(
     retry: Written,
     params: Option<&Params>,
 ) -> (Option<Layer>, Settings) {
-    let args = known_unique_keys(errors, retry.args, &RETRY_KEYS, "retry");
+    let args = known_unique_keys(errors, retry.args, &RETRY_KEYS, "retry", true);
     let layer = match args.iter().find(|a| a.key == "layer") {
         Some(arg) => value_expr(errors, arg).and_then(|e| parse_layer(errors, e)),
         None => {

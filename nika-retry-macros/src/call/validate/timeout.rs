@@ -35,7 +35,13 @@ pub(super) fn timeout_plan(
     retry: Option<Option<Layer>>,
 ) -> (Option<Layer>, Timeouts) {
     let bare = timeout.args.0.iter().all(|a| a.key == "layer");
-    let mut args = known_unique_keys(errors, timeout.args, &TIMEOUT_KEYS, "timeout");
+    let mut args = known_unique_keys(
+        errors,
+        timeout.args,
+        &TIMEOUT_KEYS,
+        "timeout",
+        retry.is_none(),
+    );
     let layer_arg = args
         .iter()
         .position(|a| a.key == "layer")
