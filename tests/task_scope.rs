@@ -43,6 +43,11 @@ async fn provider_over_http(script: &Script) -> Result<u32, ProviderError> {
     http(script).await
 }
 
+#[retry(layer = "task", attempts = 3, jitter = 0.0)]
+async fn task_over_provider(script: &Script) -> Result<u32, ProviderError> {
+    provider_over_http(script).await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_tool_fn_is_retried_only_inside_a_scope_that_opts_in() {
     let script = Script::always(ProviderError::status(503));
@@ -107,6 +112,10 @@ async fn nested_layers_share_the_budget_of_the_outermost_call() {
     // Without a scope: the default budget of 9 allows exactly the ADR's 3 × 3.
     let script = Script::always(ProviderError::status(503));
     assert!(provider_over_http(&script).await.is_err());
+    assert_eq!(script.attempts(), 9);
+    // and one more level cannot multiply it: 9, not 3 × 3 × 3.
+    let script = Script::always(ProviderError::status(503));
+    assert!(task_over_provider(&script).await.is_err());
     assert_eq!(script.attempts(), 9);
 
     // A budget of 4 stops the nested loops after 4 attempts reach the server.
