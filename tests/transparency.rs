@@ -191,11 +191,35 @@ impl Job {
         Ok(self.name)
     }
 
+    /// `self` in a `use` tree and in `pub(self)` is not the receiver: the
+    /// renaming `clone(self)` does in the body leaves both alone.
+    #[retry(layer = "provider", backoff = "1ms", clone(self))]
+    async fn described(self) -> Result<String, ProviderError> {
+        use std::fmt::{self, Write as _};
+        struct Tag {
+            pub(self) text: String,
+        }
+        self.script.attempt()?;
+        let mut text = String::new();
+        let written: fmt::Result = write!(text, "<{}>", self.name);
+        Ok(written.map_or_else(|_| String::new(), |()| Tag { text }.text))
+    }
+
     #[retry(layer = "provider", backoff = "1ms", clone(self))]
     async fn shared(self: Arc<Self>) -> Result<usize, ProviderError> {
         self.script.attempt()?;
         Ok(owned_count(self))
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn clone_self_beside_use_trees_and_pub_self() {
+    let job = Job {
+        name: "job".to_owned(),
+        script: Arc::new(flaky()),
+    };
+    assert_eq!(job.clone().described().await.as_deref(), Ok("<job>"));
+    assert_eq!(job.script.attempts(), 3);
 }
 
 #[tokio::test(start_paused = true)]

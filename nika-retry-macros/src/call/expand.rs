@@ -58,7 +58,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         attrs,
         vis,
         mut sig,
-        mut block,
+        block,
     } = item;
     // A cloned argument is re-bound per attempt (`let mut x = x.clone()`), so
     // the binding it came from no longer needs `mut`: drop it there to avoid
@@ -75,11 +75,8 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         {
             Some(match alias {
                 Some(alias) => (alias.clone(), alias.to_token_stream()),
-                None => {
-                    let alias = Ident::new("__nika_self", Span::mixed_site());
-                    *block = item::rename_self(&block, &alias);
-                    (alias, quote!(self))
-                }
+                // Validation has renamed `self` in the body.
+                None => (item::self_alias(), quote!(self)),
             })
         }
         _ => None,

@@ -1,7 +1,7 @@
 //! The annotated fn: its parts, the `#[retry]`/`#[timeout]` attributes on it,
 //! and the shape of its body (a plain `async fn` or an `#[async_trait]` method).
 
-use proc_macro2::{Delimiter, Group, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::visit_mut::VisitMut;
 use syn::{
@@ -405,13 +405,19 @@ pub(crate) fn unmut(pat: &mut Pat, name: &Ident) {
     Unmut(name).visit_pat_mut(pat);
 }
 
+/// The name each attempt's clone of a by-value `self` has in a native
+/// `async fn`'s body, which [`rename_self`] gives it.
+pub(crate) fn self_alias() -> Ident {
+    Ident::new("__nika_self", Span::mixed_site())
+}
+
 /// `block` with the receiver `self` renamed `alias`, as async-trait does,
 /// so that each attempt can bind its own clone of it (`self` itself cannot
-/// be bound again). `self::path`s and nested items, which have their own
-/// `self`, are left alone.
-pub(crate) fn rename_self(block: &Block, alias: &Ident) -> Block {
-    let tokens = rename_self_in(block.to_token_stream(), alias);
-    syn::parse2(tokens).unwrap_or_else(|_| block.clone())
+/// be bound again). `self::path`s, `use` declarations, `pub(self)` and
+/// nested items, which have their own `self`, are left alone. The error is
+/// the re-parse's, for a `self` in a place none of these foresee.
+pub(crate) fn rename_self(block: &Block, alias: &Ident) -> syn::Result<Block> {
+    syn::parse2(rename_self_in(block.to_token_stream(), alias))
 }
 
 fn rename_self_in(tokens: TokenStream, alias: &Ident) -> TokenStream {
@@ -419,8 +425,31 @@ fn rename_self_in(tokens: TokenStream, alias: &Ident) -> TokenStream {
     let mut trees = tokens.into_iter().peekable();
     // Inside the header of a nested `fn name`, `impl` or `trait`, up to its body.
     let mut in_item = false;
+    // Inside a `use` declaration, up to its `;`: `use a::{self}`.
+    let mut in_use = false;
+    // Just after `pub`: `pub(self)`.
+    let mut after_pub = false;
     while let Some(tree) = trees.next() {
+        let was_after_pub = std::mem::take(&mut after_pub);
         let tree = match tree {
+            TokenTree::Punct(p) if in_use && p.as_char() == ';' => {
+                in_use = false;
+                TokenTree::Punct(p)
+            }
+            tree if in_use => tree,
+            TokenTree::Ident(ident) if ident == "use" && !in_item => {
+                in_use = true;
+                TokenTree::Ident(ident)
+            }
+            TokenTree::Ident(ident) if ident == "pub" => {
+                after_pub = true;
+                TokenTree::Ident(ident)
+            }
+            TokenTree::Group(group)
+                if was_after_pub && group.delimiter() == Delimiter::Parenthesis =>
+            {
+                TokenTree::Group(group)
+            }
             TokenTree::Ident(ident) if ident == "impl" || ident == "trait" => {
                 in_item = true;
                 TokenTree::Ident(ident)
@@ -593,10 +622,34 @@ mod tests {
             take(self)
         });
         let alias = Ident::new("__nika_self", proc_macro2::Span::call_site());
-        let text = rename_self(&block, &alias).to_token_stream().to_string();
+        let text = rename_self(&block, &alias)
+            .unwrap()
+            .to_token_stream()
+            .to_string();
         assert!(text.contains("self :: double"), "{text}");
         assert!(text.contains("fn clone (& self)"), "{text}");
         assert!(text.contains("__nika_self . name"), "{text}");
+        assert!(text.contains("take (__nika_self)"), "{text}");
+    }
+
+    #[test]
+    fn self_in_use_trees_and_visibilities_is_left_alone() {
+        let block: Block = syn::parse_quote!({
+            use std::fmt::{self, Write};
+            struct Local {
+                pub(self) n: u8,
+            }
+            pub(self) fn helper() {}
+            take(self)
+        });
+        let alias = Ident::new("__nika_self", proc_macro2::Span::call_site());
+        let text = rename_self(&block, &alias)
+            .unwrap()
+            .to_token_stream()
+            .to_string();
+        assert!(text.contains("fmt :: { self , Write }"), "{text}");
+        assert!(text.contains("pub (self) n"), "{text}");
+        assert!(text.contains("pub (self) fn helper"), "{text}");
         assert!(text.contains("take (__nika_self)"), "{text}");
     }
 

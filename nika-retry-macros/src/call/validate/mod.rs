@@ -205,6 +205,9 @@ pub(crate) fn plan(
         // The attribute's own arguments did not parse: reported above.
         (None, None) => (None, Settings::default(), None, false),
     };
+    if let Some((Body::Async, _)) = &fn_shape {
+        rename_self(&mut errors, &mut item, &settings);
+    }
     match (layer, fn_shape, params) {
         (Some(layer), Some((body, output)), Some(params)) if errors.is_empty() => Ok(Plan {
             item,
@@ -264,6 +267,27 @@ fn crate_path(errors: &mut Errors, attrs: [&mut Option<Written>; 2]) -> syn::Pat
         }
     }
     found.map_or_else(|| syn::parse_quote!(::nika_retry), |(path, _)| path)
+}
+
+/// With `clone(self)` in a native `async fn`, renames `self` in the body
+/// (`self` cannot be bound again by each attempt's clone), as async-trait
+/// does; the expansion binds the clone under [`item::self_alias`].
+fn rename_self(errors: &mut Errors, item: &mut ItemFn, settings: &Settings) {
+    let Some((at, _)) = settings.clones.iter().find(|(name, _)| name == "self") else {
+        return;
+    };
+    match item::rename_self(&item.block, &item::self_alias()) {
+        Ok(block) => *item.block = block,
+        Err(error) => errors.spanned(
+            at,
+            format!(
+                "clone(self) renames `self` in the body so that each attempt binds its own clone, \
+                 and this body has a `self` that cannot be renamed ({error}); move the item or \
+                 statement that names `self` this way out of the fn, or clone what the body needs \
+                 from `&self` instead"
+            ),
+        ),
+    }
 }
 
 fn sibling_args(attr: &Attribute) -> syn::Result<Args> {
