@@ -5,6 +5,9 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Ident, Token};
 
+use crate::errors::Errors;
+use crate::krate;
+
 /// One item of `#[category(...)]`: a bare `flag` or `key = value`.
 pub(crate) struct Item {
     pub(crate) key: Ident,
@@ -54,27 +57,29 @@ pub(crate) fn category_attrs(attrs: &[Attribute]) -> Vec<syn::Result<(&Attribute
         .collect()
 }
 
-/// `crate = "path"` in the type's own `#[category(...)]`, else `::nika_retry`;
-/// a malformed one is reported by validation and read as the default here.
-pub(crate) fn crate_path(attrs: &[Attribute]) -> syn::Result<syn::Path> {
-    for (_, items) in category_attrs(attrs).into_iter().flatten() {
-        for item in items {
-            if item.key != "crate" {
-                continue;
-            }
-            return match &item.value {
-                Some(Value::Str(s)) => s.parse::<syn::Path>().map_err(|_| {
-                    syn::Error::new_spanned(
-                        s,
-                        format!("`{}` is not a path; write the name the dependency has here, e.g. #[category(crate = \"nr\")]", s.value()),
-                    )
-                }),
-                _ => Err(syn::Error::new_spanned(
-                    &item.key,
-                    "write the path as a string: #[category(crate = \"nika_retry\")]",
-                )),
-            };
+/// `crate = "path"` in the type's own `#[category(...)]`, else
+/// `::nika_retry`; a malformed or repeated one is reported into `errors`
+/// (and the default is returned, for the fallback impl). Attributes that do
+/// not parse are left to validation to report.
+pub(crate) fn crate_path(attrs: &[Attribute], errors: &mut Errors) -> syn::Path {
+    let mut found: Option<syn::Path> = None;
+    let mut given = false;
+    let items = category_attrs(attrs).into_iter().flatten();
+    for item in items.flat_map(|(_, items)| items) {
+        if item.key != "crate" {
+            continue;
         }
+        if std::mem::replace(&mut given, true) {
+            errors.spanned(&item.key, "`crate` is set twice; keep one");
+            continue;
+        }
+        found = match &item.value {
+            Some(Value::Str(s)) => errors.take(krate::from_lit(s)),
+            _ => {
+                errors.spanned(&item.key, krate::NOT_A_STRING);
+                None
+            }
+        };
     }
-    Ok(syn::parse_quote!(::nika_retry))
+    found.unwrap_or_else(krate::default)
 }

@@ -7,23 +7,20 @@ mod valid;
 
 use proc_macro2::TokenStream;
 
-use crate::errors::with_fallback;
+use crate::errors::{Errors, with_fallback};
 
 pub(crate) fn derive(input: TokenStream) -> TokenStream {
     let input: syn::DeriveInput = match syn::parse2(input) {
         Ok(input) => input,
         Err(error) => return error.to_compile_error(),
     };
-    let krate = attr::crate_path(&input.attrs);
+    // Computed once: the fallback impl beside the errors names the crate too.
+    let mut errors = Errors::default();
+    let krate = attr::crate_path(&input.attrs, &mut errors);
     let result = ast::Input::from_syn(&input).and_then(|ast| {
-        let rules = valid::rules(&ast)?;
-        Ok(expand::expand(
-            &ast,
-            &rules,
-            krate.as_ref().map_err(Clone::clone)?,
-        ))
+        let rules = valid::rules(&ast, errors)?;
+        Ok(expand::expand(&ast, &rules, &krate))
     });
-    let krate = krate.unwrap_or_else(|_| syn::parse_quote!(::nika_retry));
     match result {
         Ok(tokens) => tokens,
         Err(error) => with_fallback(error, expand::fallback(&input, &krate)),

@@ -6,7 +6,7 @@ use syn::spanned::Spanned;
 use syn::{Fields, Ident, Member, Type};
 
 use super::ast::{Input, Shape, Variant};
-use super::attr::{Item, Value, category_attrs, crate_path};
+use super::attr::{Item, Value, category_attrs};
 use crate::errors::Errors;
 use crate::suggest::CATEGORIES;
 use crate::suggest::unknown;
@@ -70,10 +70,9 @@ pub(crate) struct Rule<'a> {
     pub(crate) hint: Option<(HintUnit, FieldRef<'a>)>,
 }
 
-/// Validates every attribute of `input`, reporting all mistakes at once.
-pub(crate) fn rules<'a>(input: &Input<'a>) -> syn::Result<Vec<Rule<'a>>> {
-    let mut errors = Errors::default();
-    errors.take(crate_path(input.attrs));
+/// Validates every attribute of `input`, reporting all mistakes at once,
+/// with those of `crate = …` already in `errors`.
+pub(crate) fn rules<'a>(input: &Input<'a>, mut errors: Errors) -> syn::Result<Vec<Rule<'a>>> {
     let (variants, default) = match &input.shape {
         Shape::Enum(variants) => (
             variants.iter().collect::<Vec<_>>(),

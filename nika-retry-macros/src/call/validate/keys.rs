@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use syn::{Expr, ExprLit, Ident, Lit};
+use syn::{Expr, ExprLit, Ident, Lit, LitStr};
 
 use super::super::parse::{Arg, Args, Value};
 use super::LAYERS;
@@ -78,13 +78,18 @@ fn layer_without_key(arg: &Arg) -> Option<String> {
     LAYERS.contains(&name.as_str()).then_some(name)
 }
 
-fn string(expr: &Expr) -> Option<String> {
+/// The string literal `expr` is, if it is one.
+pub(super) fn lit_str(expr: &Expr) -> Option<&LitStr> {
     match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
-        }) => Some(s.value()),
+        }) => Some(s),
         _ => None,
     }
+}
+
+fn string(expr: &Expr) -> Option<String> {
+    lit_str(expr).map(LitStr::value)
 }
 
 /// What to write for a value given without its key.

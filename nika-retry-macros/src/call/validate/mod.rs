@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use proc_macro2::{Span, TokenStream};
-use syn::{Attribute, Expr, ExprLit, Ident, ItemFn, Lit, Meta, ReturnType, Type};
+use syn::{Attribute, Expr, Ident, ItemFn, Meta, ReturnType, Type};
 
 mod keys;
 mod retry;
@@ -14,8 +14,9 @@ mod timeout;
 use self::retry::retry_settings;
 use self::timeout::timeout_plan;
 use super::item::{self, Body, ExpandedBy, Kind, Params};
-use super::parse::Args;
+use super::parse::{Arg, Args};
 use crate::errors::Errors;
+use crate::krate;
 
 const LAYERS: [&str; 4] = ["http", "provider", "tool", "task"];
 const RETRY_KEYS: [&str; 10] = [
@@ -124,10 +125,11 @@ pub(crate) struct Plan {
     pub(crate) krate: syn::Path,
 }
 
-/// One attribute as written: a span to point at, and its arguments.
+/// One attribute as written: a span to point at, and its arguments, with
+/// the unknown and repeated keys dropped (and reported).
 struct Written {
     span: TokenStream,
-    args: Args,
+    args: Vec<Arg>,
 }
 
 /// Builds the plan of `item`, annotated with `own` (the attribute being
@@ -146,7 +148,7 @@ pub(crate) fn plan(
         ));
     }
     let mut errors = Errors::default();
-    let mut written: Vec<(Kind, Written)> = Vec::new();
+    let mut written: Vec<(Kind, TokenStream, Args)> = Vec::new();
     // The attributes whose arguments did not parse (reported): still written,
     // so that a #[timeout] beside such a #[retry] is not taken to be alone.
     let mut unparsed: Vec<Kind> = Vec::new();
@@ -162,13 +164,13 @@ pub(crate) fn plan(
     }
     for (kind, span, args) in found {
         match errors.take(args) {
-            Some(args) => written.push((kind, Written { span, args })),
+            Some(args) => written.push((kind, span, args)),
             None => unparsed.push(kind),
         }
     }
 
     let (mut retry, mut timeout) = (None, None);
-    for (kind, attr) in written {
+    for (kind, span, args) in written {
         let slot = match kind {
             Kind::Retry => &mut retry,
             Kind::Timeout => &mut timeout,
@@ -176,16 +178,30 @@ pub(crate) fn plan(
         if slot.is_some() {
             let name = kind.name();
             errors.spanned(
-                &attr.span,
+                &span,
                 format!(
                     "#[{name}] appears twice on this fn; merge the two into one #[{name}(...)]"
                 ),
             );
         } else {
-            *slot = Some(attr);
+            *slot = Some((span, args));
         }
     }
 
+    // A #[retry] names the layer, even one whose arguments did not parse.
+    let beside_retry = retry.is_some() || unparsed.contains(&Kind::Retry);
+    // `#[timeout]` or `#[timeout(layer = …)]`: the layer's default limits.
+    let bare = timeout.as_ref().is_some_and(|(_, args): &(_, Args)| {
+        args.0.iter().all(|a| a.key == "layer" || a.key == "crate")
+    });
+    let mut retry = retry.map(|(span, args)| Written {
+        args: keys::known_unique_keys(&mut errors, args, &RETRY_KEYS, "retry", true),
+        span,
+    });
+    let mut timeout = timeout.map(|(span, args)| Written {
+        args: keys::known_unique_keys(&mut errors, args, &TIMEOUT_KEYS, "timeout", !beside_retry),
+        span,
+    });
     let krate = crate_path(&mut errors, [&mut retry, &mut timeout]);
     let fn_shape = check_fn(&mut errors, &item, own.0);
     let params = fn_shape.as_ref().map(|(body, _)| Params::of(&item, body));
@@ -193,14 +209,14 @@ pub(crate) fn plan(
         (Some(retry), timeout) => {
             let (layer, settings) = retry_settings(&mut errors, retry, params.as_ref());
             // Checked whatever the layer, so that an unknown layer hides no other mistake.
-            let timeouts = timeout.map(|t| timeout_plan(&mut errors, t, Some(layer)).1);
+            let timeouts = timeout.map(|t| timeout_plan(&mut errors, t, bare, Some(layer)).1);
             (layer, settings, timeouts, false)
         }
         (None, Some(timeout)) => {
             // Beside a #[retry] that did not parse, the layer is its, unknown.
-            let retry = unparsed.contains(&Kind::Retry).then_some(None);
-            let (layer, timeouts) = timeout_plan(&mut errors, timeout, retry);
-            (layer, Settings::default(), Some(timeouts), retry.is_none())
+            let retry = beside_retry.then_some(None);
+            let (layer, timeouts) = timeout_plan(&mut errors, timeout, bare, retry);
+            (layer, Settings::default(), Some(timeouts), !beside_retry)
         }
         // The attribute's own arguments did not parse: reported above.
         (None, None) => (None, Settings::default(), None, false),
@@ -232,28 +248,21 @@ pub(crate) fn plan(
 fn crate_path(errors: &mut Errors, attrs: [&mut Option<Written>; 2]) -> syn::Path {
     let mut found: Option<(syn::Path, String)> = None;
     for written in attrs.into_iter().flatten() {
-        let (given, rest) = std::mem::take(&mut written.args.0)
+        let (given, rest) = std::mem::take(&mut written.args)
             .into_iter()
             .partition::<Vec<_>, _>(|a| a.key == "crate");
-        written.args.0 = rest;
+        written.args = rest;
+        // At most one per attribute: `known_unique_keys` reported the others.
         for arg in given {
             let Some(expr) = keys::value_expr(errors, &arg) else {
                 continue;
             };
-            let path = match expr {
-                Expr::Lit(ExprLit {
-                    lit: Lit::Str(s), ..
-                }) => match s.parse::<syn::Path>() {
-                    Ok(path) => path,
-                    Err(_) => {
-                        errors.spanned(s, format!("`{}` is not a path; write the name the dependency has here, e.g. crate = \"nr\"", s.value()));
-                        continue;
-                    }
-                },
-                _ => {
-                    errors.spanned(expr, "write the path as a string: crate = \"nika_retry\"");
-                    continue;
-                }
+            let Some(lit) = keys::lit_str(expr) else {
+                errors.spanned(expr, krate::NOT_A_STRING);
+                continue;
+            };
+            let Some(path) = errors.take(krate::from_lit(lit)) else {
+                continue;
             };
             let text = quote::ToTokens::to_token_stream(&path).to_string();
             match &found {
@@ -266,7 +275,7 @@ fn crate_path(errors: &mut Errors, attrs: [&mut Option<Written>; 2]) -> syn::Pat
             }
         }
     }
-    found.map_or_else(|| syn::parse_quote!(::nika_retry), |(path, _)| path)
+    found.map_or_else(krate::default, |(path, _)| path)
 }
 
 /// With `clone(self)` in a native `async fn`, renames `self` in the body

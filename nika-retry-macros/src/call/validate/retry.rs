@@ -4,8 +4,8 @@ use syn::{Expr, ExprLit, Ident, Lit};
 
 use super::super::item::{Params, SelfArg};
 use super::super::parse::{Arg, Value};
-use super::keys::{duration, example, known_unique_keys, value_expr};
-use super::{Category, LAYERS, Layer, MAX_ATTEMPTS, RETRY_KEYS, Settings, Written};
+use super::keys::{duration, example, value_expr};
+use super::{Category, LAYERS, Layer, MAX_ATTEMPTS, Settings, Written};
 use crate::errors::Errors;
 use crate::suggest::{CATEGORIES, did_you_mean, unknown};
 
@@ -17,7 +17,7 @@ pub(super) fn retry_settings(
     retry: Written,
     params: Option<&Params>,
 ) -> (Option<Layer>, Settings) {
-    let args = known_unique_keys(errors, retry.args, &RETRY_KEYS, "retry", true);
+    let args = retry.args;
     let layer = match args.iter().find(|a| a.key == "layer") {
         Some(arg) => value_expr(errors, arg).and_then(|e| parse_layer(errors, e)),
         None => {

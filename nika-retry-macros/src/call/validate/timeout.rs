@@ -5,9 +5,9 @@ use std::time::Duration;
 use syn::{Expr, ExprLit, Lit};
 
 use super::super::parse::Arg;
-use super::keys::{duration, known_unique_keys, value_expr};
+use super::keys::{duration, value_expr};
 use super::retry::parse_layer;
-use super::{Layer, Limit, TIMEOUT_KEYS, Timeouts, Written};
+use super::{Layer, Limit, Timeouts, Written};
 use crate::errors::Errors;
 
 /// A limit: a string literal is checked now, anything else is an expression
@@ -32,16 +32,10 @@ fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
 pub(super) fn timeout_plan(
     errors: &mut Errors,
     timeout: Written,
+    bare: bool,
     retry: Option<Option<Layer>>,
 ) -> (Option<Layer>, Timeouts) {
-    let bare = timeout.args.0.iter().all(|a| a.key == "layer");
-    let mut args = known_unique_keys(
-        errors,
-        timeout.args,
-        &TIMEOUT_KEYS,
-        "timeout",
-        retry.is_none(),
-    );
+    let mut args = timeout.args;
     let layer_arg = args
         .iter()
         .position(|a| a.key == "layer")
