@@ -1,7 +1,6 @@
 //! The traits generated code puts on the user's types, each with a
 //! `#[diagnostic::on_unimplemented]` message that says what to write.
 
-use core::future::Future;
 use core::time::Duration;
 
 use crate::{RetryConfig, TimeoutError};
@@ -91,11 +90,4 @@ impl<T, E> RetryResult for Result<T, E> {
     fn error(&self) -> Option<&E> {
         self.as_ref().err()
     }
-}
-
-/// Fixes the output type of an attempt's `async` block to the fn's return
-/// type, so that `?` and `return` in the body infer as they do in the fn.
-#[inline(always)]
-pub fn attempt<R, F: Future<Output = R>>(fut: F) -> F {
-    fut
 }

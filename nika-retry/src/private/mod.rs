@@ -12,7 +12,7 @@ mod site;
 #[cfg(test)]
 mod renamed;
 
-pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult, attempt};
+pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult};
 pub use call::{Attempt, Call, NO_CONFIG, Timed, sleep};
 pub use derive::{
     DurationHint, HttpStatus, MillisHint, hint_duration, hint_millis, status_category,
