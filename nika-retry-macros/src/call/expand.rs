@@ -22,7 +22,8 @@
 //! }
 //! ```
 //!
-//! `#[timeout]` alone runs the same `async` block once: `once(site, total, limits, async { … }).await`.
+//! `#[timeout]` alone runs the same `async` block once:
+//! `once(site, total, limits, async { … }, into_error).await`.
 //!
 //! The body stays a non-`move` `async` block, so it can borrow `&mut self`
 //! and the arguments afresh on every attempt; the user's signature, docs and
@@ -131,7 +132,6 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         }
         None => quote_spanned!(span=> #call_at.attempt(#attempt_block)),
     };
-    // A braced argument: its span is the user's, where rustc reports a bound on it.
     // A method names its impl's type in the events.
     let self_type = match sig.receiver() {
         Some(_) => quote!(::core::option::Option::Some(
@@ -139,8 +139,10 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         )),
         None => quote!(::core::option::Option::None),
     };
+    // A braced argument: its span is the user's, where rustc reports a bound on it.
     let next = quote_spanned!(span=> #call_at.next({ &#result }, #config, #self_type));
 
+    let keep_imports = absorbed.iter().map(item::keep_import);
     let run = if alone {
         // `#[timeout]` alone: one run under the limits, no loop.
         let limits = attempt_limits(&krate, timeouts.as_ref().unwrap_or(&Timeouts::default()));
@@ -148,12 +150,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         // Named at the error type, where a missing `From<TimeoutError>` is reported.
         let into_error = quote_spanned!(span=> #krate_at::__private::FromTimeout::from_timeout);
         quote! {
-            #(#[allow(unused_imports)] use #absorbed as _;)*
+            #(#keep_imports)*
             #krate::__private::once(#site, #total, #limits, #attempt_block, #into_error).await
         }
     } else {
         quote! {
-            #(#[allow(unused_imports)] use #absorbed as _;)*
+            #(#keep_imports)*
             let mut #call = #krate::__private::Call::new(#site, #total);
             loop {
                 let #delay = {

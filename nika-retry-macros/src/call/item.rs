@@ -90,6 +90,12 @@ pub(crate) fn take_sibling_attrs(
     found
 }
 
+/// `use path as _;` for an absorbed attribute's path, so that its import is
+/// still used once the attribute is gone.
+pub(crate) fn keep_import(path: &syn::Path) -> Stmt {
+    syn::parse_quote!(#[allow(unused_imports)] use #path as _;)
+}
+
 /// Whether another attribute has already rewritten this fn's body in a way
 /// that `#[retry]` cannot run inside, and which one.
 pub(crate) enum ExpandedBy {

@@ -37,11 +37,7 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, input: TokenStream) -> Token
 /// turn into unused-import warnings on top of the error.
 fn fallback(mut item: ItemFn, krate: Option<&syn::Path>) -> ItemFn {
     for (_, attr) in item::take_sibling_attrs(&mut item, krate) {
-        let path = attr.path();
-        item.block.stmts.insert(
-            0,
-            syn::parse_quote!(#[allow(unused_imports)] use #path as _;),
-        );
+        item.block.stmts.insert(0, item::keep_import(attr.path()));
     }
     item
 }

@@ -66,12 +66,20 @@ impl Args {
     /// attributes by; validation reports a malformed one.
     pub(crate) fn crate_path(&self) -> Option<syn::Path> {
         self.0.iter().find_map(|arg| match &arg.value {
-            Value::Expr(Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(s),
-                ..
-            })) if arg.key == "crate" => s.parse().ok(),
+            Value::Expr(expr) if arg.key == "crate" => lit_str(expr)?.parse().ok(),
             _ => None,
         })
+    }
+}
+
+/// The string literal `expr` is, if it is one.
+pub(crate) fn lit_str(expr: &Expr) -> Option<&syn::LitStr> {
+    match expr {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => Some(s),
+        _ => None,
     }
 }
 

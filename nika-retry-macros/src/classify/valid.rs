@@ -334,28 +334,37 @@ fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, variant: 
 
 /// The field `value` names, or an error listing the fields there are.
 fn resolve<'a>(errors: &mut Errors, value: &Value, fields: &'a Fields) -> Option<FieldRef<'a>> {
-    let found = match value {
+    // What was written, to name it and point at it if there is no such field.
+    let (found, shown, at) = match value {
         Value::Str(s) => {
             errors.spanned(s, format!("name the field without quotes: {}", s.value()));
             return None;
         }
-        Value::Ident(name) => fields
-            .iter()
-            .find(|f| f.ident.as_ref() == Some(name))
-            .map(|f| FieldRef {
-                member: Member::Named(name.clone()),
-                ty: &f.ty,
-            }),
-        Value::Index(index) => index.base10_parse::<usize>().ok().and_then(|i| {
-            let field = fields.iter().nth(i).filter(|f| f.ident.is_none())?;
-            Some(FieldRef {
-                member: Member::Unnamed(syn::Index {
-                    index: i as u32,
-                    span: index.span(),
+        Value::Ident(name) => (
+            fields
+                .iter()
+                .find(|f| f.ident.as_ref() == Some(name))
+                .map(|f| FieldRef {
+                    member: Member::Named(name.clone()),
+                    ty: &f.ty,
                 }),
-                ty: &field.ty,
-            })
-        }),
+            name.to_string(),
+            name.to_token_stream(),
+        ),
+        Value::Index(index) => (
+            index.base10_parse::<usize>().ok().and_then(|i| {
+                let field = fields.iter().nth(i).filter(|f| f.ident.is_none())?;
+                Some(FieldRef {
+                    member: Member::Unnamed(syn::Index {
+                        index: i as u32,
+                        span: index.span(),
+                    }),
+                    ty: &field.ty,
+                })
+            }),
+            index.to_string(),
+            index.to_token_stream(),
+        ),
     };
     if found.is_none() {
         let names: Vec<String> = fields
@@ -371,16 +380,6 @@ fn resolve<'a>(errors: &mut Errors, value: &Value, fields: &'a Fields) -> Option
             "it has no fields".to_owned()
         } else {
             format!("fields: {}", names.join(", "))
-        };
-        let shown = match value {
-            Value::Ident(i) => i.to_string(),
-            Value::Index(i) => i.to_string(),
-            Value::Str(s) => s.value(),
-        };
-        let at = match value {
-            Value::Ident(i) => i.to_token_stream(),
-            Value::Index(i) => i.to_token_stream(),
-            Value::Str(s) => s.to_token_stream(),
         };
         errors.spanned(at, format!("no field `{shown}` here; {there}"));
     }

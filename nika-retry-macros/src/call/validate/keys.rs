@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use syn::{Expr, ExprLit, Ident, Lit, LitStr};
+use syn::{Expr, Ident, LitStr};
 
-use super::super::parse::{Arg, Args, Value};
+use super::super::parse::{Arg, Args, Value, lit_str};
 use super::LAYERS;
 use crate::duration::parse_duration;
 use crate::errors::Errors;
@@ -76,16 +76,6 @@ fn layer_without_key(arg: &Arg) -> Option<String> {
         _ => return None,
     };
     LAYERS.contains(&name.as_str()).then_some(name)
-}
-
-/// The string literal `expr` is, if it is one.
-pub(super) fn lit_str(expr: &Expr) -> Option<&LitStr> {
-    match expr {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(s), ..
-        }) => Some(s),
-        _ => None,
-    }
 }
 
 fn string(expr: &Expr) -> Option<String> {
@@ -198,17 +188,15 @@ pub(super) fn example(key: &str) -> &'static str {
 }
 
 pub(super) fn duration(errors: &mut Errors, expr: &Expr) -> Option<Duration> {
-    match expr {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(s), ..
-        }) => match parse_duration(&s.value()) {
+    match lit_str(expr) {
+        Some(s) => match parse_duration(&s.value()) {
             Ok(d) => Some(d),
             Err(message) => {
                 errors.spanned(expr, message);
                 None
             }
         },
-        _ => {
+        None => {
             errors.spanned(
                 expr,
                 "write the duration as a string literal, e.g. \"250ms\", \"4s\", \"2m\"",

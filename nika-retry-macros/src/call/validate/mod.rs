@@ -14,7 +14,7 @@ mod timeout;
 use self::retry::retry_settings;
 use self::timeout::timeout_plan;
 use super::item::{self, Body, ExpandedBy, Kind, Params};
-use super::parse::{Arg, Args};
+use super::parse::{Arg, Args, lit_str};
 use crate::errors::Errors;
 use crate::krate;
 
@@ -224,24 +224,22 @@ pub(crate) fn plan(
     if let Some((Body::Async, _)) = &fn_shape {
         rename_self(&mut errors, &mut item, &settings);
     }
-    match (layer, fn_shape, params) {
-        (Some(layer), Some((body, output)), Some(params)) if errors.is_empty() => Ok(Plan {
-            item,
-            body,
-            output,
-            layer,
-            settings,
-            timeouts,
-            alone,
-            absorbed,
-            params,
-            krate,
-        }),
-        _ => Err(errors
-            .finish(())
-            .err()
-            .unwrap_or_else(|| syn::Error::new(Span::call_site(), "invalid #[retry]"))),
-    }
+    errors.finish(())?;
+    let (Some(layer), Some((body, output)), Some(params)) = (layer, fn_shape, params) else {
+        unreachable!("each of these is `None` only once an error is recorded");
+    };
+    Ok(Plan {
+        item,
+        body,
+        output,
+        layer,
+        settings,
+        timeouts,
+        alone,
+        absorbed,
+        params,
+        krate,
+    })
 }
 
 /// `crate = "path"` from either attribute (taken out of their arguments), else `::nika_retry`.
@@ -257,7 +255,7 @@ fn crate_path(errors: &mut Errors, attrs: [&mut Option<Written>; 2]) -> syn::Pat
             let Some(expr) = keys::value_expr(errors, &arg) else {
                 continue;
             };
-            let Some(lit) = keys::lit_str(expr) else {
+            let Some(lit) = lit_str(expr) else {
                 errors.spanned(expr, krate::NOT_A_STRING);
                 continue;
             };
@@ -360,14 +358,10 @@ fn check_fn(errors: &mut Errors, item: &ItemFn, own: Kind) -> Option<(Body, Type
         );
         return None;
     };
-    match async_trait {
-        Some(body) => {
-            let output = match &body {
-                Body::AsyncTrait { output, .. } => item::erase_impl_trait(output),
-                Body::Async => item::erase_impl_trait(ret),
-            };
-            Some((body, output))
-        }
-        None => Some((Body::Async, item::erase_impl_trait(ret))),
-    }
+    // An `#[async_trait]` method returns a boxed future; its attempt, the output.
+    let output = match &async_trait {
+        Some(Body::AsyncTrait { output, .. }) => item::erase_impl_trait(output),
+        _ => item::erase_impl_trait(ret),
+    };
+    Some((async_trait.unwrap_or(Body::Async), output))
 }

@@ -3,7 +3,7 @@
 use syn::{Expr, ExprLit, Ident, Lit};
 
 use super::super::item::{Params, SelfArg};
-use super::super::parse::{Arg, Value};
+use super::super::parse::{Arg, Value, lit_str};
 use super::keys::{duration, example, value_expr};
 use super::{Category, LAYERS, Layer, MAX_ATTEMPTS, Settings, Written};
 use crate::errors::Errors;
@@ -30,7 +30,7 @@ pub(super) fn retry_settings(
     };
     let mut s = Settings::default();
     let mut backoff_expr = None;
-    let mut clone_key = None;
+    let mut has_clone = false;
     for arg in &args {
         let name = arg.key.to_string();
         if layer == Some(Layer::Tool) && !matches!(name.as_str(), "layer" | "clone") {
@@ -44,7 +44,7 @@ pub(super) fn retry_settings(
             continue;
         }
         if name == "clone" {
-            clone_key = Some(&arg.key);
+            has_clone = true;
             if let Some(params) = params {
                 s.clones = clone_list(errors, arg, params);
             }
@@ -68,7 +68,7 @@ pub(super) fn retry_settings(
         }
     }
     if let Some(params) = params {
-        mut_without_clone(errors, params, &s.clones, clone_key);
+        mut_without_clone(errors, params, &s.clones, has_clone);
     }
     if let Some(layer) = layer {
         backoff_below_max(errors, &s, layer, backoff_expr, &args);
@@ -181,12 +181,15 @@ fn mut_without_clone(
     errors: &mut Errors,
     params: &Params,
     clones: &[(Ident, bool)],
-    clone_key: Option<&Ident>,
+    has_clone: bool,
 ) {
     let listed = |name: &str| clones.iter().any(|(n, _)| n == name);
-    let fix = |name: &str| match clone_key {
-        Some(_) => format!("add `{name}` to the clone(…) of #[retry]"),
-        None => format!("add clone({name}) to #[retry]"),
+    let fix = |name: &str| {
+        if has_clone {
+            format!("add `{name}` to the clone(…) of #[retry]")
+        } else {
+            format!("add clone({name}) to #[retry]")
+        }
     };
     for b in &params.bindings {
         let name = b.ident.to_string();
@@ -229,19 +232,16 @@ fn mut_without_clone(
 }
 
 pub(super) fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
-    let text = match expr {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(s), ..
-        }) => s.value(),
-        Expr::Path(p) if p.path.get_ident().is_some() => {
-            let name = p.path.segments[0].ident.to_string();
+    let text = match (lit_str(expr), bare_ident(expr)) {
+        (Some(s), _) => s.value(),
+        (None, Some(name)) => {
             errors.spanned(
                 expr,
                 format!("write the layer as a string: layer = \"{name}\""),
             );
             return None;
         }
-        _ => {
+        (None, None) => {
             errors.spanned(expr, "write the layer as a string: layer = \"http\" | \"provider\" | \"tool\" | \"task\"");
             return None;
         }
@@ -345,14 +345,10 @@ fn categories(errors: &mut Errors, expr: &Expr, layer: Option<Layer>) -> Option<
         return None;
     }
     let mut out = Vec::new();
-    let before = errors.is_empty();
     for elem in &array.elems {
-        let name = match elem {
-            Expr::Path(p) if p.path.get_ident().is_some() => p.path.segments[0].ident.to_string(),
-            _ => {
-                errors.spanned(elem, "write a category name: transient or rate_limited");
-                continue;
-            }
+        let Some(name) = bare_ident(elem).map(Ident::to_string) else {
+            errors.spanned(elem, "write a category name: transient or rate_limited");
+            continue;
         };
         match name.as_str() {
             "transient" => out.push(Category::Transient),
@@ -378,5 +374,14 @@ fn categories(errors: &mut Errors, expr: &Expr, layer: Option<Layer>) -> Option<
             ),
         }
     }
-    (before == errors.is_empty()).then_some(out)
+    // Partial if an element was wrong: reported, so the plan is not built.
+    Some(out)
+}
+
+/// `name` in `layer = name` or `on = [name]`.
+fn bare_ident(expr: &Expr) -> Option<&Ident> {
+    match expr {
+        Expr::Path(p) => p.path.get_ident(),
+        _ => None,
+    }
 }

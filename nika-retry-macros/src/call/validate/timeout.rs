@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use syn::{Expr, ExprLit, Lit};
+use syn::Expr;
 
-use super::super::parse::Arg;
+use super::super::parse::{Arg, lit_str};
 use super::keys::{duration, value_expr};
 use super::retry::parse_layer;
 use super::{Layer, Limit, Timeouts, Written};
@@ -14,9 +14,7 @@ use crate::errors::Errors;
 /// of type `Duration` or `Option<Duration>` evaluated per call.
 fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
     match expr {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(_), ..
-        }) => duration(errors, expr).map(Limit::Literal),
+        _ if lit_str(expr).is_some() => duration(errors, expr).map(Limit::Literal),
         Expr::Lit(_) => {
             errors.spanned(expr, "write the limit as a string literal such as \"30s\", or as an expression of type `Duration`");
             None
