@@ -216,6 +216,20 @@ mod tests {
     }
 
     #[test]
+    fn once_a_client_builder_connector_has_connected_an_unreached_limit_is_not_settled() {
+        // A pooled connection of such a client explains an attempt that set
+        // up none; only an attempt that reaches the limit settles the fn.
+        CONNECTOR_USED.store(true, Ordering::Relaxed);
+        let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
+        let reached = limit.map(|l| ConnectLimit { reached: true, ..l });
+        let settled = |op| SETTLED.read().unwrap().contains(&op);
+        attempt_ended(limit, "tests::pooled");
+        assert!(!settled("tests::pooled"), "neither reported nor settled");
+        attempt_ended(reached, "tests::pooled");
+        assert!(settled("tests::pooled"));
+    }
+
+    #[test]
     fn a_fn_is_settled_by_an_attempt_that_reaches_its_connect_boundary() {
         let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
         let reached = limit.map(|l| ConnectLimit { reached: true, ..l });
