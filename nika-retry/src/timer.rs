@@ -20,7 +20,8 @@ pub(crate) fn from_now(limit: Duration) -> Instant {
 }
 
 /// The absolute deadline of a `total` limit set now: the instant, and the
-/// limit for the error.
+/// limit for the error. Inlined: with no `total` it is nothing at all.
+#[inline(always)]
 pub(crate) fn total_from_now(total: Option<Duration>) -> Option<(Instant, Duration)> {
     total.map(|limit| (from_now(limit), limit))
 }
