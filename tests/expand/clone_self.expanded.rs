@@ -28,10 +28,8 @@ async fn run(self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderErro
                     > {
                         #[allow(unreachable_code)] return __nika_ret;
                     }
-                    {
-                        __nika_self.consume(a).await?;
-                        Ok(b)
-                    }
+                    __nika_self.consume(a).await?;
+                    Ok(b)
                 })
                 .await;
             match __nika_call

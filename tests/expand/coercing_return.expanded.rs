@@ -26,12 +26,10 @@ async fn name(&self) -> Result<&str, ProviderError> {
                     > {
                         #[allow(unreachable_code)] return __nika_ret;
                     }
-                    {
-                        if self.buf.is_empty() {
-                            return Ok("none");
-                        }
-                        Ok(&self.buf)
+                    if self.buf.is_empty() {
+                        return Ok("none");
                     }
+                    Ok(&self.buf)
                 })
                 .await;
             match __nika_call

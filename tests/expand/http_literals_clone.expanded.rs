@@ -32,7 +32,7 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
                     > {
                         #[allow(unreachable_code)] return __nika_ret;
                     }
-                    { send(body).await }
+                    send(body).await
                 })
                 .await;
             match __nika_call

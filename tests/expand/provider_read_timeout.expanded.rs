@@ -38,7 +38,7 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                         > {
                             #[allow(unreachable_code)] return __nika_ret;
                         }
-                        { self.send(req).await }
+                        self.send(req).await
                     },
                 )
                 .await;

@@ -116,7 +116,13 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
         }
     };
     let attempt_block = match &body {
-        Body::Async => quote!(async { #pin_output #block }),
+        // The block's statements, not the block: as the tail of the async
+        // block, a one-line body `{ Ok(x) }` would get rustc's unused-braces
+        // warning on the user's own braces.
+        Body::Async => {
+            let stmts = &block.stmts;
+            quote!(async { #pin_output #(#stmts)* })
+        }
         Body::AsyncTrait { rest, .. } => quote!(async { #pin_output #(#rest)* }),
     };
     // Spanned at the error type of `Result<T, E>` (or at the return type),
