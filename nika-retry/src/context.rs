@@ -9,7 +9,8 @@
 //! Everything a call puts in force for one poll of its attempt (the shared
 //! budget, the connect limit, the attempt's own number and key) and the
 //! marker of a task scope sit in one thread-local, [`Context`], so that a
-//! poll costs one access in and one out, and nothing else.
+//! poll costs one access in and one out (and a call's first poll one more,
+//! to read what is around it), and nothing else.
 
 use core::cell::{Cell, RefCell};
 use core::future::Future;

@@ -251,9 +251,9 @@ impl<F: Future> Deadline<F> {
         let now = Instant::now();
         *this.started = Some(now);
         *this.last = Some(now);
-        match first_end(this.whole, this.read, this.started, this.last, at) {
-            Some((end, _)) => this.sleep.set(Some(tokio::time::sleep_until(end))),
-            None => return Poll::Pending,
+        // Some limit is set (checked above), so there is an end.
+        if let Some((end, _)) = first_end(this.whole, this.read, this.started, this.last, at) {
+            this.sleep.set(Some(tokio::time::sleep_until(end)));
         }
         self.wait(cx, at)
     }

@@ -627,15 +627,20 @@ mod tests {
             format!("{}", self.name);
             take(self)
         });
-        let alias = Ident::new("__nika_self", proc_macro2::Span::call_site());
-        let text = rename_self(&block, &alias)
-            .unwrap()
-            .to_token_stream()
-            .to_string();
+        let text = renamed(&block);
         assert!(text.contains("self :: double"), "{text}");
         assert!(text.contains("fn clone (& self)"), "{text}");
         assert!(text.contains("__nika_self . name"), "{text}");
         assert!(text.contains("take (__nika_self)"), "{text}");
+    }
+
+    /// `block` with `self` renamed, as text.
+    fn renamed(block: &Block) -> String {
+        let alias = Ident::new("__nika_self", proc_macro2::Span::call_site());
+        rename_self(block, &alias)
+            .unwrap()
+            .to_token_stream()
+            .to_string()
     }
 
     #[test]
@@ -648,11 +653,7 @@ mod tests {
             pub(self) fn helper() {}
             take(self)
         });
-        let alias = Ident::new("__nika_self", proc_macro2::Span::call_site());
-        let text = rename_self(&block, &alias)
-            .unwrap()
-            .to_token_stream()
-            .to_string();
+        let text = renamed(&block);
         assert!(text.contains("fmt :: { self , Write }"), "{text}");
         assert!(text.contains("pub (self) n"), "{text}");
         assert!(text.contains("pub (self) fn helper"), "{text}");
