@@ -109,7 +109,7 @@ async fn scopes_nest_and_the_innermost_wins() {
 
 #[tokio::test(start_paused = true)]
 async fn nested_layers_share_the_budget_of_the_outermost_call() {
-    // Without a scope: the default budget of 9 allows exactly the ADR's 3 × 3.
+    // Without a scope: the default budget of 9 allows exactly 3 × 3.
     let script = Script::always(ProviderError::status(503));
     assert!(provider_over_http(&script).await.is_err());
     assert_eq!(script.attempts(), 9);
