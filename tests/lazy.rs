@@ -64,7 +64,7 @@ fn an_attempt_pending_on_its_first_poll_registers_its_timer() {
     // The probe above can fail: the same limit on an attempt that is not
     // ready at once arms the timer, which needs a runtime.
     let armed = catch_unwind(AssertUnwindSafe(|| poll_once(pending_once())));
-    let payload = armed.err().expect("the timer was not armed");
+    let payload = armed.expect_err("the timer was not armed");
     // Tokio's refusal to create a timer outside a runtime, not any panic.
     let message = payload
         .downcast_ref::<String>()
