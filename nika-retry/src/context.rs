@@ -20,8 +20,28 @@ use core::time::Duration;
 use std::thread::LocalKey;
 
 use crate::Layer;
-use crate::attempt::IdempotencyKey;
-use crate::connect::ConnectLimit;
+use crate::key::IdempotencyKey;
+
+/// The connect limit of an attempt, and whether the attempt has reached a
+/// connect boundary with it (so that a limit never reached can be reported).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ConnectLimit {
+    pub(crate) limit: Duration,
+    pub(crate) layer: Layer,
+    /// Set by the connect boundaries that read it.
+    pub(crate) reached: bool,
+}
+
+impl ConnectLimit {
+    /// `limit` of `layer`, not reached yet.
+    pub(crate) fn new(limit: Option<Duration>, layer: Layer) -> Option<ConnectLimit> {
+        limit.map(|limit| ConnectLimit {
+            limit,
+            layer,
+            reached: false,
+        })
+    }
+}
 
 /// The attempts shared by the nested retry loops under one outermost call:
 /// the total (one plus every retry allowed), whether the task set it, and

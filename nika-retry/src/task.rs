@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use crate::context::{self, Scoped};
 use crate::events::{self, RetryObserver};
-use crate::timer::{Deadline, total_from_now};
+use crate::time_limits::{TimeLimited, total_from_now};
 use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
 
 /// The attempt budget nested retry loops share by default: ADR-019's 3 × 3.
@@ -261,7 +261,7 @@ where
 {
     let deadline = total_from_now(policy.timeout);
     TaskScope {
-        inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task),
+        inner: TimeLimited::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task),
         deadline,
         _error: core::marker::PhantomData,
     }
@@ -272,7 +272,7 @@ pin_project_lite::pin_project! {
     #[must_use = "futures do nothing unless polled"]
     pub struct TaskScope<F, E> {
         #[pin]
-        inner: Deadline<Scoped<TaskPolicy, F>>,
+        inner: TimeLimited<Scoped<TaskPolicy, F>>,
         deadline: Option<(tokio::time::Instant, Duration)>,
         _error: core::marker::PhantomData<fn() -> E>,
     }

@@ -2,8 +2,8 @@
 
 use core::time::Duration;
 
-use crate::connect::ConnectLimit;
-use crate::timer::Deadline;
+use crate::context::ConnectLimit;
+use crate::time_limits::TimeLimited;
 use crate::{Boundary, CategorySet, Growth, Layer, RetryConfig};
 
 /// One annotated fn, resolved at compile time into a `const`.
@@ -93,8 +93,8 @@ impl Timeouts {
     /// `fut` under the `attempt` and `read` limits, and the `connect` limit
     /// to put in force while it is polled, for an attempt at `layer`.
     #[inline]
-    pub(crate) fn arm<F>(self, fut: F, layer: Layer) -> (Deadline<F>, Option<ConnectLimit>) {
-        let deadline = Deadline::new(fut, layer)
+    pub(crate) fn arm<F>(self, fut: F, layer: Layer) -> (TimeLimited<F>, Option<ConnectLimit>) {
+        let deadline = TimeLimited::new(fut, layer)
             .after(self.attempt, Boundary::Attempt)
             .inactive(self.read);
         (deadline, ConnectLimit::new(self.connect, layer))

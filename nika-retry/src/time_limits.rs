@@ -95,7 +95,7 @@ pin_project_lite::pin_project! {
     /// fires early because the attempt made progress since, set again for
     /// the new end rather than on every wake-up. The error is only built
     /// when a limit expires, so the future holds the limits, not errors.
-    pub(crate) struct Deadline<F> {
+    pub(crate) struct TimeLimited<F> {
         #[pin]
         inner: F,
         #[pin]
@@ -113,10 +113,10 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F> Deadline<F> {
+impl<F> TimeLimited<F> {
     /// `inner`, with no limit yet, for the limits of `layer`.
-    pub(crate) fn new(inner: F, layer: Layer) -> Deadline<F> {
-        Deadline {
+    pub(crate) fn new(inner: F, layer: Layer) -> TimeLimited<F> {
+        TimeLimited {
             inner,
             sleep: None,
             whole: None,
@@ -130,20 +130,20 @@ impl<F> Deadline<F> {
     }
 
     /// Bounds `inner` to `limit` from its first pending poll, guarding `boundary`.
-    pub(crate) fn after(mut self, limit: Option<Duration>, boundary: Boundary) -> Deadline<F> {
+    pub(crate) fn after(mut self, limit: Option<Duration>, boundary: Boundary) -> TimeLimited<F> {
         self.whole = limit;
         self.boundary = boundary;
         self
     }
 
     /// Cuts `inner` once it has gone `limit` without progress.
-    pub(crate) fn inactive(mut self, limit: Option<Duration>) -> Deadline<F> {
+    pub(crate) fn inactive(mut self, limit: Option<Duration>) -> TimeLimited<F> {
         self.read = limit;
         self
     }
 }
 
-impl<F: Future> Deadline<F> {
+impl<F: Future> TimeLimited<F> {
     /// Polls `inner` under its limits and under `at`, an absolute deadline
     /// set by a `Total` limit (the instant and the limit). `at` is passed on
     /// each poll rather than stored, so that a retry loop's attempts share
@@ -164,7 +164,7 @@ impl<F: Future> Deadline<F> {
         self.poll_with(cx, at, progress, Ok, Err)
     }
 
-    /// [`poll_until`](Deadline::poll_until), with the output of `inner`
+    /// [`poll_until`](TimeLimited::poll_until), with the output of `inner`
     /// given to `ok` and an expiry to `expired`: for an `inner` whose output
     /// holds its own error, a ready attempt's output goes out as it came,
     /// with no rewrapping to copy.
@@ -319,7 +319,7 @@ fn first_end(
         .min_by_key(|&(end, i)| (end, i))
 }
 
-impl<F: Future> Future for Deadline<F> {
+impl<F: Future> Future for TimeLimited<F> {
     type Output = Result<F::Output, TimeoutError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -335,13 +335,13 @@ mod tests {
         Duration::from_secs(n)
     }
 
-    fn deadline<F>(inner: F) -> Deadline<F> {
-        Deadline::new(inner, Layer::Tool)
+    fn deadline<F>(inner: F) -> TimeLimited<F> {
+        TimeLimited::new(inner, Layer::Tool)
     }
 
     /// Polls `d` to completion under the absolute deadline `at`.
     async fn until<F: Future>(
-        d: Deadline<F>,
+        d: TimeLimited<F>,
         at: Option<(Instant, Duration)>,
     ) -> Result<F::Output, TimeoutError> {
         let mut d = std::pin::pin!(d);
