@@ -4,7 +4,7 @@ use core::time::Duration;
 
 use crate::context::ConnectLimit;
 use crate::time_limits::TimeLimited;
-use crate::{Boundary, CategorySet, Growth, Layer, RetryConfig};
+use crate::{Boundary, CategorySet, Layer, RetryConfig};
 
 /// One annotated fn, resolved at compile time into a `const`.
 #[derive(Debug)]
@@ -67,7 +67,6 @@ impl Overrides {
         if let Some(v) = self.retry_on {
             config.retry_on = v;
         }
-        config.growth = Growth::Exponential;
         Site {
             layer,
             operation,
@@ -98,5 +97,20 @@ impl Timeouts {
             .after(self.attempt, Boundary::Attempt)
             .inactive(self.read);
         (deadline, ConnectLimit::new(self.connect, layer))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_without_overrides_is_its_layers_defaults() {
+        // Growth included: `RetryConfig::for_layer` sets it, and no key of
+        // `#[retry]` changes it.
+        for layer in Layer::ALL {
+            let site = Overrides::NONE.site(layer, "tests::site");
+            assert_eq!(site.config, RetryConfig::for_layer(layer), "{layer}");
+        }
     }
 }
