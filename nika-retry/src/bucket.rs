@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// - when the bucket cannot pay for a retry, the call fails fast instead:
 ///   its event has outcome [`BudgetExhausted`](crate::events::Outcome::BudgetExhausted)
 ///   and reason [`GiveUp::TokenBucketEmpty`](crate::engine::GiveUp::TokenBucketEmpty),
-///   logged as "token bucket empty" (an attempt budget spent says
+///   logged as "retry token bucket empty" (an attempt budget spent says
 ///   "attempt budget exhausted").
 ///
 /// Many concurrent calls into a dead provider thus cannot multiply its load,

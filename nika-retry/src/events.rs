@@ -66,7 +66,7 @@ pub enum Outcome {
     /// - [`GiveUp::BudgetExhausted`] ("attempt budget exhausted"): the
     ///   cumulative attempt budget of the nested layers under one outermost
     ///   call is spent;
-    /// - [`GiveUp::TokenBucketEmpty`] ("token bucket empty"): the layer's
+    /// - [`GiveUp::TokenBucketEmpty`] ("retry token bucket empty"): the layer's
     ///   [`TokenBucket`](crate::TokenBucket), shared across calls, is empty.
     ///
     /// One outcome for both, as observers have always seen it: either way

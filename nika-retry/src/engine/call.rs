@@ -465,7 +465,7 @@ mod tests {
         assert_eq!(empty.outcome, Outcome::BudgetExhausted);
         assert_eq!(empty.reason, Some(GiveUp::TokenBucketEmpty));
         assert!(
-            empty.to_string().ends_with(" (token bucket empty)"),
+            empty.to_string().ends_with(" (retry token bucket empty)"),
             "{empty}"
         );
 

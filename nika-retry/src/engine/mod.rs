@@ -117,7 +117,7 @@ pub enum GiveUp {
     /// outermost call is spent ("attempt budget exhausted").
     BudgetExhausted,
     /// The layer's [`TokenBucket`](crate::TokenBucket), shared across calls,
-    /// cannot pay for another retry ("token bucket empty"): not the attempt
+    /// cannot pay for another retry ("retry token bucket empty"): not the attempt
     /// budget, which may have attempts left.
     TokenBucketEmpty,
     /// The server asked for a wait above `max_retry_after`.
@@ -138,7 +138,7 @@ impl fmt::Display for GiveUp {
             GiveUp::NotRetryable => f.write_str("not retryable"),
             GiveUp::AttemptsExhausted => f.write_str("attempts exhausted"),
             GiveUp::BudgetExhausted => f.write_str("attempt budget exhausted"),
-            GiveUp::TokenBucketEmpty => f.write_str("token bucket empty"),
+            GiveUp::TokenBucketEmpty => f.write_str("retry token bucket empty"),
             GiveUp::HintTooLong { hint } => {
                 write!(
                     f,
