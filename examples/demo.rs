@@ -1,4 +1,4 @@
-//! The layered retry policy of ADR-019, end to end: a real reqwest client
+//! The layered retry policy (README, "The layers"), end to end: a real reqwest client
 //! against a real HTTP server on 127.0.0.1 that fails on purpose, through a
 //! verb crate's transport (L1), provider and tool (L2), with each workflow
 //! task's YAML policy in force. Every retry decision is printed as it

@@ -63,6 +63,9 @@ pub struct Hit {
     pub idempotency_key: Option<String>,
     /// Its `X-Retry-Count` header, if it had one.
     pub retry_count: Option<String>,
+    /// Its body (read as UTF-8, lossily): what a test sends to tell its
+    /// calls apart.
+    pub body: String,
     /// The fault served.
     pub fault: Fault,
 }
@@ -72,6 +75,7 @@ struct Request {
     path: String,
     idempotency_key: Option<String>,
     retry_count: Option<String>,
+    body: String,
 }
 
 /// A running fault server.
@@ -181,6 +185,7 @@ impl State {
             path: request.path,
             idempotency_key: request.idempotency_key,
             retry_count: request.retry_count,
+            body: request.body,
             fault: fault.clone(),
         });
         Some(fault)
@@ -261,7 +266,7 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
 }
 
 /// Reads one request head (and its body, if it has a length); returns its
-/// path and the headers the tests look at.
+/// path, the headers the tests look at and the body.
 async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Request> {
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -289,11 +294,8 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Reque
     let length: usize = header("content-length")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let request = Request {
-        path,
-        idempotency_key: header("idempotency-key"),
-        retry_count: header("x-retry-count"),
-    };
+    let idempotency_key = header("idempotency-key");
+    let retry_count = header("x-retry-count");
     while buf.len() < head_end + length {
         let mut chunk = [0u8; 4096];
         let n = stream.read(&mut chunk).await.ok()?;
@@ -302,8 +304,14 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Reque
         }
         buf.extend_from_slice(&chunk[..n]);
     }
+    let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).into_owned();
     buf.drain(..head_end + length);
-    Some(request)
+    Some(Request {
+        path,
+        idempotency_key,
+        retry_count,
+        body,
+    })
 }
 
 fn response(status: u16, reason: &str, headers: &[(&str, String)], body: &str) -> String {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Classify, RetryConfig, TimeoutError, retry, timeout};
 
-/// Per-request options of the transport (ADR-019: L1 is configured per request).
+/// Per-request options of the transport (the http layer, L1, is configured per request).
 #[derive(Clone, Debug)]
 pub struct RequestOptions {
     /// Bounds setting up a connection (the connector of the client).
@@ -106,7 +106,7 @@ impl Transport {
     }
 }
 
-/// What the provider fails with: ADR-019's `ProviderError`.
+/// What the provider fails with: a provider crate's `ProviderError`.
 #[derive(Debug, thiserror::Error, Classify)]
 pub enum ProviderError {
     /// HTTP 429, with the provider's hint from its JSON body.
@@ -228,7 +228,8 @@ impl HttpTool {
         HttpTool { transport }
     }
 
-    /// Runs the tool once; never retried by itself (ADR-019).
+    /// Runs the tool once; never retried by itself (tool failures are
+    /// semantic: a retry would mask them), only by a task that opts in.
     #[retry(layer = "tool")]
     #[timeout(attempt = "5s")]
     pub async fn run(&self, input: &str) -> Result<String, ToolError> {

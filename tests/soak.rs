@@ -2,13 +2,14 @@
 //! concurrent calls through provider-over-http, every fault kind mixed in.
 //! Bounded: a few hundred calls, a few seconds, loopback only.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Boundary, Layer, RetryConfig, TokenBucket};
+use nika_retry::{Boundary, Layer, RetryConfig};
 use nika_retry_tests::fault::{Fault, FaultServer, LIFETIME};
 use nika_retry_tests::verb::{Provider, ProviderError, RequestOptions, Transport};
 use tokio::time::Instant;
@@ -41,9 +42,34 @@ fn fast_http() -> RequestOptions {
 }
 
 /// The task's `retry:` for the provider layer: 3 attempts, 20 ms apart.
-fn task_policy() -> TaskPolicy {
-    let yaml = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }\ntimeout: 3s";
+fn provider_retry() -> TaskPolicy {
+    let yaml = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }";
     serde_norway::from_str(yaml).unwrap()
+}
+
+/// [`provider_retry`], the task bounded to 3 s.
+fn task_policy() -> TaskPolicy {
+    provider_retry().with_timeout(Duration::from_secs(3))
+}
+
+/// Requests the server saw, by request body: each call sends its own.
+fn requests_by_call(server: &FaultServer) -> HashMap<String, usize> {
+    let mut calls = HashMap::new();
+    for hit in server.hits() {
+        *calls.entry(hit.body).or_insert(0) += 1;
+    }
+    calls
+}
+
+/// Requests the server saw, by `Idempotency-Key`: one key per http-layer
+/// call, which makes at most its 3 attempts.
+fn requests_by_key(server: &FaultServer) -> HashMap<String, usize> {
+    let mut keys = HashMap::new();
+    for hit in server.hits() {
+        let key = hit.idempotency_key.expect("every request carries its key");
+        *keys.entry(key).or_insert(0) += 1;
+    }
+    keys
 }
 
 /// The largest `total_attempts` any event of a call reported.
@@ -154,11 +180,17 @@ async fn deadline_round() {
         worst = worst.max(call.elapsed);
     }
     let requests = server.requests();
+    let by_call = requests_by_call(&server);
+    let worst_call = by_call.values().max().copied().unwrap_or(0);
     println!(
-        "deadline round: {CALLS} calls cut at {DEADLINE:?}, {requests} requests, worst call {worst:?}"
+        "deadline round: {CALLS} calls cut at {DEADLINE:?}, {requests} requests, worst call {worst:?}, most requests for a call {worst_call}"
     );
-    // Fewer requests than the attempts the calls were allowed.
+    // Fewer requests than the attempts the calls were allowed, call by call.
     assert!((1..CALLS * 9).contains(&requests), "{requests}");
+    assert!(
+        worst_call < 9,
+        "a call reached its ninth request: {by_call:?}"
+    );
 }
 
 fn open_fds() -> usize {
@@ -192,14 +224,28 @@ async fn soak() {
         // bound below can fail.
         let server = FaultServer::start_bounded(every_fault(), CALLS * 9 + 1, LIFETIME).await;
         let (ok, failed, worst, most) = round(&server, task_policy()).await;
+        // Each call within its budget of 9 requests, each http call within
+        // its 3 attempts: a call making 20 requests cannot hide in the total.
+        let by_call = requests_by_call(&server);
+        let worst_call = by_call.values().max().copied().unwrap_or(0);
+        let worst_key = requests_by_key(&server).into_values().max().unwrap_or(0);
         println!(
-            "soak round: {ok} ok, {failed} failed, {} requests, worst call {worst:?}, most attempts {most}, rss {} KiB",
+            "soak round: {ok} ok, {failed} failed, {} requests, worst call {worst:?}, most attempts {most}, most requests for a call {worst_call} and for a key {worst_key}, rss {} KiB",
             server.requests(),
             rss_kib()
         );
         assert_eq!(ok + failed, CALLS);
         assert!(ok > 0 && failed > 0, "the mix has both outcomes");
         assert!(most <= 9, "a call exceeded its attempt budget: {most}");
+        assert!(by_call.len() <= CALLS, "{}", by_call.len());
+        assert!(
+            (1..=9).contains(&worst_call),
+            "{worst_call} requests for one call"
+        );
+        assert!(
+            (1..=3).contains(&worst_key),
+            "{worst_key} requests for one key"
+        );
         // No upper bound on `worst`: how late a task is scheduled after its
         // deadline fires is the loaded machine's, not the library's (worst
         // seen: 3.006 s of 3 s). The deadline round below shows the deadline
@@ -229,23 +275,28 @@ async fn soak() {
     );
 }
 
-/// Requests the server saw per call made, for 100 calls into a provider that
-/// fails every request.
-async fn load_multiplier(policy: Option<TaskPolicy>, http: RequestOptions, single: bool) -> f64 {
+/// Requests the server saw for each of 100 calls into a provider that
+/// fails every request (each call sends its own body, `call {i}`).
+async fn requests_per_call(
+    policy: Option<TaskPolicy>,
+    http: RequestOptions,
+    single: bool,
+) -> Vec<usize> {
     const N: usize = 100;
     let server = FaultServer::start([Fault::Status(503)]).await;
     let provider = Arc::new(Provider::new(Transport::new(server.url(""), http)));
     let calls: Vec<_> = (0..N)
-        .map(|_| {
+        .map(|i| {
             let (provider, policy) = (provider.clone(), policy.clone());
             tokio::spawn(async move {
+                let prompt = format!("call {i}");
                 if single {
-                    let _ = provider_once(&provider).await;
+                    let _ = provider_once(&provider, &prompt).await;
                     return;
                 }
                 let _ = match policy {
-                    Some(p) => scope(p, provider.complete("x")).await,
-                    None => provider.complete("x").await,
+                    Some(p) => scope(p, provider.complete(&prompt)).await,
+                    None => provider.complete(&prompt).await,
                 };
             })
         })
@@ -253,13 +304,27 @@ async fn load_multiplier(policy: Option<TaskPolicy>, http: RequestOptions, singl
     for call in calls {
         call.await.unwrap();
     }
-    server.requests() as f64 / N as f64
+    let by_call = requests_by_call(&server);
+    (0..N)
+        .map(|i| by_call.get(&format!("call {i}")).copied().unwrap_or(0))
+        .collect()
+}
+
+/// The mean of `counts`, and the one count every call made, if they agree.
+fn per_call(counts: &[usize]) -> (f64, Option<usize>) {
+    let mean = counts.iter().sum::<usize>() as f64 / counts.len() as f64;
+    let first = counts.first().copied();
+    (mean, first.filter(|f| counts.iter().all(|n| n == f)))
 }
 
 /// "No framework": one plain request per call.
-async fn provider_once(provider: &Provider) -> Result<String, ProviderError> {
+async fn provider_once(provider: &Provider, prompt: &str) -> Result<String, ProviderError> {
     let once = RetryConfig::for_layer(Layer::Task);
-    scope(TaskPolicy::new().with_retry(once), provider.complete("x")).await
+    scope(
+        TaskPolicy::new().with_retry(once),
+        provider.complete(prompt),
+    )
+    .await
 }
 
 #[test]
@@ -268,11 +333,12 @@ fn amplification_under_a_full_outage() {
 }
 
 async fn amplification() {
-    let fast_provider = |budget: u32| task_policy().with_budget(budget);
+    // No `timeout:`: 100 concurrent calls of 9 requests share 2 threads, and
+    // a task deadline would stop the slow ones early, whatever the policy.
+    let fast_provider = |budget: u32| provider_retry().with_budget(budget);
     // No read timeout within reach: on a loaded machine a 200 ms one can
     // expire before the server has read the request, which then goes
-    // uncounted; and every retry then costs the bucket the same 5 tokens
-    // (one after a timed-out attempt costs 10).
+    // uncounted.
     let patient_http = || RequestOptions {
         read_timeout: Duration::from_secs(30),
         ..fast_http()
@@ -285,37 +351,29 @@ async fn amplification() {
         ),
         ..patient_http()
     };
-    let no_framework = load_multiplier(None, single_http(), true).await;
-    let unbounded = load_multiplier(Some(fast_provider(1_000)), patient_http(), false).await;
-    let budget_default = load_multiplier(Some(fast_provider(9)), patient_http(), false).await;
-    let budget_5 = load_multiplier(Some(fast_provider(5)), patient_http(), false).await;
-    let bucket = TokenBucket::new(100);
-    let with_bucket = load_multiplier(
-        Some(
-            fast_provider(9)
-                .with_token_bucket(Layer::Http, bucket.clone())
-                .with_token_bucket(Layer::Provider, bucket.clone()),
-        ),
-        patient_http(),
-        false,
-    )
-    .await;
+    let no_framework = requests_per_call(None, single_http(), true).await;
+    let unbounded = requests_per_call(Some(fast_provider(1_000)), patient_http(), false).await;
+    let budget_default = requests_per_call(Some(fast_provider(9)), patient_http(), false).await;
+    let budget_5 = requests_per_call(Some(fast_provider(5)), patient_http(), false).await;
+    let rows = [
+        ("no framework (one attempt)", &no_framework, 1),
+        ("provider 3 × http 3, no budget", &unbounded, 9),
+        ("same, cumulative budget 9 (default)", &budget_default, 9),
+        ("same, cumulative budget 5", &budget_5, 5),
+    ];
     println!("| configuration | requests per call |");
     println!("|---|---|");
-    println!("| no framework (one attempt) | {no_framework:.2} |");
-    println!("| provider 3 × http 3, no budget | {unbounded:.2} |");
-    println!("| same, cumulative budget 9 (default) | {budget_default:.2} |");
-    println!("| same, cumulative budget 5 | {budget_5:.2} |");
-    println!("| same, token bucket (100 tokens, 5 a retry) on both layers | {with_bucket:.2} |");
-    assert_eq!(no_framework, 1.0);
-    assert_eq!(unbounded, 9.0, "nested layers multiply: 3 × 3");
-    assert_eq!(
-        budget_default, 9.0,
-        "the default budget admits exactly ADR-019's 3 × 3"
-    );
-    assert_eq!(budget_5, 5.0, "the budget bounds every call");
-    // 100 tokens pay for exactly 20 retries across all 100 calls, and no
-    // success gives any back: 120 requests, the bucket empty.
-    assert_eq!(with_bucket, 1.2, "the bucket bounds the fleet");
-    assert_eq!(bucket.available(), 0);
+    for (configuration, counts, _) in rows {
+        println!("| {configuration} | {:.2} |", per_call(counts).0);
+    }
+    // Every call made exactly the requests its configuration allows: nested
+    // layers multiply (3 × 3), the default budget admits exactly that, and
+    // a budget of 5 bounds each call.
+    for (configuration, counts, expected) in rows {
+        assert_eq!(
+            per_call(counts),
+            (expected as f64, Some(expected)),
+            "{configuration}: {counts:?}"
+        );
+    }
 }

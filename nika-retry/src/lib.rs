@@ -1,7 +1,11 @@
 //! Layer-aware retries and timeouts for async Rust, checked at compile time.
 //!
 //! Annotate one attempt; the macros generate the retry loop, the sleeps and
-//! the timeouts, with the policy of the fn's layer (ADR-019):
+//! the timeouts, with the policy of the fn's layer. The layer rules are the
+//! nika engine's ADR-019, the design decision that gave each layer the
+//! retries and time limits of its own failure mode: the http transport
+//! retries connection failures and 5xx, the provider 5xx and 429 (waiting
+//! out the server's hint), a tool nothing unless its task opts in:
 //!
 //! ```
 //! use std::time::Duration;
@@ -273,8 +277,8 @@ pub use nika_retry_macros::retry;
 /// # `#[timeout]` alone
 ///
 /// Without `#[retry]`, `#[timeout(layer = "…", …)]` bounds one run of the
-/// body and never retries it: for the boundaries ADR-019 gives no retry (an
-/// agent loop's total, a tool's execution, a task). A task scope's `retry:`
+/// body and never retries it: for the boundaries the layer rules give no
+/// retry (an agent loop's total, a tool's execution, a task). A task scope's `retry:`
 /// does not apply to it; `layer` is then required (and beside a `#[retry]`,
 /// which names the layer, refused). `std::io::Error` holds a timeout, so a
 /// tool returning it needs no error type of its own.

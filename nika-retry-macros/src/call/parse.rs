@@ -44,10 +44,23 @@ impl Parse for Arg {
         let key = input.call(Ident::parse_any)?;
         let mut colon = None;
         let value = if input.peek(Token![=]) || (input.peek(Token![:]) && !input.peek(Token![::])) {
-            if input.peek(Token![=]) {
-                input.parse::<Token![=]>()?;
+            let sign = if input.peek(Token![=]) {
+                let eq: Token![=] = input.parse()?;
+                syn::spanned::Spanned::span(&eq)
             } else {
-                colon = Some(input.parse()?);
+                let c: Token![:] = input.parse()?;
+                colon = Some(c);
+                syn::spanned::Spanned::span(&c)
+            };
+            // Said at the sign: syn would say "unexpected end of input" at
+            // the closing parenthesis, or over the whole attribute, depending
+            // on which attribute expands first.
+            if input.is_empty() || input.peek(Token![,]) {
+                let sign_text = if colon.is_some() { ":" } else { "=" };
+                return Err(syn::Error::new(
+                    sign,
+                    format!("`{key}` needs a value after `{sign_text}`"),
+                ));
             }
             Value::Expr(input.parse()?)
         } else if input.peek(syn::token::Paren) {
@@ -116,6 +129,18 @@ mod tests {
         assert!(matches!(args.0[0].value, Value::Positional(_)));
         assert!(args.0[1].colon.is_some() && matches!(args.0[1].value, Value::Expr(_)));
         assert!(matches!(args.0[2].value, Value::Positional(Expr::Field(_))));
+    }
+
+    #[test]
+    fn a_key_without_a_value_is_refused_naming_it() {
+        for (text, message) in [
+            ("layer = ", "`layer` needs a value after `=`"),
+            ("layer = , attempts = 3", "`layer` needs a value after `=`"),
+            ("attempts:", "`attempts` needs a value after `:`"),
+        ] {
+            let err = syn::parse_str::<Args>(text).err().map(|e| e.to_string());
+            assert_eq!(err.as_deref(), Some(message), "{text}");
+        }
     }
 
     #[test]
