@@ -4,11 +4,26 @@ use std::time::Duration;
 
 use syn::Expr;
 
-use super::super::parse::{Arg, lit_str};
+use super::super::parse::{KeyArg, lit_str};
+use super::super::plan::{Limit, Timeouts};
+use super::Written;
 use super::keys::{duration, value_expr};
 use super::retry::parse_layer;
-use super::{Layer, Limit, Timeouts, Written};
 use crate::errors::Errors;
+use crate::vocab::{self, HTTP_CONNECT, HTTP_READ, Layer, TIMEOUT_KEYS};
+
+/// The example of a key of `#[timeout]` that validation has kept.
+fn example(key: &str) -> &'static str {
+    vocab::example(&TIMEOUT_KEYS, key).unwrap_or_default()
+}
+
+/// Where the `#[timeout]` stands.
+pub(super) enum Place {
+    /// Without `#[retry]`: it names the layer itself.
+    Alone,
+    /// Beside a `#[retry]`, which names the layer (`None`: missing or unknown).
+    BesideRetry(Option<Layer>),
+}
 
 /// A limit: a string literal is checked now, anything else is an expression
 /// of type `Duration` or `Option<Duration>` evaluated per call.
@@ -24,23 +39,22 @@ fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
 }
 
 /// The limits of `#[timeout]` and the layer they belong to: the one
-/// `#[retry]` names (`retry` is `Some(layer)` beside a `#[retry]`, whose
-/// layer may be unknown), or else the one `#[timeout]` names itself. With
-/// the layer unknown, every key is still checked but for the layer rules.
+/// `#[retry]` names, or else the one `#[timeout]` names itself. With the
+/// layer unknown, every key is still checked but for the layer rules.
 pub(super) fn timeout_plan(
     errors: &mut Errors,
     timeout: Written,
     bare: bool,
-    retry: Option<Option<Layer>>,
+    place: Place,
 ) -> (Option<Layer>, Timeouts) {
     let mut args = timeout.args;
     let layer_arg = args
         .iter()
         .position(|a| a.key == "layer")
         .map(|i| args.remove(i));
-    let layer = match (retry, layer_arg) {
-        (Some(layer), None) => layer,
-        (Some(layer), Some(arg)) => {
+    let layer = match (place, layer_arg) {
+        (Place::BesideRetry(layer), None) => layer,
+        (Place::BesideRetry(layer), Some(arg)) => {
             let named = layer.map_or_else(String::new, |l| format!("(layer = \"{}\")", l.name()));
             errors.spanned(
                 &arg.key,
@@ -51,8 +65,10 @@ pub(super) fn timeout_plan(
             );
             layer
         }
-        (None, Some(arg)) => value_expr(errors, &arg).and_then(|e| parse_layer(errors, e)),
-        (None, None) => {
+        (Place::Alone, Some(arg)) => {
+            value_expr(errors, &arg, example("layer")).and_then(|e| parse_layer(errors, e))
+        }
+        (Place::Alone, None) => {
             errors.spanned(
                 &timeout.span,
                 "#[timeout] without #[retry] needs the layer whose limits these are: \
@@ -69,7 +85,7 @@ pub(super) fn timeout_plan(
 fn limits(
     errors: &mut Errors,
     span: &proc_macro2::TokenStream,
-    args: Vec<Arg>,
+    args: Vec<KeyArg>,
     bare: bool,
     layer: Option<Layer>,
 ) -> Timeouts {
@@ -77,15 +93,17 @@ fn limits(
     if bare {
         let Some(layer) = layer else { return out };
         if layer == Layer::Http {
-            out.connect = Some(Limit::Literal(Duration::from_secs(10)));
-            out.read = Some(Limit::Literal(Duration::from_secs(120)));
+            out.connect = Some(Limit::Literal(HTTP_CONNECT));
+            out.read = Some(Limit::Literal(HTTP_READ));
         } else {
             errors.spanned(
                 span,
                 format!(
-                    "layer `{}` has no default timeouts (only `http` has: connect 10s, read 120s); \
+                    "layer `{}` has no default timeouts (only `http` has: connect {}s, read {}s); \
                      write the limit, e.g. #[timeout(attempt = \"30s\")] or #[timeout(total = \"5m\")]",
-                    layer.name()
+                    layer.name(),
+                    HTTP_CONNECT.as_secs(),
+                    HTTP_READ.as_secs(),
                 ),
             );
         }
@@ -116,7 +134,8 @@ fn limits(
             );
             continue;
         }
-        let Some(value) = value_expr(errors, arg).and_then(|e| limit(errors, e)) else {
+        let Some(value) = value_expr(errors, arg, example(&name)).and_then(|e| limit(errors, e))
+        else {
             continue;
         };
         if let Limit::Literal(d) = value {
