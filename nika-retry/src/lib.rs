@@ -73,7 +73,7 @@
 //! - [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
-//! - [`TokenBucket`]: an opt-in retry budget shared across calls of a layer.
+//! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -88,28 +88,26 @@ mod context;
 pub mod engine;
 pub mod events;
 pub mod http;
+mod key;
 mod layer;
-#[cfg(feature = "reqwest")]
-mod reqwest_connect;
-#[cfg(feature = "reqwest")]
-mod reqwest_impl;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod task;
-mod timeout;
-mod timer;
+mod time_limits;
+mod timeout_error;
 
-pub use attempt::{AttemptInfo, IdempotencyKey, current_attempt};
+pub use attempt::{AttemptInfo, current_attempt};
 pub use bucket::TokenBucket;
 pub use category::{CategorySet, ErrorCategory, ParseCategoryError};
 pub use classify::{Classify, io_kind_category};
 pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use connect::{Connect, connect};
+pub use key::IdempotencyKey;
 pub use layer::{Layer, ParseLayerError};
-pub use timeout::{Boundary, TimeoutError};
+pub use timeout_error::{Boundary, TimeoutError};
 
 /// The crate README's example, compiled as a doctest so that it stays true.
 #[cfg(doctest)]
