@@ -2,7 +2,7 @@
 //! `mut` and `ref`, and the receiver.
 
 use syn::visit_mut::VisitMut;
-use syn::{Expr, FnArg, Ident, ItemFn, Pat, Stmt, Token, Type};
+use syn::{Expr, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, Stmt, Token, Type};
 
 use super::body::Body;
 
@@ -14,11 +14,46 @@ pub(crate) struct Binding {
     pub(crate) mutability: Option<Token![mut]>,
     /// Bound by `ref` / `ref mut`: a borrow of the argument, not a value.
     pub(crate) by_ref: bool,
+    /// The argument's type, when the binding is the whole argument (`x: T`,
+    /// not `(a, b): (A, B)`).
+    pub(crate) ty: Option<Type>,
+}
+
+impl Binding {
+    /// Bound to a `&mut T` or a `Pin<&mut T>`: the caller's state, which
+    /// each attempt reborrows, shared by the attempts by design.
+    pub(crate) fn is_exclusive_borrow(&self) -> bool {
+        self.ty.as_ref().is_some_and(is_exclusive_borrow)
+    }
+}
+
+/// Whether `ty` is `&mut T` or `Pin<&mut T>` (by any path to `Pin`).
+pub(crate) fn is_exclusive_borrow(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(r) => r.mutability.is_some(),
+        Type::Paren(p) => is_exclusive_borrow(&p.elem),
+        Type::Group(g) => is_exclusive_borrow(&g.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            let Some(last) = p.path.segments.last() else {
+                return false;
+            };
+            let PathArguments::AngleBracketed(args) = &last.arguments else {
+                return false;
+            };
+            last.ident == "Pin"
+                && matches!(
+                    args.args.first(),
+                    Some(GenericArgument::Type(Type::Reference(r))) if r.mutability.is_some()
+                )
+        }
+        _ => false,
+    }
 }
 
 /// `self`, as far as `clone(self)` needs to know it.
 pub(crate) enum SelfArg {
-    /// `&self`, `&mut self`, `self: &Self`: each attempt borrows it afresh.
+    /// `&self`, `&mut self`, `self: &Self`, `self: Pin<&mut Self>`: each
+    /// attempt borrows it afresh.
     Borrowed,
     /// `self`, `mut self`, `self: Arc<Self>`: one value, moved by the body.
     ByValue {
@@ -45,7 +80,9 @@ impl Params {
         for input in &item.sig.inputs {
             match input {
                 FnArg::Receiver(r) => {
-                    let borrowed = r.reference.is_some() || matches!(&*r.ty, Type::Reference(_));
+                    let borrowed = r.reference.is_some()
+                        || matches!(&*r.ty, Type::Reference(_))
+                        || is_exclusive_borrow(&r.ty);
                     receiver = Some(if borrowed {
                         SelfArg::Borrowed
                     } else {
@@ -59,7 +96,7 @@ impl Params {
                 FnArg::Typed(typed)
                     if matches!(body, Body::Async) || matches!(&*typed.ty, Type::Reference(_)) =>
                 {
-                    collect_bindings(&typed.pat, &mut bindings);
+                    collect_bindings(&typed.pat, Some(&typed.ty), &mut bindings);
                 }
                 FnArg::Typed(_) => {}
             }
@@ -74,7 +111,8 @@ impl Params {
                         *alias = Some(p.ident.clone());
                     }
                     _ if moves_self => {}
-                    (pat, _) => collect_bindings(pat, &mut bindings),
+                    // `let mut x = x;`: the type is the signature's `x`'s.
+                    (pat, _) => collect_bindings(pat, moved_arg_type(item, local), &mut bindings),
                 }
             }
         }
@@ -94,8 +132,24 @@ pub(crate) fn moves_self(local: &syn::Local) -> bool {
         .is_some_and(|init| matches!(&*init.expr, Expr::Path(p) if p.path.is_ident("self")))
 }
 
-/// Every name `pat` binds (`a` and `b` in `(a, mut b): (String, u32)`).
-fn collect_bindings(pat: &Pat, out: &mut Vec<Binding>) {
+/// The signature's type of the argument that async-trait's `let x = x;` moves.
+fn moved_arg_type<'a>(item: &'a ItemFn, local: &syn::Local) -> Option<&'a Type> {
+    let init = local.init.as_ref()?;
+    let Expr::Path(moved) = &*init.expr else {
+        return None;
+    };
+    item.sig.inputs.iter().find_map(|input| match input {
+        FnArg::Typed(typed) => match &*typed.pat {
+            Pat::Ident(p) if moved.path.is_ident(&p.ident) => Some(&*typed.ty),
+            _ => None,
+        },
+        FnArg::Receiver(_) => None,
+    })
+}
+
+/// Every name `pat` binds (`a` and `b` in `(a, mut b): (String, u32)`),
+/// with `ty`, the argument's type, for a binding that is the whole argument.
+fn collect_bindings(pat: &Pat, ty: Option<&Type>, out: &mut Vec<Binding>) {
     struct Collect<'a>(&'a mut Vec<Binding>);
     impl VisitMut for Collect<'_> {
         fn visit_pat_ident_mut(&mut self, p: &mut syn::PatIdent) {
@@ -103,11 +157,18 @@ fn collect_bindings(pat: &Pat, out: &mut Vec<Binding>) {
                 ident: p.ident.clone(),
                 mutability: p.mutability,
                 by_ref: p.by_ref.is_some(),
+                ty: None,
             });
             syn::visit_mut::visit_pat_ident_mut(self, p);
         }
     }
+    let first = out.len();
     Collect(out).visit_pat_mut(&mut pat.clone());
+    if let (Pat::Ident(p), Some(ty)) = (pat, ty) {
+        if p.subpat.is_none() {
+            out[first].ty = Some(ty.clone());
+        }
+    }
 }
 
 /// Removes the `mut` of the binding `name` in `pat`.
@@ -157,5 +218,24 @@ mod tests {
             params.receiver,
             Some(SelfArg::ByValue { mutability: Some(_), alias: Some(ref a) }) if a == "__self"
         ));
+    }
+
+    #[test]
+    fn exclusive_borrows_are_mut_references_and_pinned_ones() {
+        let yes: [Type; 4] = [
+            syn::parse_quote!(&mut Vec<u8>),
+            syn::parse_quote!(&'a mut T),
+            syn::parse_quote!(Pin<&mut Self>),
+            syn::parse_quote!(::core::pin::Pin<&'a mut Conn>),
+        ];
+        let no: [Type; 5] = [
+            syn::parse_quote!(&Vec<u8>),
+            syn::parse_quote!(Pin<&Self>),
+            syn::parse_quote!(Pin<Box<Self>>),
+            syn::parse_quote!(Vec<&mut u8>),
+            syn::parse_quote!(String),
+        ];
+        assert!(yes.iter().all(is_exclusive_borrow));
+        assert!(!no.iter().any(is_exclusive_borrow));
     }
 }

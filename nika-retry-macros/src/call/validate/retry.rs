@@ -150,8 +150,8 @@ fn clone_list(errors: &mut Errors, arg: &KeyArg, params: &Params) -> Vec<Cloned>
                 }),
                 Some(SelfArg::Borrowed) => errors.spanned(
                     name,
-                    "`self` is borrowed here (`&self`, `&mut self`): each attempt borrows it afresh, \
-                     so there is nothing to clone; remove `self` from clone(…)",
+                    "`self` is borrowed here (`&self`, `&mut self`, `Pin<&mut Self>`): each attempt \
+                     borrows it afresh, so there is nothing to clone; remove `self` from clone(…)",
                 ),
                 None => errors.spanned(
                     name,
@@ -166,6 +166,13 @@ fn clone_list(errors: &mut Errors, arg: &KeyArg, params: &Params) -> Vec<Cloned>
                 format!(
                     "`{name}` is bound by `ref`: a borrow of the argument, which cannot be cloned back into it; \
                      bind it by value (`{name}` or `mut {name}`) to clone it per attempt"
+                ),
+            ),
+            Some(b) if b.is_exclusive_borrow() => errors.spanned(
+                name,
+                format!(
+                    "`{name}` is a `&mut` borrow of the caller's state, which each attempt reborrows \
+                     afresh: there is nothing to clone (a `&mut` cannot be); remove `{name}` from clone(…)"
                 ),
             ),
             Some(b) => out.push(Cloned {
@@ -210,6 +217,8 @@ fn mut_without_clone(errors: &mut Errors, params: &Params, clones: &[Cloned], ha
                     fix(&name)
                 ),
             ),
+            // `mut x: &mut T`: the caller's state, which each attempt reborrows.
+            Some(_) if b.is_exclusive_borrow() => {}
             Some(mutability) if !listed(&name) => errors.spanned(
                 mutability,
                 format!(
