@@ -42,7 +42,7 @@ impl Kind {
         let ours = path.segments.len() == 1
             || path.segments[0].ident == "nika_retry"
             || krate.is_some_and(|krate| starts_with(path, krate))
-            || gives_crate(attr);
+            || gives_key(attr, "crate");
         ours.then_some(kind)
     }
 }
@@ -57,20 +57,27 @@ fn starts_with(path: &syn::Path, prefix: &syn::Path) -> bool {
             .all(|(a, b)| a.ident == b.ident)
 }
 
-/// Whether the attribute's arguments say `crate = …` (or `crate: …`, which
+/// Whether the attribute's arguments say `key = …` (or `key: …`, which
 /// validation reports), read from the tokens so that arguments that do not
 /// parse still count.
-fn gives_crate(attr: &Attribute) -> bool {
+fn gives_key(attr: &Attribute, key: &str) -> bool {
     let syn::Meta::List(list) = &attr.meta else {
         return false;
     };
     let trees: Vec<TokenTree> = list.tokens.clone().into_iter().collect();
     trees.windows(2).any(|w| match (&w[0], &w[1]) {
-        (TokenTree::Ident(key), TokenTree::Punct(p)) => {
-            key == "crate" && matches!(p.as_char(), '=' | ':')
+        (TokenTree::Ident(ident), TokenTree::Punct(p)) => {
+            ident == key && matches!(p.as_char(), '=' | ':')
         }
         _ => false,
     })
+}
+
+/// An attribute left on the fn (so not recognised as ours) that says
+/// `layer = …`: very likely `#[retry]` under another name
+/// (`use nika_retry::retry as r;`) or through a re-export without `crate`.
+pub(crate) fn retry_by_another_name(item: &ItemFn) -> Option<&Attribute> {
+    item.attrs.iter().find(|attr| gives_key(attr, "layer"))
 }
 
 /// The other nika-retry attributes found on the fn, removed from its

@@ -6,6 +6,7 @@
 mod attrs;
 mod body;
 mod expand;
+mod moves;
 mod params;
 mod parse;
 mod plan;

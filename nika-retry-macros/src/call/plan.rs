@@ -35,6 +35,9 @@ pub(crate) enum Run {
     Loop {
         settings: Settings,
         timeouts: Option<Timeouts>,
+        /// Uses in the body that move a by-value argument not in
+        /// `clone(…)` (see `moves`), each checked `Copy` where it is.
+        moved: Vec<Ident>,
     },
     /// `#[timeout]` alone: one bounded run, never retried.
     Once(Timeouts),

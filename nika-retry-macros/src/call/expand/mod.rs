@@ -69,7 +69,11 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     // so that a missing `Classify` or `From<TimeoutError>` is reported there.
     let at = error_type(&output).unwrap_or(&output).span();
     let run = match &run {
-        Run::Loop { settings, timeouts } => {
+        Run::Loop {
+            settings,
+            timeouts,
+            moved,
+        } => {
             let clones = clones(settings, &params, &mut sig, &mut body, &mut block);
             let common = Common {
                 krate: &krate,
@@ -78,7 +82,12 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 attempt: attempt_block(&body, &block, &output),
             };
             let is_method = sig.receiver().is_some();
-            retry_loop(common, settings, timeouts.as_ref(), clones, is_method)
+            let checks = moved.iter().map(|arg| {
+                let krate = krate::at(&krate, arg.span());
+                quote_spanned!(arg.span()=> #krate::__private::moved_by_each_attempt(|| &#arg);)
+            });
+            let run = retry_loop(common, settings, timeouts.as_ref(), clones, is_method);
+            quote!(#(#checks)* #run)
         }
         Run::Once(timeouts) => {
             let common = Common {

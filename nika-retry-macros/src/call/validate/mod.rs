@@ -13,9 +13,10 @@ use self::retry::retry_settings;
 use self::timeout::{Place, timeout_plan};
 use super::attrs::{self, ExpandedBy, Kind};
 use super::body::{self, Body};
-use super::params::Params;
+use super::moves;
+use super::params::{Params, SelfArg};
 use super::parse::{Args, KeyArg, lit_str};
-use super::plan::{Plan, Run};
+use super::plan::{Plan, Run, Settings};
 use crate::errors::Errors;
 use crate::krate;
 use crate::vocab::{self, RETRY_KEYS, TIMEOUT_KEYS};
@@ -104,7 +105,16 @@ pub(crate) fn plan(
             // Checked whatever the layer, so that an unknown layer hides no other mistake.
             let timeouts =
                 timeout.map(|t| timeout_plan(&mut errors, t, bare, Place::BesideRetry(layer)).1);
-            (layer, Some(Run::Loop { settings, timeouts }))
+            let moved = match (&fn_shape, &params) {
+                (Some((body, _)), Some(params)) => moved_args(&item, body, params, &settings),
+                _ => Vec::new(),
+            };
+            let run = Run::Loop {
+                settings,
+                timeouts,
+                moved,
+            };
+            (layer, Some(run))
         }
         // Beside a #[retry] whose arguments did not parse: checked, not run.
         (None, Some(timeout)) if beside_retry => {
@@ -112,7 +122,9 @@ pub(crate) fn plan(
             (None, None)
         }
         (None, Some(timeout)) => {
-            let (layer, timeouts) = timeout_plan(&mut errors, timeout, bare, Place::Alone);
+            let renamed = attrs::retry_by_another_name(&item);
+            let place = Place::Alone { renamed };
+            let (layer, timeouts) = timeout_plan(&mut errors, timeout, bare, place);
             (layer, Some(Run::Once(timeouts)))
         }
         // The attribute's own arguments did not parse: reported above.
@@ -134,6 +146,42 @@ pub(crate) fn plan(
         params,
         krate,
     })
+}
+
+/// The uses in the body that move a by-value argument (or `self`) that is
+/// neither `mut` (refused already) nor in `clone(…)`.
+fn moved_args(item: &ItemFn, body: &Body, params: &Params, settings: &Settings) -> Vec<Ident> {
+    let listed = |name: &str| settings.clones.iter().any(|c| c.name == name);
+    let mut candidates: Vec<Ident> = params
+        .bindings
+        .iter()
+        .filter(|b| b.mutability.is_none() && !b.by_ref && !listed(&b.ident.to_string()))
+        .filter(|b| b.ty.as_ref().is_some_and(moves::checkable))
+        .map(|b| b.ident.clone())
+        .collect();
+    let receiver_type = item.sig.receiver().map(|r| &*r.ty);
+    if let (
+        Some(SelfArg::ByValue {
+            mutability: None,
+            alias,
+        }),
+        Some(ty),
+    ) = (&params.receiver, receiver_type)
+    {
+        if !listed("self") && moves::checkable(ty) {
+            // The body's name for it: async-trait's `__self`, or `self`.
+            candidates.push(
+                alias
+                    .clone()
+                    .unwrap_or_else(|| Ident::new("self", Span::call_site())),
+            );
+        }
+    }
+    let stmts = match body {
+        Body::Async => &item.block.stmts,
+        Body::AsyncTrait { rest, .. } => rest,
+    };
+    moves::moved(stmts, &candidates)
 }
 
 /// `crate = "path"` from either attribute (taken out of their arguments), else `::nika_retry`.

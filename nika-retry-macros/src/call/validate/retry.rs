@@ -367,6 +367,15 @@ fn categories(errors: &mut Errors, expr: &Expr, layer: Option<Layer>) -> Option<
             errors.spanned(elem, "write a category name: transient or rate_limited");
             continue;
         };
+        if matches!(name.as_str(), "timeout" | "timeouts" | "timed_out") {
+            errors.spanned(
+                elem,
+                "a timeout is not a category of its own: an attempt cut by its `connect`, `read` or \
+                 `attempt` limit classifies as `transient`, so on = [transient] retries it \
+                 (a `total` timeout is `permanent`: the call is over)",
+            );
+            continue;
+        }
         let Some(category) = Category::from_name(&name) else {
             errors.spanned(
                 elem,

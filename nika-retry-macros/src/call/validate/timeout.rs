@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use syn::Expr;
+use syn::{Attribute, Expr};
 
 use super::super::parse::{KeyArg, lit_str};
 use super::super::plan::{Limit, Timeouts};
@@ -18,9 +18,11 @@ fn example(key: &str) -> &'static str {
 }
 
 /// Where the `#[timeout]` stands.
-pub(super) enum Place {
-    /// Without `#[retry]`: it names the layer itself.
-    Alone,
+pub(super) enum Place<'a> {
+    /// Without a `#[retry]` it recognises: it names the layer itself.
+    /// `renamed`: an attribute below it that carries `layer = …`, very
+    /// likely `#[retry]` under a name it cannot recognise.
+    Alone { renamed: Option<&'a Attribute> },
     /// Beside a `#[retry]`, which names the layer (`None`: missing or unknown).
     BesideRetry(Option<Layer>),
 }
@@ -65,10 +67,19 @@ pub(super) fn timeout_plan(
             );
             layer
         }
-        (Place::Alone, Some(arg)) => {
+        (Place::Alone { .. }, Some(arg)) => {
             value_expr(errors, &arg, example("layer")).and_then(|e| parse_layer(errors, e))
         }
-        (Place::Alone, None) => {
+        (
+            Place::Alone {
+                renamed: Some(attr),
+            },
+            None,
+        ) => {
+            errors.spanned(attr, renamed_retry(attr));
+            None
+        }
+        (Place::Alone { renamed: None }, None) => {
             errors.spanned(
                 &timeout.span,
                 "#[timeout] without #[retry] needs the layer whose limits these are: \
@@ -79,6 +90,31 @@ pub(super) fn timeout_plan(
         }
     };
     (layer, limits(errors, &timeout.span, args, bare, layer))
+}
+
+/// Why an attribute that names a layer below a lone `#[timeout]` is very
+/// likely `#[retry]` under another name, and what to write.
+fn renamed_retry(attr: &Attribute) -> String {
+    let names: Vec<String> = attr
+        .path()
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let written = names.join("::");
+    let fix = if names.len() > 1 {
+        format!(
+            "add `crate = …` with the path nika-retry is reached by, which #[timeout] recognises \
+             it by (#[{written}(…, crate = \"nika_retry\")])"
+        )
+    } else {
+        "import it under its own name (`use nika_retry::retry;`, then #[retry(…)])".to_owned()
+    };
+    format!(
+        "#[{written}(layer = …)] is very likely #[retry] under another name, which the #[timeout] \
+         above it cannot tell from another crate's attribute, so #[timeout] stands alone, without \
+         a layer; {fix}, or write #[{written}(…)] above #[timeout]"
+    )
 }
 
 /// The limit keys of `#[timeout]` for a fn of `layer`.
