@@ -47,6 +47,7 @@ where
                             let __ret: Result<usize, ToolError> = { Ok(input.len()) };
                             #[allow(unreachable_code)] __ret
                         },
+                        ::nika_retry::__private::FromTimeout::from_timeout,
                     )
                     .await;
                 match __nika_call

@@ -32,6 +32,7 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                         }
                         self.send(req).await
                     },
+                    ::nika_retry::__private::FromTimeout::from_timeout,
                 )
                 .await;
             match __nika_call

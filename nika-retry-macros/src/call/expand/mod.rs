@@ -9,7 +9,7 @@
 //!     loop {
 //!         let delay = {
 //!             let arg = arg.clone();                  // for each clone(arg)
-//!             let result = call.attempt(async {       // or call.timed(limits, …)
+//!             let result = call.attempt(async {       // or call.timed(limits, …, from_timeout)
 //!                 if let Some(ret) = None::<R> { return ret; } // pins the output to R
 //!                 body
 //!             }).await;
@@ -67,7 +67,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
     } = item;
     // Spanned at the error type of `Result<T, E>` (or at the return type),
     // so that a missing `Classify` or `From<TimeoutError>` is reported there.
-    let at = error_type(&output).unwrap_or(&output).span();
+    let at = name_span(error_type(&output).unwrap_or(&output));
     let run = match &run {
         Run::Loop {
             settings,
@@ -152,7 +152,8 @@ fn retry_loop(
     let attempt = match timeouts {
         Some(timeouts) => {
             let limits = literals::attempt_limits(krate, timeouts);
-            quote_spanned!(at=> #call_at.timed(#limits, #attempt))
+            let into_error = into_error(krate, at);
+            quote_spanned!(at=> #call_at.timed(#limits, #attempt, #into_error))
         }
         None => quote_spanned!(at=> #call_at.attempt(#attempt)),
     };
@@ -200,12 +201,18 @@ fn once(common: Common, timeouts: &Timeouts) -> TokenStream {
     } = common;
     let total = literals::limit(krate, timeouts.total.as_ref());
     let limits = literals::attempt_limits(krate, timeouts);
-    let krate_at = krate::at(krate, at);
-    // Named at the error type, where a missing `From<TimeoutError>` is reported.
-    let into_error = quote_spanned!(at=> #krate_at::__private::FromTimeout::from_timeout);
+    let into_error = into_error(krate, at);
     quote! {
         #krate::__private::once(#site, #total, #limits, #attempt, #into_error).await
     }
+}
+
+/// `FromTimeout::from_timeout`, which turns an expiry into the fn's error,
+/// named at the error type: a missing `From<TimeoutError>` is reported
+/// there, with the message that says what to add, and nowhere in the runtime.
+fn into_error(krate: &syn::Path, at: Span) -> TokenStream {
+    let krate = krate::at(krate, at);
+    quote_spanned!(at=> #krate::__private::FromTimeout::from_timeout)
 }
 
 /// The body as a non-`move` `async` block. Its first statement pins the
@@ -272,6 +279,20 @@ fn clones(
             }
         })
         .collect()
+}
+
+/// The span of the type's name: the last segment of a path (`Error` in
+/// `std::fmt::Error`), else its first token (a span cannot cover several
+/// tokens on stable Rust).
+fn name_span(ty: &Type) -> Span {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .map_or_else(|| ty.span(), |segment| segment.ident.span()),
+        _ => ty.span(),
+    }
 }
 
 /// `E` in a return type written `Result<T, E>` (or `path::Result<T, E>`).
