@@ -150,11 +150,14 @@ pub mod __private;
 ///
 /// **`clone(…)`.** Every attempt starts from the arguments as the caller
 /// passed them. An argument the body moves must be listed in `clone(…)`, so
-/// that each attempt gets its own clone; without it, rustc reports E0382
-/// "use of moved value … in previous iteration of loop" at the attribute:
-/// that is the sign to add `clone(arg)`. A `mut` argument must be listed
-/// too (it is a compile error otherwise: an attempt would see what the one
-/// before left in it). `clone(self)` clones `self` taken by value (`self`,
+/// that each attempt gets its own clone (a `Copy` one need not be). Where
+/// the macro sees the move (the argument's bare name passed to a call or
+/// bound by a `let`), the compile error points at that use and says to list
+/// it; a move it cannot see (inside a macro, a struct literal, a `match`)
+/// gets rustc's E0382 "use of moved value … in previous iteration of loop"
+/// at the attribute: that too is the sign to add `clone(arg)`. A `mut`
+/// argument must be listed too (it is a compile error otherwise: an attempt
+/// would see what the one before left in it). `clone(self)` clones `self` taken by value (`self`,
 /// `mut self`, `self: Arc<Self>`) for each attempt, and a name bound by a
 /// destructuring argument (`(a, b): (String, u32)`) may be listed like any
 /// other:
@@ -187,7 +190,9 @@ pub mod __private;
 /// ```
 ///
 /// **`&mut self`** is the caller's state: the attempts share it by design,
-/// each borrowing it afresh. A fn that returns a borrow of it
+/// each borrowing it afresh; so is what a `&mut T` argument points to, and a
+/// `mut` binding of a `&mut T` or `Pin<&mut T>` (`mut self: Pin<&mut Self>`,
+/// to call `as_mut()`) is never refused. A fn that returns a borrow of it
 /// (`-> Result<&mut Item, E>` from `&mut self`) is refused by the borrow
 /// checker (E0499/E0524 "… in previous iteration of loop"), as the same loop
 /// written by hand would be: retry a fn that does the fallible work and

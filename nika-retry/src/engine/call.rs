@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::site::{Site, Timeouts};
 use super::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
-use crate::__private::{FromTimeout, RetryResult};
+use crate::__private::RetryResult;
 use crate::connect;
 use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer};
 use crate::events::{self, Outcome, RetryEvent};
@@ -132,18 +132,25 @@ impl Call {
     }
 
     /// Runs one attempt under `limits` and the call's total deadline.
+    /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
+    /// the fn's error type (as for [`once`](super::once::once)), so that a
+    /// missing `From<TimeoutError>` is reported there and nowhere in here.
     #[inline]
-    pub fn timed<F, T, E>(&mut self, limits: Timeouts, fut: F) -> Timed<'_, F, E>
+    pub fn timed<F, T, E>(
+        &mut self,
+        limits: Timeouts,
+        fut: F,
+        into_error: fn(TimeoutError) -> E,
+    ) -> Timed<'_, F, E>
     where
         F: Future<Output = Result<T, E>>,
-        E: FromTimeout,
     {
         let (inner, connect) = limits.arm(fut, self.site.layer);
         Timed {
             inner,
             connect,
             call: self,
-            into_error: E::from_timeout,
+            into_error,
         }
     }
 
@@ -380,7 +387,8 @@ pin_project_lite::pin_project! {
         // For its total deadline, its budget and its attempt's context.
         call: &'a mut Call,
         // A fn pointer rather than an `E: FromTimeout` bound here, so that a
-        // missing `From<TimeoutError>` is reported once, at `timed`.
+        // missing `From<TimeoutError>` is reported once, where the expansion
+        // names `FromTimeout::from_timeout`.
         into_error: fn(TimeoutError) -> E,
     }
 }
