@@ -75,6 +75,7 @@
 //! - [`engine`]: the decision state machine the generated loops drive, usable by hand.
 //! - [`http`]: status classification and `Retry-After` parsing.
 //! - [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
+//! - [`stream`]: a streamed response, retried only before its first content, `read` and `total` followed past the fn's return.
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
@@ -99,6 +100,7 @@ mod layer;
 pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
+pub mod stream;
 pub mod task;
 mod time_limits;
 mod timeout_error;
