@@ -71,6 +71,7 @@
 //! - [`engine`]: the decision state machine the generated loops drive, usable by hand.
 //! - [`http`]: status classification and `Retry-After` parsing.
 //! - [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
+//! - [`stream`]: a streamed response, retried only before its first content, `read` and `total` followed past the fn's return.
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
 //! - [`TokenBucket`]: an opt-in retry budget shared across calls of a layer.
@@ -98,6 +99,7 @@ mod reqwest_impl;
 pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
+pub mod stream;
 pub mod task;
 mod timeout;
 mod timer;
