@@ -189,6 +189,21 @@ impl RetryConfig {
     }
 
     /// Sets `max_retry_after`, the longest server hint slept on.
+    ///
+    /// Every value is valid: zero never sleeps on a hint (any wait the
+    /// server asks for gives up at once), and a long one is still cut by a
+    /// `total` deadline. So it never returns `Err` today; it returns a
+    /// `Result` as every `with_*` setter does, so that chains read alike and
+    /// a check added later is not a breaking change.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::{Layer, RetryConfig};
+    ///
+    /// let cfg = RetryConfig::for_layer(Layer::Http).with_max_retry_after(Duration::ZERO)?;
+    /// assert_eq!(cfg.max_retry_after, Duration::ZERO);
+    /// # Ok::<(), nika_retry::ConfigError>(())
+    /// ```
     pub fn with_max_retry_after(mut self, max: Duration) -> Result<RetryConfig, ConfigError> {
         self.max_retry_after = max;
         Ok(self)

@@ -3,12 +3,11 @@
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use core::time::Duration;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use crate::context;
-use crate::timer::Deadline;
+use crate::context::{self, ConnectLimit};
+use crate::time_limits::TimeLimited;
 use crate::{Boundary, Layer, TimeoutError};
 
 /// Bounds `fut` by the connect timeout of the enclosing `#[timeout(connect = …)]` fn.
@@ -41,8 +40,8 @@ use crate::{Boundary, Layer, TimeoutError};
 /// ```
 pub fn connect<F: Future>(fut: F) -> Connect<F> {
     let inner = match context::connect_limit() {
-        Some((limit, layer)) => Deadline::new(fut, layer).after(Some(limit), Boundary::Connect),
-        None => Deadline::new(fut, Layer::Http),
+        Some((limit, layer)) => TimeLimited::new(fut, layer).after(Some(limit), Boundary::Connect),
+        None => TimeLimited::new(fut, Layer::Http),
     };
     Connect { inner }
 }
@@ -52,7 +51,7 @@ pin_project_lite::pin_project! {
     #[must_use = "futures do nothing unless polled"]
     pub struct Connect<F> {
         #[pin]
-        inner: Deadline<F>,
+        inner: TimeLimited<F>,
     }
 }
 
@@ -61,27 +60,6 @@ impl<F: Future> Future for Connect<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.project().inner.poll(cx)
-    }
-}
-
-/// The connect limit of an attempt, and whether the attempt has reached a
-/// connect boundary with it (so that a limit never reached can be reported).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct ConnectLimit {
-    pub(crate) limit: Duration,
-    pub(crate) layer: Layer,
-    /// Set by the connect boundaries that read it.
-    pub(crate) reached: bool,
-}
-
-impl ConnectLimit {
-    /// `limit` of `layer`, not reached yet.
-    pub(crate) fn new(limit: Option<Duration>, layer: Layer) -> Option<ConnectLimit> {
-        limit.map(|limit| ConnectLimit {
-            limit,
-            layer,
-            reached: false,
-        })
     }
 }
 
@@ -189,6 +167,8 @@ fn never_reached(limit: ConnectLimit, operation: &'static str) {
 
 #[cfg(test)]
 mod tests {
+    use core::time::Duration;
+
     use super::*;
 
     #[tokio::test(start_paused = true)]

@@ -20,8 +20,28 @@ use core::time::Duration;
 use std::thread::LocalKey;
 
 use crate::Layer;
-use crate::attempt::IdempotencyKey;
-use crate::connect::ConnectLimit;
+use crate::key::IdempotencyKey;
+
+/// The connect limit of an attempt, and whether the attempt has reached a
+/// connect boundary with it (so that a limit never reached can be reported).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ConnectLimit {
+    pub(crate) limit: Duration,
+    pub(crate) layer: Layer,
+    /// Set by the connect boundaries that read it.
+    pub(crate) reached: bool,
+}
+
+impl ConnectLimit {
+    /// `limit` of `layer`, not reached yet.
+    pub(crate) fn new(limit: Option<Duration>, layer: Layer) -> Option<ConnectLimit> {
+        limit.map(|limit| ConnectLimit {
+            limit,
+            layer,
+            reached: false,
+        })
+    }
+}
 
 /// The attempts shared by the nested retry loops under one outermost call:
 /// the total (one plus every retry allowed), whether the task set it, and
@@ -52,13 +72,13 @@ impl Budget {
         Budget(core::num::NonZeroU64::new(packed).unwrap_or(core::num::NonZeroU64::MIN))
     }
 
-    pub(crate) fn total(self) -> u32 {
+    fn total(self) -> u32 {
         ((self.0.get() & !EXPLICIT) >> 32) as u32
     }
     pub(crate) fn used(self) -> u32 {
         self.0.get() as u32
     }
-    pub(crate) fn is_explicit(self) -> bool {
+    fn is_explicit(self) -> bool {
         self.0.get() & EXPLICIT != 0
     }
     pub(crate) fn took_one(self) -> Budget {
@@ -94,7 +114,7 @@ const PRESENT: u64 = 1 << 63;
 const HAS_KEY: u64 = 1 << 62;
 
 impl AttemptSlot {
-    pub(crate) const NONE: AttemptSlot = AttemptSlot(0);
+    const NONE: AttemptSlot = AttemptSlot(0);
 
     /// Attempt `attempt` of `max_attempts` at `layer` (both at most 65 535).
     #[inline]
@@ -134,18 +154,18 @@ impl AttemptSlot {
 
 /// What is in force for the attempt being polled: one thread-local, a cell
 /// per piece, so that a poll moves only the pieces it changes.
-pub(crate) struct Context {
+struct Context {
     /// The budget of the outermost retried call.
-    pub(crate) budget: Cell<Option<Budget>>,
+    budget: Cell<Option<Budget>>,
     /// The connect limit of the attempt, its layer, and whether a connect
     /// boundary has read it.
-    pub(crate) connect: Cell<Option<ConnectLimit>>,
+    connect: Cell<Option<ConnectLimit>>,
     /// The innermost attempt.
     attempt: Cell<AttemptSlot>,
     /// Its key, when it has one (`HAS_KEY`).
     key: Cell<IdempotencyKey>,
     /// Whether a task policy is in force (then `task` has it).
-    pub(crate) scoped: Cell<bool>,
+    scoped: Cell<bool>,
 }
 
 std::thread_local! {

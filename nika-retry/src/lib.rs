@@ -89,11 +89,8 @@ mod context;
 pub mod engine;
 pub mod events;
 pub mod http;
+mod key;
 mod layer;
-#[cfg(feature = "reqwest")]
-mod reqwest_connect;
-#[cfg(feature = "reqwest")]
-mod reqwest_impl;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 pub mod schema;
@@ -101,17 +98,18 @@ pub mod schema;
 mod serde_impl;
 pub mod stream;
 pub mod task;
-mod timeout;
-mod timer;
+mod time_limits;
+mod timeout_error;
 
-pub use attempt::{AttemptInfo, IdempotencyKey, current_attempt};
+pub use attempt::{AttemptInfo, current_attempt};
 pub use bucket::TokenBucket;
 pub use category::{CategorySet, ErrorCategory, ParseCategoryError};
 pub use classify::{Classify, io_kind_category};
 pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use connect::{Connect, connect};
+pub use key::IdempotencyKey;
 pub use layer::{Layer, ParseLayerError};
-pub use timeout::{Boundary, TimeoutError};
+pub use timeout_error::{Boundary, TimeoutError};
 
 /// The crate README's example, compiled as a doctest so that it stays true.
 #[cfg(doctest)]

@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use crate::context::{self, Scoped};
 use crate::events::{self, RetryObserver};
-use crate::timer::{Deadline, total_from_now};
+use crate::time_limits::{TimeLimited, total_from_now};
 use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
 
 /// The attempt budget nested retry loops share by default: ADR-019's 3 × 3.
@@ -143,7 +143,7 @@ pub struct TaskPolicy {
     )]
     pub budget: Option<u32>,
     #[cfg_attr(feature = "serde", serde(skip))]
-    buckets: [Option<TokenBucket>; 4],
+    buckets: [Option<TokenBucket>; Layer::ALL.len()],
 }
 
 impl Default for TaskPolicy {
@@ -159,7 +159,7 @@ impl TaskPolicy {
             retry: None,
             timeout: None,
             budget: None,
-            buckets: [None, None, None, None],
+            buckets: [const { None }; Layer::ALL.len()],
         }
     }
 
@@ -203,7 +203,7 @@ std::thread_local! {
 }
 
 /// What the task policy in force says to a call of one layer.
-pub(crate) struct InForce {
+pub(crate) struct ScopeForLayer {
     /// The budget the task set, if it did.
     pub(crate) budget: Option<u32>,
     /// The token bucket of the layer.
@@ -212,9 +212,9 @@ pub(crate) struct InForce {
     pub(crate) max_attempts: Option<u32>,
 }
 
-impl InForce {
+impl ScopeForLayer {
     /// No task policy.
-    pub(crate) const NONE: InForce = InForce {
+    pub(crate) const NONE: ScopeForLayer = ScopeForLayer {
         budget: None,
         bucket: None,
         max_attempts: None,
@@ -223,13 +223,13 @@ impl InForce {
 
 /// What the task policy in force says to a call of `layer`.
 #[cold]
-pub(crate) fn in_force(layer: Layer) -> InForce {
+pub(crate) fn in_force(layer: Layer) -> ScopeForLayer {
     POLICY.with(|p| {
         let policy = p.borrow();
         let Some(policy) = policy.as_ref() else {
-            return InForce::NONE;
+            return ScopeForLayer::NONE;
         };
-        InForce {
+        ScopeForLayer {
             budget: policy.budget,
             bucket: policy.token_bucket(layer).cloned(),
             max_attempts: (layer != Layer::Http)
@@ -261,7 +261,7 @@ where
 {
     let deadline = total_from_now(policy.timeout);
     TaskScope {
-        inner: Deadline::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task),
+        inner: TimeLimited::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task),
         deadline,
         _error: core::marker::PhantomData,
     }
@@ -272,7 +272,7 @@ pin_project_lite::pin_project! {
     #[must_use = "futures do nothing unless polled"]
     pub struct TaskScope<F, E> {
         #[pin]
-        inner: Deadline<Scoped<TaskPolicy, F>>,
+        inner: TimeLimited<Scoped<TaskPolicy, F>>,
         deadline: Option<(tokio::time::Instant, Duration)>,
         _error: core::marker::PhantomData<fn() -> E>,
     }

@@ -3,20 +3,18 @@
 //! exact version.
 
 mod bounds;
-mod call;
 mod derive;
-mod once;
 mod probe;
-mod site;
 
 #[cfg(test)]
 mod renamed;
 
+pub use crate::engine::call::{Attempt, Call, NO_CONFIG, Timed, sleep};
+pub use crate::engine::once::{Once, once};
+pub use crate::engine::site::{Overrides, Site, Timeouts};
 pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult};
-pub use call::{Attempt, Call, NO_CONFIG, Timed, sleep};
 pub use derive::{
     DurationHint, HttpStatus, MillisHint, hint_duration, hint_millis, status_category,
 };
-pub use once::{Once, once};
+pub(crate) use probe::event_built;
 pub use probe::events_built;
-pub use site::{Overrides, Site, Timeouts};

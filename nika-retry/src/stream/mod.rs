@@ -97,6 +97,8 @@
 mod limits;
 mod started;
 mod starting;
+#[cfg(test)]
+mod tests;
 
 pub use started::Started;
 pub use starting::Starting;

@@ -126,6 +126,12 @@ impl<S: Stream> Started<S> {
     pub fn time_to_first_content(&self) -> Duration {
         self.time_to_first_content
     }
+
+    /// Whether a timer has been allocated.
+    #[cfg(test)]
+    pub(super) fn has_timer(&self) -> bool {
+        self.timer.is_some()
+    }
 }
 
 impl<S, T, E> Stream for Started<S>

@@ -1,5 +1,7 @@
-//! Time limits on an attempt that cost nothing when the attempt is ready at once:
-//! on its whole duration, on inactivity (`read`), and an absolute deadline.
+//! [`TimeLimited`]: a future under the time limits of `#[timeout]`, which
+//! cost nothing when it is ready at once: on its whole duration (`attempt`,
+//! `connect`), on inactivity (`read`), and an absolute deadline (`total`).
+//! What an expiry reports is [`TimeoutError`], in `timeout_error.rs`.
 
 use core::future::Future;
 use core::pin::Pin;
@@ -95,7 +97,7 @@ pin_project_lite::pin_project! {
     /// fires early because the attempt made progress since, set again for
     /// the new end rather than on every wake-up. The error is only built
     /// when a limit expires, so the future holds the limits, not errors.
-    pub(crate) struct Deadline<F> {
+    pub(crate) struct TimeLimited<F> {
         #[pin]
         inner: F,
         #[pin]
@@ -113,10 +115,10 @@ pin_project_lite::pin_project! {
     }
 }
 
-impl<F> Deadline<F> {
+impl<F> TimeLimited<F> {
     /// `inner`, with no limit yet, for the limits of `layer`.
-    pub(crate) fn new(inner: F, layer: Layer) -> Deadline<F> {
-        Deadline {
+    pub(crate) fn new(inner: F, layer: Layer) -> TimeLimited<F> {
+        TimeLimited {
             inner,
             sleep: None,
             whole: None,
@@ -130,20 +132,20 @@ impl<F> Deadline<F> {
     }
 
     /// Bounds `inner` to `limit` from its first pending poll, guarding `boundary`.
-    pub(crate) fn after(mut self, limit: Option<Duration>, boundary: Boundary) -> Deadline<F> {
+    pub(crate) fn after(mut self, limit: Option<Duration>, boundary: Boundary) -> TimeLimited<F> {
         self.whole = limit;
         self.boundary = boundary;
         self
     }
 
     /// Cuts `inner` once it has gone `limit` without progress.
-    pub(crate) fn inactive(mut self, limit: Option<Duration>) -> Deadline<F> {
+    pub(crate) fn inactive(mut self, limit: Option<Duration>) -> TimeLimited<F> {
         self.read = limit;
         self
     }
 }
 
-impl<F: Future> Deadline<F> {
+impl<F: Future> TimeLimited<F> {
     /// Polls `inner` under its limits and under `at`, an absolute deadline
     /// set by a `Total` limit (the instant and the limit). `at` is passed on
     /// each poll rather than stored, so that a retry loop's attempts share
@@ -164,7 +166,7 @@ impl<F: Future> Deadline<F> {
         self.poll_with(cx, at, progress, Ok, Err)
     }
 
-    /// [`poll_until`](Deadline::poll_until), with the output of `inner`
+    /// [`poll_until`](TimeLimited::poll_until), with the output of `inner`
     /// given to `ok` and an expiry to `expired`: for an `inner` whose output
     /// holds its own error, a ready attempt's output goes out as it came,
     /// with no rewrapping to copy.
@@ -278,9 +280,9 @@ impl<F: Future> Deadline<F> {
             };
             if end <= Instant::now() {
                 let (boundary, limit) = match which {
-                    0 => (Boundary::Read, this.read.unwrap_or_default()),
-                    1 => (*this.boundary, this.whole.unwrap_or_default()),
-                    _ => (
+                    Expiring::Read => (Boundary::Read, this.read.unwrap_or_default()),
+                    Expiring::Whole => (*this.boundary, this.whole.unwrap_or_default()),
+                    Expiring::Total => (
                         Boundary::Total,
                         at.map_or(Duration::ZERO, |(_, limit)| limit),
                     ),
@@ -298,28 +300,42 @@ fn watch(shared: &Arc<Progress>) -> (Arc<Progress>, Waker) {
     (Arc::clone(shared), Waker::from(Arc::clone(shared)))
 }
 
+/// Which of a [`TimeLimited`]'s limits ends first. Ordered: on a tie, the
+/// per-attempt limits win over `total`, and `read` over the whole duration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Expiring {
+    /// `read`: the inactivity limit.
+    Read,
+    /// The limit on the whole duration (`attempt`, `connect`).
+    Whole,
+    /// The absolute deadline (`total`).
+    Total,
+}
+
 /// The earliest end of the limits once the first pending poll has set
-/// `started`, and which limit it is (0: read, 1: whole, 2: total); ties go
-/// to the per-attempt limits, listed first.
+/// `started`, and which limit it is; ties go to the per-attempt limits.
 fn first_end(
     whole: &Option<Duration>,
     read: &Option<Duration>,
     started: &Option<Instant>,
     last: &Option<Instant>,
     at: &Option<(Instant, Duration)>,
-) -> Option<(Instant, usize)> {
+) -> Option<(Instant, Expiring)> {
     let read = read.zip(*last).map(|(limit, last)| later(last, limit));
     let whole = whole
         .zip(*started)
         .map(|(limit, start)| later(start, limit));
-    [read, whole, at.map(|(at, _)| at)]
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, end)| end.map(|end| (end, i)))
-        .min_by_key(|&(end, i)| (end, i))
+    [
+        (read, Expiring::Read),
+        (whole, Expiring::Whole),
+        (at.map(|(at, _)| at), Expiring::Total),
+    ]
+    .into_iter()
+    .filter_map(|(end, which)| end.map(|end| (end, which)))
+    .min()
 }
 
-impl<F: Future> Future for Deadline<F> {
+impl<F: Future> Future for TimeLimited<F> {
     type Output = Result<F::Output, TimeoutError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -335,18 +351,34 @@ mod tests {
         Duration::from_secs(n)
     }
 
-    fn deadline<F>(inner: F) -> Deadline<F> {
-        Deadline::new(inner, Layer::Tool)
+    fn deadline<F>(inner: F) -> TimeLimited<F> {
+        TimeLimited::new(inner, Layer::Tool)
     }
 
     /// Polls `d` to completion under the absolute deadline `at`.
     async fn until<F: Future>(
-        d: Deadline<F>,
+        d: TimeLimited<F>,
         at: Option<(Instant, Duration)>,
     ) -> Result<F::Output, TimeoutError> {
         let mut d = std::pin::pin!(d);
         let mut progress = None;
         core::future::poll_fn(|cx| d.as_mut().poll_until(cx, &at, &mut progress)).await
+    }
+
+    #[test]
+    fn on_a_tie_read_wins_then_the_whole_duration_then_total() {
+        let start = Instant::now();
+        let (at, limit) = (Some((start + secs(5), secs(5))), Some(secs(5)));
+        let started = Some(start);
+        let end = |whole, read| first_end(whole, read, &started, &started, &at);
+        assert_eq!(end(&limit, &limit), Some((start + secs(5), Expiring::Read)));
+        assert_eq!(end(&limit, &None), Some((start + secs(5), Expiring::Whole)));
+        assert_eq!(end(&None, &None), Some((start + secs(5), Expiring::Total)));
+        let sooner = Some(secs(4));
+        assert_eq!(
+            end(&sooner, &limit),
+            Some((start + secs(4), Expiring::Whole))
+        );
     }
 
     #[tokio::test(start_paused = true)]

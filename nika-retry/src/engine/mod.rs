@@ -34,6 +34,12 @@ use core::time::Duration;
 use crate::config::MAX_ATTEMPTS;
 use crate::{Classify, ErrorCategory, Growth, RetryConfig};
 
+// The loop that drives the engine for the code the macros generate: named
+// by `__private`, not public API.
+pub(crate) mod call;
+pub(crate) mod once;
+pub(crate) mod site;
+
 /// What the engine needs to know about one failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Failure {

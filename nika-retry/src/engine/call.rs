@@ -9,14 +9,15 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::{FromTimeout, RetryResult, Site, Timeouts};
-use crate::attempt::IdempotencyKey;
-use crate::connect::{self, ConnectLimit};
-use crate::context::{self, AttemptSlot, Budget, Outer};
-use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
+use super::site::{Site, Timeouts};
+use super::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
+use crate::__private::{FromTimeout, RetryResult};
+use crate::connect;
+use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer};
 use crate::events::{self, Outcome, RetryEvent};
+use crate::key::IdempotencyKey;
 use crate::task;
-use crate::timer::{Deadline, Progress, total_from_now};
+use crate::time_limits::{Progress, TimeLimited, total_from_now};
 use crate::{Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
 
 /// One call of an annotated fn: its retry state, its deadline, and its
@@ -289,7 +290,7 @@ impl Call {
         category: ErrorCategory,
         outcome: Outcome,
     ) -> RetryEvent {
-        super::probe::event_built();
+        crate::__private::event_built();
         let budget = self.budget_in_force();
         RetryEvent {
             layer: self.site.layer,
@@ -374,7 +375,7 @@ pin_project_lite::pin_project! {
     /// One attempt under its time limits; an expiry becomes the fn's error.
     pub struct Timed<'a, F, E> {
         #[pin]
-        inner: Deadline<F>,
+        inner: TimeLimited<F>,
         connect: Option<ConnectLimit>,
         // For its total deadline, its budget and its attempt's context.
         call: &'a mut Call,

@@ -2,9 +2,9 @@
 
 use core::time::Duration;
 
-use crate::connect::ConnectLimit;
-use crate::timer::Deadline;
-use crate::{Boundary, CategorySet, Growth, Layer, RetryConfig};
+use crate::context::ConnectLimit;
+use crate::time_limits::TimeLimited;
+use crate::{Boundary, CategorySet, Layer, RetryConfig};
 
 /// One annotated fn, resolved at compile time into a `const`.
 #[derive(Debug)]
@@ -67,7 +67,6 @@ impl Overrides {
         if let Some(v) = self.retry_on {
             config.retry_on = v;
         }
-        config.growth = Growth::Exponential;
         Site {
             layer,
             operation,
@@ -93,10 +92,25 @@ impl Timeouts {
     /// `fut` under the `attempt` and `read` limits, and the `connect` limit
     /// to put in force while it is polled, for an attempt at `layer`.
     #[inline]
-    pub(crate) fn arm<F>(self, fut: F, layer: Layer) -> (Deadline<F>, Option<ConnectLimit>) {
-        let deadline = Deadline::new(fut, layer)
+    pub(crate) fn arm<F>(self, fut: F, layer: Layer) -> (TimeLimited<F>, Option<ConnectLimit>) {
+        let deadline = TimeLimited::new(fut, layer)
             .after(self.attempt, Boundary::Attempt)
             .inactive(self.read);
         (deadline, ConnectLimit::new(self.connect, layer))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_without_overrides_is_its_layers_defaults() {
+        // Growth included: `RetryConfig::for_layer` sets it, and no key of
+        // `#[retry]` changes it.
+        for layer in Layer::ALL {
+            let site = Overrides::NONE.site(layer, "tests::site");
+            assert_eq!(site.config, RetryConfig::for_layer(layer), "{layer}");
+        }
     }
 }

@@ -11,9 +11,14 @@ use std::time::SystemTime;
 use crate::ErrorCategory;
 
 #[cfg(feature = "reqwest")]
-pub use crate::reqwest_connect::{ConnectLayer, ConnectService, Connecting, client_builder};
+mod connector;
 #[cfg(feature = "reqwest")]
-pub use crate::reqwest_impl::classify_response;
+mod reqwest;
+
+#[cfg(feature = "reqwest")]
+pub use self::reqwest::classify_response;
+#[cfg(feature = "reqwest")]
+pub use connector::{ConnectLayer, ConnectService, Connecting, client_builder};
 
 /// The category of an HTTP status code.
 ///

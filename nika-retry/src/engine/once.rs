@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::{Site, Timeouts};
+use super::site::{Site, Timeouts};
 use crate::TimeoutError;
-use crate::connect::{self, ConnectLimit};
-use crate::timer::{Deadline, Progress, total_from_now};
+use crate::connect;
+use crate::context::ConnectLimit;
+use crate::time_limits::{Progress, TimeLimited, total_from_now};
 
 /// Runs `fut` once under `limits` and `total`: what `#[timeout(layer = …)]`
 /// without `#[retry]` expands to. There is no loop, so a task scope's
@@ -50,7 +51,7 @@ pin_project_lite::pin_project! {
     /// The future [`once`] returns.
     pub struct Once<F, E> {
         #[pin]
-        inner: Deadline<F>,
+        inner: TimeLimited<F>,
         // `total`, from the call: the instant and the limit.
         deadline: Option<(Instant, Duration)>,
         connect: Option<ConnectLimit>,
