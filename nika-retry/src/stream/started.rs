@@ -29,25 +29,40 @@ pin_project_lite::pin_project! {
     /// ```
     /// use core::pin::Pin;
     /// use core::task::{Context, Poll};
+    /// use std::time::Duration;
     /// use futures_core::Stream;
     /// use nika_retry::stream::{self, Started};
+    /// use nika_retry::{retry, timeout, Boundary, Classify, TimeoutError};
     ///
-    /// /// Two items, then the end.
-    /// struct Two(u8);
-    /// impl Stream for Two {
-    ///     type Item = Result<u8, std::io::Error>;
+    /// #[derive(Debug, thiserror::Error, Classify)]
+    /// enum Error {
+    ///     #[error(transparent)]
+    ///     #[category(transparent)]
+    ///     Timeout(#[from] TimeoutError),
+    /// }
+    ///
+    /// /// One token, then silence.
+    /// struct Stalls(bool);
+    /// impl Stream for Stalls {
+    ///     type Item = Result<&'static str, Error>;
     ///     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-    ///         self.0 += 1;
-    ///         Poll::Ready((self.0 <= 2).then_some(Ok(self.0)))
+    ///         if core::mem::replace(&mut self.0, true) { Poll::Pending } else { Poll::Ready(Some(Ok("Hi"))) }
     ///     }
     /// }
     ///
-    /// # #[tokio::main(flavor = "current_thread")]
+    /// #[retry(layer = "provider")]
+    /// #[timeout(read = "120s")]
+    /// async fn complete() -> Result<Started<Stalls>, Error> {
+    ///     stream::started(Stalls(false)).await
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
     /// # async fn main() {
-    /// let mut items: Started<Two> = stream::started(Two(0)).await.unwrap();
-    /// assert_eq!(next(&mut items).await.unwrap().unwrap(), 1);
-    /// assert_eq!(next(&mut items).await.unwrap().unwrap(), 2);
-    /// assert!(next(&mut items).await.is_none());
+    /// let mut events = complete().await.unwrap();
+    /// assert_eq!(next(&mut events).await.unwrap().unwrap(), "Hi");
+    /// let Some(Err(Error::Timeout(cut))) = next(&mut events).await else { panic!("cut by read") };
+    /// assert_eq!((cut.boundary(), cut.limit()), (Boundary::Read, Duration::from_secs(120)));
+    /// assert!(next(&mut events).await.is_none(), "and then it ends");
     /// # }
     ///
     /// /// What `StreamExt::next` of futures-util or tokio-stream does.
@@ -244,7 +259,7 @@ fn replay<I>(
 
 /// The end of an inactivity starting now, or the total deadline if sooner.
 fn end(limits: &Limits) -> Instant {
-    match (limits.read.map(crate::timer::from_now), limits.total) {
+    match (limits.read.map(crate::time_limits::from_now), limits.total) {
         (Some(read), Some((total, _))) => read.min(total),
         (Some(read), None) => read,
         (None, Some((total, _))) => total,

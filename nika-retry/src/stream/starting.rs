@@ -8,8 +8,9 @@ use core::task::{Context, Poll};
 use futures_core::Stream;
 use tokio::time::Instant;
 
-use super::limits::{self, Around, Limits};
+use super::limits::Limits;
 use super::{MAX_HELD, Started, StreamError};
+use crate::context::{self, FrameInForce};
 
 /// The future [`started`](super::started) and
 /// [`started_when`](super::started_when) return: it polls the stream until
@@ -81,12 +82,12 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if this.limits.is_none() {
-            let (limits, start) = match limits::around() {
-                Around::Outside => (Limits::NONE, None),
-                Around::Frame(frame) => (Limits::from(frame), frame.start),
+            let (limits, start) = match context::stream_frame() {
+                FrameInForce::Outside => (Limits::NONE, None),
+                FrameInForce::Frame(frame) => (Limits::from(frame), frame.start),
                 // The innermost call puts its frame in force on its next
                 // poll, which this wake-up asks for at once.
-                Around::NotYet => {
+                FrameInForce::NotYet => {
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
                 }
