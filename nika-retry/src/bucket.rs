@@ -1,10 +1,12 @@
-//! [`TokenBucket`]: a retry budget shared by many calls into one layer.
+//! [`TokenBucket`]: a retry quota shared by many calls into one layer.
 
 use core::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// A retry budget across calls: the AWS SDKs' standard retry quota.
+/// A retry quota across calls: the AWS SDKs' standard retry quota. Not the
+/// attempt budget ([`TaskPolicy::budget`](crate::task::TaskPolicy::budget)),
+/// which counts the attempts of one outermost call's nested loops.
 ///
 /// - a retry takes `retry_cost` tokens (5), or `timeout_retry_cost` (10)
 ///   when the attempt before it timed out;
@@ -12,7 +14,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 ///   retry took, so an outage that recovers costs the bucket nothing for
 ///   that retry (100 tokens at cost 10: two retries, then a success, leave 90);
 /// - a success on the first attempt adds one token (`refill`), up to the capacity;
-/// - when the bucket cannot pay for a retry, the call fails fast instead.
+/// - when the bucket cannot pay for a retry, the call fails fast instead:
+///   its event has outcome [`BudgetExhausted`](crate::events::Outcome::BudgetExhausted)
+///   and reason [`GiveUp::TokenBucketEmpty`](crate::engine::GiveUp::TokenBucketEmpty),
+///   logged as "retry token bucket empty" (an attempt budget spent says
+///   "attempt budget exhausted").
 ///
 /// Many concurrent calls into a dead provider thus cannot multiply its load,
 /// while one that recovers keeps its retries.

@@ -60,8 +60,17 @@ pub enum Outcome {
     Retrying,
     /// The attempt failed and the loop returns the error (see `reason`).
     GaveUp,
-    /// The attempt failed and would have been retried, but the attempt budget
-    /// shared by the nested layers (or the layer's token bucket) is spent.
+    /// The attempt failed and would have been retried, but what pays for
+    /// retries refused: `reason` says which, in the event and its log line.
+    ///
+    /// - [`GiveUp::BudgetExhausted`] ("attempt budget exhausted"): the
+    ///   cumulative attempt budget of the nested layers under one outermost
+    ///   call is spent;
+    /// - [`GiveUp::TokenBucketEmpty`] ("retry token bucket empty"): the layer's
+    ///   [`TokenBucket`](crate::TokenBucket), shared across calls, is empty.
+    ///
+    /// One outcome for both, as observers have always seen it: either way
+    /// the loop fails fast on a failure it would otherwise have retried.
     BudgetExhausted,
     /// An attempt after one or more retries succeeded.
     Recovered,
@@ -111,7 +120,8 @@ pub struct RetryEvent {
     pub backoff: Option<Duration>,
     /// What the loop does next.
     pub outcome: Outcome,
-    /// Why it stopped (`GaveUp` and `BudgetExhausted` only).
+    /// Why it stopped (`GaveUp` and `BudgetExhausted` only); for
+    /// `BudgetExhausted`, which budget: the attempt budget or the token bucket.
     pub reason: Option<GiveUp>,
     /// Time since this call's first failure.
     pub since_first_failure: Duration,

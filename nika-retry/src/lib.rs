@@ -74,7 +74,7 @@
 //! - [`stream`]: a streamed response, retried only before its first content, `read` and `total` followed past the fn's return.
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
-//! - [`TokenBucket`]: an opt-in retry budget shared across calls of a layer.
+//! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -468,3 +468,69 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use crate::engine::GiveUp;
+    use crate::events::{Outcome, RetryEvent, RetryObserver, observe};
+    use crate::task::{TaskPolicy, scope};
+    use crate::{Classify, Layer, TimeoutError, TokenBucket, retry};
+
+    #[derive(Debug, Classify)]
+    #[category(transient, crate = "crate")]
+    struct Busy;
+
+    impl From<TimeoutError> for Busy {
+        fn from(_: TimeoutError) -> Self {
+            Busy
+        }
+    }
+
+    #[retry(layer = "provider", backoff = "1ms", crate = "crate")]
+    async fn busy() -> Result<(), Busy> {
+        Err(Busy)
+    }
+
+    #[derive(Default)]
+    struct Log(Mutex<Vec<RetryEvent>>);
+
+    impl RetryObserver for Log {
+        fn on_event(&self, event: &RetryEvent) {
+            self.0.lock().unwrap().push(event.clone());
+        }
+    }
+
+    /// The one event of a call of `busy` under `policy`.
+    async fn only_event(policy: TaskPolicy) -> RetryEvent {
+        let log = std::sync::Arc::new(Log::default());
+        assert!(observe(log.clone(), scope(policy, busy())).await.is_err());
+        let mut events = log.0.lock().unwrap().split_off(0);
+        assert_eq!(events.len(), 1, "{events:?}");
+        events.remove(0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_empty_token_bucket_is_told_apart_from_a_spent_attempt_budget() {
+        // A bucket that cannot pay for one retry, with the attempt budget untouched.
+        let bucket = TokenBucket::new(4).with_retry_cost(5);
+        let policy = TaskPolicy::new().with_token_bucket(Layer::Provider, bucket);
+        let empty = only_event(policy).await;
+        assert_eq!(empty.outcome, Outcome::BudgetExhausted);
+        assert_eq!(empty.reason, Some(GiveUp::TokenBucketEmpty));
+        assert!(
+            empty.to_string().ends_with(" (retry token bucket empty)"),
+            "{empty}"
+        );
+
+        // An attempt budget of one attempt, with no bucket.
+        let spent = only_event(TaskPolicy::new().with_budget(1)).await;
+        assert_eq!(spent.outcome, Outcome::BudgetExhausted);
+        assert_eq!(spent.reason, Some(GiveUp::BudgetExhausted));
+        assert!(
+            spent.to_string().ends_with(" (attempt budget exhausted)"),
+            "{spent}"
+        );
+    }
+}

@@ -113,9 +113,12 @@ pub enum GiveUp {
     NotRetryable,
     /// The attempt that failed was the last one the config allows.
     AttemptsExhausted,
-    /// The attempt budget shared by nested layers is spent.
+    /// The cumulative attempt budget shared by the nested layers under one
+    /// outermost call is spent ("attempt budget exhausted").
     BudgetExhausted,
-    /// The layer's [`TokenBucket`](crate::TokenBucket) cannot pay for another retry.
+    /// The layer's [`TokenBucket`](crate::TokenBucket), shared across calls,
+    /// cannot pay for another retry ("retry token bucket empty"): not the attempt
+    /// budget, which may have attempts left.
     TokenBucketEmpty,
     /// The server asked for a wait above `max_retry_after`.
     HintTooLong {

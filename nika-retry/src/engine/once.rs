@@ -99,7 +99,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::__private::Overrides;
+    use crate::engine::site::Overrides;
     use crate::{Boundary, Layer};
 
     static SITE: Site = Overrides::NONE.site(Layer::Task, "tests::once");
