@@ -615,6 +615,50 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_takes_the_innermost_frame_or_waits_for_it() {
+        let frame = |ms| StreamFrame {
+            start: None,
+            read: Some(Duration::from_millis(ms)),
+            total: None,
+            layer: Layer::Http,
+        };
+        assert_eq!(stream_frame(), FrameInForce::Outside);
+        {
+            // `#[timeout]` alone, outside any call.
+            let _once = enter_stream_marked(frame(1));
+            assert_eq!(stream_frame(), FrameInForce::Frame(frame(1)));
+        }
+        let mut key = IdempotencyKey::UNDRAWN;
+        let slot = AttemptSlot::new(Layer::Provider, 1, 3, false);
+        let outer = install(Some(Budget::new(9, 1)), slot, &mut key);
+        // A call in its first poll: no frame yet.
+        assert_eq!(stream_frame(), FrameInForce::NotYet);
+        {
+            let _once = enter_stream_marked(frame(2));
+            assert_eq!(stream_frame(), FrameInForce::Frame(frame(2)));
+            // The body draws the call's key meanwhile: the key bit stays.
+            let drawn = attempt(IdempotencyKey::draw).unwrap().1;
+            assert_eq!(attempt(|| unreachable!("kept")).unwrap().1, drawn);
+        }
+        assert_eq!(stream_frame(), FrameInForce::NotYet, "unmarked again");
+        assert!(CONTEXT.with(|c| c.attempt.get().has_key()));
+        restore(outer, &mut key, true);
+        {
+            // A call past its first poll, with its frame in force.
+            let outer = install(None, slot.with_stream(), &mut key);
+            let _call = enter_stream(frame(3));
+            assert_eq!(stream_frame(), FrameInForce::Frame(frame(3)));
+            {
+                let inner = install(None, slot, &mut key);
+                assert_eq!(stream_frame(), FrameInForce::NotYet, "an inner call's turn");
+                restore(inner, &mut key, false);
+            }
+            restore(outer, &mut key, false);
+        }
+        assert_eq!(stream_frame(), FrameInForce::Outside);
+    }
+
+    #[test]
     fn a_connect_scope_puts_the_outer_limit_back() {
         let limit = |ms| ConnectLimit::new(Some(Duration::from_millis(ms)), Layer::Http);
         let outer = limit(500).unwrap();
