@@ -6,12 +6,21 @@
 //! cargo run --example streaming
 //! ```
 //!
-//! Self-contained: it starts its own tiny SSE server on 127.0.0.1 (`serve`,
-//! at the bottom: not part of what you copy), whose first answer is cut
-//! after its headers and a ping, before any token, and whose second streams
-//! a sentence, a word every 50 ms. What you copy is `Client::complete` and
-//! its types; they need `nika-retry` (feature `reqwest`), `reqwest` (feature
-//! `stream`), `eventsource-stream`, `futures-util`, `thiserror` and `tokio`.
+//! Self-contained: it compiles from the published crates and its own code,
+//! so you can copy it as it is. It starts its own tiny SSE server on
+//! 127.0.0.1 (`serve`, at the bottom: not part of what you copy), whose
+//! first answer is cut after its headers and a ping, before any token, and
+//! whose second streams a sentence, a word every 50 ms. In a project of your
+//! own:
+//!
+//! ```toml
+//! nika-retry = { version = "0.1", features = ["reqwest"] }
+//! reqwest = { version = "0.13", features = ["stream"] }
+//! eventsource-stream = "0.2"
+//! futures-util = "0.3"
+//! thiserror = "2"
+//! tokio = { version = "1", features = ["macros", "rt", "net", "io-util", "time"] }
+//! ```
 
 use std::sync::Arc;
 use std::time::Duration;
