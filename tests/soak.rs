@@ -1,16 +1,18 @@
 //! Fault soak and the fleet view, against the loopback fault server: many
-//! concurrent calls through provider-over-http, every fault kind mixed in.
-//! Bounded: a few hundred calls, a few seconds, loopback only.
+//! concurrent calls through provider-over-http, every fault kind mixed in,
+//! and a round of streamed calls with stalls and cuts before and after the
+//! first token. Bounded: a few hundred calls, a few seconds, loopback only.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Boundary, Layer, RetryConfig};
-use nika_retry_tests::fault::{Fault, FaultServer, LIFETIME};
+use nika_retry_tests::fault::{Fault, FaultServer, LIFETIME, Step};
 use nika_retry_tests::verb::{Provider, ProviderError, RequestOptions, Transport};
 use tokio::time::Instant;
 
@@ -376,4 +378,227 @@ async fn amplification() {
             "{configuration}: {counts:?}"
         );
     }
+}
+
+// ---- Streamed calls.
+
+const STREAMS: usize = 300;
+
+/// The read limit of the streamed calls: what cuts a stall, before the first
+/// token (the attempt is retried) and after it (the stream ends).
+const STREAM_READ: Duration = Duration::from_millis(300);
+
+/// The streamed scripts of the round, drawn in a fixed pseudo-random order.
+/// A stall is a `Stall` (nothing more is ever sent), never a long wait
+/// followed by a token, so that a token the server wrote was one the client
+/// was still reading; the waits of a live stream are far below the read
+/// limit.
+fn stream_faults(n: usize) -> Vec<Fault> {
+    let kinds = [
+        // Content, then the end.
+        Fault::stream(Step::tokens(3)),
+        Fault::steady(Duration::from_millis(20), 5),
+        Fault::stream([Step::Meta("usage".into()), Step::Event("t1".into())]),
+        // Before the first token: retried.
+        Fault::stream([Step::Stall]),
+        Fault::stream([Step::Meta("ping".into()), Step::Stall]),
+        Fault::stream([Step::Cut]),
+        Fault::stream([Step::Meta("usage".into()), Step::Cut]),
+        Fault::stream([Step::Reset]),
+        Fault::Status(503),
+        // After it: the caller's, never retried.
+        Fault::stream(Step::tokens(2).chain([Step::Cut])),
+        Fault::stream(Step::tokens(1).chain([Step::Stall])),
+        Fault::stream(Step::tokens(1).chain([Step::Wait(Duration::from_millis(20)), Step::Stall])),
+    ];
+    // xorshift64, seeded: the same draw on every run.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            kinds[(state % kinds.len() as u64) as usize].clone()
+        })
+        .collect()
+}
+
+/// How one streamed call ended.
+#[derive(Debug, PartialEq)]
+enum StreamEnd {
+    /// The call failed before any token (its retries spent).
+    Failed,
+    /// Every token, then the end.
+    Complete,
+    /// Tokens, then one timeout item, then the end.
+    TimedOut,
+    /// Tokens, then one error item, then the end.
+    Broken,
+}
+
+/// What the caller of one streamed call saw.
+struct Streamed {
+    end: StreamEnd,
+    /// The tokens it read.
+    tokens: usize,
+    /// The retries the call had made when it returned.
+    retries: u32,
+}
+
+/// Counts a call's retries.
+#[derive(Default)]
+struct Retries(AtomicU32);
+
+impl RetryObserver for Retries {
+    fn on_event(&self, event: &RetryEvent) {
+        if event.outcome == nika_retry::events::Outcome::Retrying {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One streamed call: opened under the task's `retry:`, read to its end.
+async fn streamed_call(provider: &Provider) -> Streamed {
+    let retry = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }";
+    let policy: TaskPolicy = serde_norway::from_str(retry).unwrap();
+    let counter = Arc::new(Retries::default());
+    let opened = observe(counter.clone(), scope(policy, provider.stream("prompt"))).await;
+    let retries = counter.0.load(Ordering::Relaxed);
+    let Ok(mut stream) = opened else {
+        let end = StreamEnd::Failed;
+        return Streamed {
+            end,
+            tokens: 0,
+            retries,
+        };
+    };
+    let mut tokens = 0;
+    let mut end = StreamEnd::Complete;
+    while let Some(item) = stream.next().await {
+        assert_eq!(
+            end,
+            StreamEnd::Complete,
+            "an item after the error: {item:?}"
+        );
+        match item {
+            Ok(chunk) => tokens += usize::from(chunk.is_token()),
+            Err(ProviderError::Timeout(t)) => {
+                assert_eq!(
+                    (t.boundary(), t.limit(), t.layer()),
+                    (Boundary::Read, STREAM_READ, Layer::Provider)
+                );
+                end = StreamEnd::TimedOut;
+            }
+            Err(_) => end = StreamEnd::Broken,
+        }
+    }
+    assert!(tokens > 0, "a stream starts with a token");
+    Streamed {
+        end,
+        tokens,
+        retries,
+    }
+}
+
+#[test]
+fn soak_300_concurrent_streamed_calls_with_stalls_and_cuts() {
+    serially(stream_soak())
+}
+
+async fn stream_soak() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks_before = metrics.num_alive_tasks();
+    let fds_before = open_fds();
+    let faults = stream_faults(STREAMS * 3);
+    let server = FaultServer::start_bounded(faults, STREAMS * 3 + 1, LIFETIME).await;
+    let start = Instant::now();
+    let calls: Vec<_> = (0..STREAMS)
+        .map(|i| {
+            // A provider per call, its path naming the call, so that the
+            // server's requests can be told apart per call.
+            let options = RequestOptions {
+                read_timeout: STREAM_READ,
+                ..RequestOptions::default()
+            };
+            let base = server.url(&format!("/call/{i}"));
+            let provider = Provider::new(Transport::new(base, options));
+            tokio::spawn(async move {
+                // A stream that never ends fails here, not at the server's lifetime.
+                tokio::time::timeout(Duration::from_secs(30), streamed_call(&provider))
+                    .await
+                    .expect("every stream ends")
+            })
+        })
+        .collect();
+    let mut calls_seen = Vec::with_capacity(STREAMS);
+    for call in calls {
+        calls_seen.push(call.await.unwrap());
+    }
+    let elapsed = start.elapsed();
+    let hits = server.hits();
+    let of_call = |i: usize| {
+        let path = format!("/call/{i}/");
+        let mine: Vec<_> = hits.iter().filter(|h| h.path.starts_with(&path)).collect();
+        mine
+    };
+    let retry_count = |hit: &nika_retry_tests::fault::Hit| -> u32 {
+        hit.retry_count.as_deref().unwrap().parse().unwrap()
+    };
+    // Tokens the server wrote to an attempt that `read` then cut before it
+    // had read them: the client's attempt and the server's write crossed.
+    let mut unread = 0;
+    for (i, call) in calls_seen.iter().enumerate() {
+        let requests = of_call(i);
+        // An attempt cut while it connects never reaches the server.
+        assert!((0..=3).contains(&requests.len()), "call {i}: {requests:?}");
+        let most = requests.iter().map(|h| retry_count(h)).max();
+        if call.end == StreamEnd::Failed {
+            assert!(most.unwrap_or(0) <= 2, "call {i}: {requests:?}");
+            continue;
+        }
+        // Nothing after content is retried: no request of a later attempt
+        // than the one that returned the stream.
+        assert!(most.unwrap() <= call.retries, "call {i}: {requests:?}");
+        let last = requests.iter().find(|h| retry_count(h) == call.retries);
+        let last = last.unwrap_or_else(|| panic!("call {i}: {requests:?}"));
+        // What the caller saw came from that attempt's request.
+        assert!(call.tokens <= last.events_sent, "call {i}: {requests:?}");
+        unread += requests
+            .iter()
+            .filter(|h| retry_count(h) < call.retries && h.events_sent > 0)
+            .count();
+    }
+    let count = |end: StreamEnd| calls_seen.iter().filter(|c| c.end == end).count();
+    let retried = calls_seen.iter().filter(|c| c.retries > 0).count();
+    println!(
+        "streamed round: {STREAMS} calls in {elapsed:?}: {} complete, {} cut by read after content, \
+         {} broken after content, {} failed before content; {retried} retried before content, \
+         {} requests, {} hang-ups seen by the server, {unread} tokens written to an attempt read had cut",
+        count(StreamEnd::Complete),
+        count(StreamEnd::TimedOut),
+        count(StreamEnd::Broken),
+        count(StreamEnd::Failed),
+        hits.len(),
+        server.hangups(),
+    );
+    for end in [StreamEnd::Complete, StreamEnd::TimedOut, StreamEnd::Broken] {
+        assert!(count(end) > 0, "the mix has every ending");
+    }
+    assert!(retried > 0);
+    // Every client is gone with its task: so is every connection, the
+    // server's and the client's, and every task.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.open_connections() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.open_connections(), 0, "connections left open");
+    drop(server);
+    while metrics.num_alive_tasks() > tasks_before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(metrics.num_alive_tasks(), tasks_before, "leaked tasks");
+    while open_fds() > fds_before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(open_fds(), fds_before, "leaked sockets");
 }
