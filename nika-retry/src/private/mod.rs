@@ -14,7 +14,8 @@ pub use crate::engine::once::{Once, once};
 pub use crate::engine::site::{Overrides, Site, Timeouts};
 pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult};
 pub use derive::{
-    DurationHint, HttpStatus, MillisHint, hint_duration, hint_millis, status_category,
+    DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe, hint_duration,
+    hint_millis, status_category,
 };
 pub(crate) use probe::event_built;
 pub use probe::events_built;
