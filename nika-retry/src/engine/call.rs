@@ -213,7 +213,9 @@ impl Call {
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Duration> {
-        let timed_out = core::mem::take(&mut self.timed_out);
+        // One of the attempt's own limits, or a timeout in the error itself
+        // (a connect limit, an inner fn's limit): the bucket charges more.
+        let timed_out = core::mem::take(&mut self.timed_out) | failure.timed_out;
         let now = self.deadline.is_some().then(Instant::now);
         self.last_category = failure.category;
         let config = self.config(config);

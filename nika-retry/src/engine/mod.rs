@@ -47,20 +47,33 @@ pub struct Failure {
     pub category: ErrorCategory,
     /// The server's wait hint, if any.
     pub retry_after: Option<Duration>,
+    /// Whether the error is a time limit that expired (it holds a
+    /// [`TimeoutError`](crate::TimeoutError)): a retry after it costs a
+    /// [`TokenBucket`](crate::TokenBucket) its `timeout_retry_cost`.
+    pub timed_out: bool,
 }
 
 impl Failure {
-    /// A failure of `category` with an optional server hint.
+    /// A failure of `category` with an optional server hint, not a timeout.
     pub const fn new(category: ErrorCategory, retry_after: Option<Duration>) -> Failure {
         Failure {
             category,
             retry_after,
+            timed_out: false,
         }
     }
 
-    /// The failure an error describes through [`Classify`].
+    /// The same failure, marked as a timeout (or not).
+    #[must_use]
+    pub const fn with_timed_out(mut self, timed_out: bool) -> Failure {
+        self.timed_out = timed_out;
+        self
+    }
+
+    /// The failure an error describes through [`Classify`]: its category,
+    /// its hint, and whether it is a timeout ([`Classify::timeout`]).
     pub fn of<E: Classify + ?Sized>(error: &E) -> Failure {
-        Failure::new(error.category(), error.retry_after())
+        Failure::new(error.category(), error.retry_after()).with_timed_out(error.timeout().is_some())
     }
 }
 
