@@ -177,8 +177,7 @@ impl HangingPort {
         let addr = listener.local_addr().expect("local addr");
         let mut filling = Vec::new();
         for _ in 0..16 {
-            match tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr)).await
-            {
+            match tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr)).await {
                 Ok(Ok(stream)) => filling.push(stream),
                 Ok(Err(e)) => panic!("connect failed rather than hung: {e}"),
                 Err(_) => {
@@ -194,7 +193,10 @@ impl HangingPort {
 
     /// `http://127.0.0.1:PORT/`.
     pub fn url(&self) -> String {
-        format!("http://{}/", self.listener.local_addr().expect("local addr"))
+        format!(
+            "http://{}/",
+            self.listener.local_addr().expect("local addr")
+        )
     }
 }
 

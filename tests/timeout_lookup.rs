@@ -95,7 +95,10 @@ fn not_found_where_there_is_none() {
     assert_eq!(ToolError::Elsewhere(other::TimeoutError).timeout(), None);
     assert_eq!(ToolError::Two(limit(Boundary::Read), 2).timeout(), None);
     assert_eq!(ToolError::Io(io::Error::other("disk full")).timeout(), None);
-    assert_eq!(Wrap(io::Error::from(io::ErrorKind::TimedOut)).timeout(), None);
+    assert_eq!(
+        Wrap(io::Error::from(io::ErrorKind::TimedOut)).timeout(),
+        None
+    );
 }
 
 /// A tool returning `io::Error`, bounded per run.
