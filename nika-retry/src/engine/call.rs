@@ -18,7 +18,7 @@ use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
 use crate::task;
 use crate::time_limits::{Progress, TimeLimited, total_from_now};
-use crate::{Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
+use crate::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, TokenBucket};
 
 /// One call of an annotated fn: its retry state, its deadline, and its
 /// place among the retry loops around it.
@@ -237,6 +237,14 @@ impl Call {
                 Some(Some(taken)) => self.bucket_taken = taken,
                 None => {}
             }
+        }
+        if decision == Decision::GiveUp(GiveUp::AttemptsExhausted)
+            && max_attempts == 1
+            && matches!(config, Cow::Borrowed(_))
+            && matches!(self.site.layer, Layer::Tool | Layer::Task)
+        {
+            // The site's one attempt, no task `retry:` nor `config = …` over it.
+            decision = Decision::GiveUp(GiveUp::NotOptedIn);
         }
         let (outcome, delay, from_hint, reason) = match decision {
             Decision::Retry { delay, from_hint } => {

@@ -73,7 +73,8 @@ impl Failure {
     /// The failure an error describes through [`Classify`]: its category,
     /// its hint, and whether it is a timeout ([`Classify::timeout`]).
     pub fn of<E: Classify + ?Sized>(error: &E) -> Failure {
-        Failure::new(error.category(), error.retry_after()).with_timed_out(error.timeout().is_some())
+        Failure::new(error.category(), error.retry_after())
+            .with_timed_out(error.timeout().is_some())
     }
 }
 
@@ -126,6 +127,11 @@ pub enum GiveUp {
     NotRetryable,
     /// The attempt that failed was the last one the config allows.
     AttemptsExhausted,
+    /// A `tool` or `task` fn was tried once because the task in force did
+    /// not opt in to retrying it (no `retry:` in its
+    /// [`TaskPolicy`](crate::task::TaskPolicy)): those layers retry only
+    /// when the task says so.
+    NotOptedIn,
     /// The cumulative attempt budget shared by the nested layers under one
     /// outermost call is spent ("attempt budget exhausted").
     BudgetExhausted,
@@ -150,6 +156,7 @@ impl fmt::Display for GiveUp {
         match self {
             GiveUp::NotRetryable => f.write_str("not retryable"),
             GiveUp::AttemptsExhausted => f.write_str("attempts exhausted"),
+            GiveUp::NotOptedIn => f.write_str("not opted in by the task"),
             GiveUp::BudgetExhausted => f.write_str("attempt budget exhausted"),
             GiveUp::TokenBucketEmpty => f.write_str("retry token bucket empty"),
             GiveUp::HintTooLong { hint } => {
@@ -625,6 +632,7 @@ mod tests {
         let reasons = [
             (GiveUp::NotRetryable, "not retryable"),
             (GiveUp::AttemptsExhausted, "attempts exhausted"),
+            (GiveUp::NotOptedIn, "not opted in by the task"),
             (GiveUp::BudgetExhausted, "attempt budget exhausted"),
             (GiveUp::TokenBucketEmpty, "retry token bucket empty"),
             (
