@@ -11,7 +11,6 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Layer, TimeoutError, TokenBucket, retry, timeout};

@@ -40,9 +40,12 @@ fn opted_in(attempts: u32) -> TaskPolicy {
     TaskPolicy::new().with_retry(retry)
 }
 
+/// `(layer, attempt, outcome, reason)` of one event.
+type Seen = (Layer, u32, Outcome, Option<GiveUp>);
+
 /// Runs `work` under a DEBUG subscriber and an event log; the log lines and
-/// `(layer, attempt, outcome, reason)` of each event.
-fn run<F: Future>(work: F) -> (String, Vec<(Layer, u32, Outcome, Option<GiveUp>)>) {
+/// what each event says.
+fn run<F: Future>(work: F) -> (String, Vec<Seen>) {
     let captured = Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(captured.clone())

@@ -44,9 +44,16 @@ fn arm(input: &Input, rule: &Rule, krate: &syn::Path) -> Option<TokenStream> {
             let (member, ty) = timeout_field(fields_of(input, rule.variant)?)?;
             let k = krate::at(krate, ty.span());
             let binding = binding(ty);
-            // Another crate's type of that name gives `None`, as before.
+            // Another crate's type of that name gives `None`, as before. One
+            // of the two traits goes unused: the import is the macro's, so
+            // that the lint never points at the user's field.
+            let site = Span::mixed_site();
+            let import = quote_spanned! {site=>
+                #[allow(unused_imports)]
+                use #krate::__private::{NotOurTimeout as _, OurTimeout as _};
+            };
             let call = quote_spanned! {ty.span()=> {
-                use #k::__private::{NotOurTimeout as _, OurTimeout as _};
+                #import
                 (&&#k::__private::TimeoutProbe(#binding)).timeout_field()
             }};
             (member, ty, call)
