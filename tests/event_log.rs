@@ -108,7 +108,7 @@ async fn a_full_log_keeps_the_last_events_and_counts_the_dropped() {
     );
     let text = log.to_string();
     assert_eq!(text.lines().count(), 5);
-    assert!(text.starts_with("(5 earlier events dropped: the log keeps the last 4)\n"));
+    assert!(text.starts_with("(5 earlier entries dropped: the log keeps the last 4)\n"));
     // Taking empties it.
     assert_eq!(log.take().len(), 4);
     assert!(log.is_empty());

@@ -7,7 +7,9 @@
 //! the first attempt — not retryable, a one-attempt layer, the 429 that the
 //! http layer leaves to the provider — and for a recovery) and to the
 //! [`RetryObserver`]s installed with [`observe`], such as the ready-made
-//! [`EventLog`] — the engine's EventLog.
+//! [`EventLog`] — the engine's EventLog. A loop that breaks the
+//! stratification of the layers (ADR-006) is reported to them too, as a
+//! [`LayerViolation`].
 //!
 //! ```
 //! use nika_retry::events::{observe, EventLog, Outcome};
@@ -44,8 +46,10 @@ use crate::engine::GiveUp;
 use crate::{ErrorCategory, Layer};
 
 mod log;
+mod violation;
 
 pub use log::EventLog;
+pub use violation::LayerViolation;
 
 /// How a decision ended.
 #[non_exhaustive]
@@ -193,6 +197,13 @@ impl fmt::Display for RetryEvent {
 pub trait RetryObserver: Send + Sync {
     /// One decision.
     fn on_event(&self, event: &RetryEvent);
+
+    /// A retry loop that started inside an attempt of a loop of the same or
+    /// a lower layer ([`LayerViolation`]); nothing by default. A test can
+    /// fail on it.
+    fn on_layer_violation(&self, violation: &LayerViolation) {
+        let _ = violation;
+    }
 }
 
 std::thread_local! {

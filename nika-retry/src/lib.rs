@@ -95,6 +95,7 @@ mod layer;
 pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
+mod stratification;
 pub mod task;
 mod time_limits;
 mod timeout_error;

@@ -16,9 +16,9 @@ use crate::connect;
 use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
-use crate::task;
 use crate::time_limits::{Progress, TimeLimited, total_from_now};
 use crate::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, TokenBucket};
+use crate::{stratification, task};
 
 /// One call of an annotated fn: its retry state, its deadline, and its
 /// place among the retry loops around it.
@@ -108,7 +108,10 @@ impl Call {
         if scoped {
             return self.resolve_in_scope(nested);
         }
-        if !nested {
+        if nested {
+            // Only a nested call pays for the check (ADR-006).
+            stratification::check(self.site);
+        } else {
             self.budget = Some(Budget::new(task::DEFAULT_BUDGET, 1));
         }
         self.max_attempts = self.site.config.effective_attempts();
@@ -119,7 +122,9 @@ impl Call {
     #[inline(never)]
     fn resolve_in_scope(&mut self, nested: bool) {
         let scope = task::in_force(self.site.layer);
-        if !nested {
+        if nested {
+            stratification::check(self.site);
+        } else {
             self.budget = Some(match scope.budget {
                 Some(total) => Budget::explicit(total, 1),
                 None => Budget::new(task::DEFAULT_BUDGET, 1),
@@ -333,7 +338,8 @@ impl Drop for InForce<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         let call = &mut *self.call;
-        let budget = context::restore(self.outer, &mut call.key, call.budget.is_some());
+        let owns_budget = call.budget.is_some();
+        let budget = context::restore(self.outer, &mut call.key, owns_budget, call.site.operation);
         if budget.is_some() {
             call.budget = budget;
         }

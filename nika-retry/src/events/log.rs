@@ -7,27 +7,27 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::time::Instant;
 
-use super::{Outcome, RetryEvent, RetryObserver};
+use super::{LayerViolation, Outcome, RetryEvent, RetryObserver};
 
 /// The engine's EventLog (ADR-019): a [`RetryObserver`] that keeps the
 /// events it receives, in order, for a test to assert on or a runner to
-/// print.
+/// print, and the [`LayerViolation`]s among them.
 ///
 /// Clones share one log, so install a clone with
 /// [`observe`](super::observe) and read the original. It is thread-safe
 /// (a spawned task's loops can report to it through
 /// [`task::carry`](crate::task::carry)).
 ///
-/// **Bounded.** It keeps the last [`capacity`](EventLog::capacity) events
-/// ([`DEFAULT_CAPACITY`](EventLog::DEFAULT_CAPACITY) with
-/// [`new`](EventLog::new)): when full, a new event drops the oldest one, and
+/// **Bounded.** It keeps the last [`capacity`](EventLog::capacity) entries,
+/// events and violations ([`DEFAULT_CAPACITY`](EventLog::DEFAULT_CAPACITY) with
+/// [`new`](EventLog::new)): when full, a new one drops the oldest, and
 /// [`dropped`](EventLog::dropped) counts those dropped, so that a long-running
 /// process that forgets to [`take`](EventLog::take) holds a bounded amount.
 ///
 /// **Printed**, it is one line per event, as `cargo run --example demo`
 /// shows them: the time since the log was made, the layer, the fn, the
 /// attempt of how many, the error's category, the wait before the next
-/// attempt and what the loop did.
+/// attempt and what the loop did; a violation is a line of its own.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU32, Ordering};
@@ -74,15 +74,20 @@ struct Shared {
     kept: Mutex<Kept>,
 }
 
+enum Entry {
+    Event(RetryEvent),
+    Violation(LayerViolation),
+}
+
 #[derive(Default)]
 struct Kept {
-    /// Each event, with when it came (since `start`).
-    events: VecDeque<(Duration, RetryEvent)>,
+    /// What came, with when (since `start`).
+    entries: VecDeque<(Duration, Entry)>,
     dropped: u64,
 }
 
 impl EventLog {
-    /// The capacity of [`EventLog::new`]: events kept before the oldest are dropped.
+    /// The capacity of [`EventLog::new`]: entries kept before the oldest are dropped.
     pub const DEFAULT_CAPACITY: usize = 1024;
 
     /// An empty log keeping the last [`DEFAULT_CAPACITY`](EventLog::DEFAULT_CAPACITY)
@@ -91,7 +96,7 @@ impl EventLog {
         EventLog::with_capacity(EventLog::DEFAULT_CAPACITY)
     }
 
-    /// An empty log keeping the last `capacity` events (at least one).
+    /// An empty log keeping the last `capacity` entries (at least one).
     pub fn with_capacity(capacity: usize) -> EventLog {
         EventLog(Arc::new(Shared {
             start: Instant::now(),
@@ -102,32 +107,55 @@ impl EventLog {
 
     /// The events kept, oldest first.
     pub fn events(&self) -> Vec<RetryEvent> {
-        self.kept().events.iter().map(|(_, e)| e.clone()).collect()
+        let kept = self.kept();
+        kept.entries
+            .iter()
+            .filter_map(|(_, e)| e.event().cloned())
+            .collect()
     }
 
-    /// The events kept, oldest first, emptying the log (and its count of
-    /// dropped events).
+    /// The layer violations kept, oldest first.
+    pub fn violations(&self) -> Vec<LayerViolation> {
+        let kept = self.kept();
+        kept.entries
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Entry::Violation(v) => Some(*v),
+                Entry::Event(_) => None,
+            })
+            .collect()
+    }
+
+    /// The events kept, oldest first, emptying the log (its violations and
+    /// its count of dropped entries too).
     pub fn take(&self) -> Vec<RetryEvent> {
         let taken = core::mem::take(&mut *self.kept());
-        taken.events.into_iter().map(|(_, e)| e).collect()
+        taken
+            .entries
+            .into_iter()
+            .filter_map(|(_, e)| match e {
+                Entry::Event(event) => Some(event),
+                Entry::Violation(_) => None,
+            })
+            .collect()
     }
 
-    /// How many events it holds.
+    /// How many entries (events and violations) it holds.
     pub fn len(&self) -> usize {
-        self.kept().events.len()
+        self.kept().entries.len()
     }
 
-    /// Whether it holds no event.
+    /// Whether it holds nothing.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// How many events it keeps at most.
+    /// How many entries it keeps at most.
     pub fn capacity(&self) -> usize {
         self.0.capacity
     }
 
-    /// How many events were dropped to stay within the capacity (the oldest ones).
+    /// How many entries were dropped to stay within the capacity (the oldest ones).
     pub fn dropped(&self) -> u64 {
         self.kept().dropped
     }
@@ -145,15 +173,34 @@ impl Default for EventLog {
     }
 }
 
-impl RetryObserver for EventLog {
-    fn on_event(&self, event: &RetryEvent) {
+impl EventLog {
+    fn keep(&self, entry: Entry) {
         let at = self.0.start.elapsed();
         let mut kept = self.kept();
-        if kept.events.len() >= self.0.capacity {
-            kept.events.pop_front();
+        if kept.entries.len() >= self.0.capacity {
+            kept.entries.pop_front();
             kept.dropped += 1;
         }
-        kept.events.push_back((at, event.clone()));
+        kept.entries.push_back((at, entry));
+    }
+}
+
+impl Entry {
+    fn event(&self) -> Option<&RetryEvent> {
+        match self {
+            Entry::Event(event) => Some(event),
+            Entry::Violation(_) => None,
+        }
+    }
+}
+
+impl RetryObserver for EventLog {
+    fn on_event(&self, event: &RetryEvent) {
+        self.keep(Entry::Event(event.clone()));
+    }
+
+    fn on_layer_violation(&self, violation: &LayerViolation) {
+        self.keep(Entry::Violation(*violation));
     }
 }
 
@@ -169,7 +216,7 @@ impl fmt::Debug for EventLog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kept = self.kept();
         f.debug_struct("EventLog")
-            .field("events", &kept.events.len())
+            .field("entries", &kept.entries.len())
             .field("dropped", &kept.dropped)
             .field("capacity", &self.0.capacity)
             .finish()
@@ -177,19 +224,22 @@ impl fmt::Debug for EventLog {
 }
 
 impl fmt::Display for EventLog {
-    /// One line per event, oldest first, each ending in a newline; a first
+    /// One line per entry, oldest first, each ending in a newline; a first
     /// line says how many older ones were dropped, if any.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kept = self.kept();
         if kept.dropped > 0 {
             writeln!(
                 f,
-                "({} earlier events dropped: the log keeps the last {})",
+                "({} earlier entries dropped: the log keeps the last {})",
                 kept.dropped, self.0.capacity
             )?;
         }
-        for (at, event) in &kept.events {
-            writeln!(f, "{}", Line(*at, event))?;
+        for (at, entry) in &kept.entries {
+            match entry {
+                Entry::Event(event) => writeln!(f, "{}", Line(*at, event))?,
+                Entry::Violation(v) => writeln!(f, "{:>7}  layer violation: {v}", short(*at))?,
+            }
         }
         Ok(())
     }
@@ -286,7 +336,7 @@ mod tests {
         assert_eq!((kept, log.dropped(), log.len()), (vec![4, 5], 3, 2));
         assert!(
             log.to_string()
-                .starts_with("(3 earlier events dropped: the log keeps the last 2)\n")
+                .starts_with("(3 earlier entries dropped: the log keeps the last 2)\n")
         );
         // Taking empties it, the count included.
         assert_eq!(log.take().len(), 2);
