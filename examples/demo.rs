@@ -22,16 +22,16 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use nika_retry::Layer;
 use nika_retry::engine::GiveUp;
-use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
+use nika_retry::events::{EventLog, Outcome, RetryEvent, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry_tests::fault::{Fault, FaultServer, Step, closed_port};
 use nika_retry_tests::verb::{HttpTool, Provider, RequestOptions, Task, Transport, run_task};
 use tokio::time::Instant;
 
-/// Prints each event as a timeline row and counts retries per layer.
+/// Prints each event as a timeline row, and keeps it for the tally.
 struct Timeline {
     start: Instant,
-    retries: Mutex<Vec<Layer>>,
+    log: EventLog,
     /// The layer whose loop calls the transport in the running task, if any.
     above_http: Mutex<Option<Layer>>,
 }
@@ -88,9 +88,7 @@ impl RetryObserver for Timeline {
             wait,
             outcome
         );
-        if e.outcome == Outcome::Retrying {
-            self.retries.lock().unwrap().push(e.layer);
-        }
+        self.log.on_event(e);
     }
 }
 
@@ -183,7 +181,7 @@ async fn main() {
 
     let timeline = Arc::new(Timeline {
         start: Instant::now(),
-        retries: Mutex::new(Vec::new()),
+        log: EventLog::new(),
         above_http: Mutex::new(None),
     });
     println!(
@@ -329,7 +327,13 @@ async fn main() {
         }
     }
 
-    let retries = timeline.retries.lock().unwrap();
+    let retries: Vec<Layer> = timeline
+        .log
+        .events()
+        .iter()
+        .filter(|e| e.outcome == Outcome::Retrying)
+        .map(|e| e.layer)
+        .collect();
     let count = |l| retries.iter().filter(|r| **r == l).count();
     println!(
         "\n{} tasks: {ok} succeeded, {failed} failed · {} retries (http {}, provider {}, tool {}) · {}",

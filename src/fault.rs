@@ -229,6 +229,48 @@ pub async fn closed_port() -> SocketAddr {
     addr
 }
 
+/// An address on 127.0.0.1 where connecting hangs: a listener with a
+/// backlog of one whose accept queue is filled and never drained, so the
+/// kernel drops further SYNs. Keep it alive while connecting. Real clock.
+pub struct HangingPort {
+    listener: TcpListener,
+    _filling: Vec<TcpStream>,
+}
+
+impl HangingPort {
+    /// Binds and fills the queue: connects until one connect hangs (300 ms).
+    pub async fn start() -> HangingPort {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .expect("bind 127.0.0.1:0");
+        let listener = socket.listen(1).expect("listen");
+        let addr = listener.local_addr().expect("local addr");
+        let mut filling = Vec::new();
+        for _ in 0..16 {
+            match tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(addr)).await {
+                Ok(Ok(stream)) => filling.push(stream),
+                Ok(Err(e)) => panic!("connect failed rather than hung: {e}"),
+                Err(_) => {
+                    return HangingPort {
+                        listener,
+                        _filling: filling,
+                    };
+                }
+            }
+        }
+        panic!("the accept queue never filled");
+    }
+
+    /// `http://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!(
+            "http://{}/",
+            self.listener.local_addr().expect("local addr")
+        )
+    }
+}
+
 struct State {
     script: Vec<Fault>,
     hits: Arc<Mutex<Vec<Hit>>>,

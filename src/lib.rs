@@ -14,7 +14,6 @@ pub mod verb;
 #[doc = include_str!("../docs/tools-and-tasks.md")]
 pub struct ToolsAndTasksDoctests;
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -107,27 +106,31 @@ impl Script {
     }
 }
 
-/// An observer that keeps every event: the engine's EventLog, for tests.
-#[derive(Default)]
-pub struct EventLog(Mutex<Vec<RetryEvent>>);
+/// The library's [`EventLog`](nika_retry::events::EventLog), unbounded
+/// (a test's log drops nothing), with the outline the tests compare.
+pub struct EventLog(nika_retry::events::EventLog);
+
+impl Default for EventLog {
+    fn default() -> Self {
+        EventLog(nika_retry::events::EventLog::with_capacity(usize::MAX))
+    }
+}
+
+impl std::ops::Deref for EventLog {
+    type Target = nika_retry::events::EventLog;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
 
 impl RetryObserver for EventLog {
     fn on_event(&self, event: &RetryEvent) {
-        self.0.lock().expect("event log").push(event.clone());
+        self.0.on_event(event);
     }
 }
 
 impl EventLog {
-    /// The events so far.
-    pub fn events(&self) -> Vec<RetryEvent> {
-        self.0.lock().expect("event log").clone()
-    }
-
-    /// The events so far, emptying the log.
-    pub fn take(&self) -> Vec<RetryEvent> {
-        std::mem::take(&mut self.0.lock().expect("event log"))
-    }
-
     /// `(layer, outcome)` of every event so far.
     pub fn outline(&self) -> Vec<(Layer, Outcome)> {
         self.events().iter().map(|e| (e.layer, e.outcome)).collect()

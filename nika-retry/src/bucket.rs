@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// which counts the attempts of one outermost call's nested loops.
 ///
 /// - a retry takes `retry_cost` tokens (5), or `timeout_retry_cost` (10)
-///   when the attempt before it timed out;
+///   when the attempt before it timed out: one of its own limits expired,
+///   or its error holds a [`TimeoutError`](crate::TimeoutError)
+///   ([`Classify::timeout`](crate::Classify::timeout): a `connect` limit,
+///   an inner fn's limit);
 /// - a call that succeeds after retries gives back what its successful
 ///   retry took, so an outage that recovers costs the bucket nothing for
 ///   that retry (100 tokens at cost 10: two retries, then a success, leave 90);

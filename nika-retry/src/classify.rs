@@ -39,6 +39,46 @@ pub trait Classify {
     fn retry_after(&self) -> Option<Duration> {
         None
     }
+
+    /// The time limit this error is, if it is one: "was this the task's
+    /// timeout?", in every error shape the crate's docs recommend.
+    ///
+    /// Implemented for [`TimeoutError`] (itself), `io::Error` (the
+    /// `TimeoutError` inside it, if any), `reqwest::Error` (its sources,
+    /// feature `reqwest`) and by `#[derive(Classify)]` for a `transparent`
+    /// variant (the field's `timeout`) and a variant whose one field is a
+    /// `TimeoutError`. Prefer it to [`TimeoutError::find`] on a derived
+    /// error: thiserror's `#[error(transparent)]` forwards `source()` to the
+    /// inner error's source, so `find` cannot see the variant's own timeout.
+    ///
+    /// ```
+    /// use std::{io, time::Duration};
+    /// use nika_retry::{Boundary, Classify, Layer, TimeoutError};
+    ///
+    /// let limit = TimeoutError::new(Boundary::Attempt, Duration::from_secs(5), Layer::Tool);
+    /// // What a `#[timeout]` fn returning `io::Error` gives back.
+    /// let err = io::Error::from(limit.clone());
+    /// assert_eq!(err.timeout(), Some(&limit));
+    /// assert_eq!(io::Error::other("disk full").timeout(), None);
+    ///
+    /// #[derive(Debug, thiserror::Error, Classify)]
+    /// enum ToolError {
+    ///     #[error(transparent)]
+    ///     #[category(transparent)]
+    ///     Timeout(#[from] TimeoutError),
+    ///     #[error("exit code {0}")]
+    ///     #[category(permanent)]
+    ///     Exit(i32),
+    /// }
+    ///
+    /// let err = ToolError::from(limit.clone());
+    /// assert_eq!(err.timeout(), Some(&limit));
+    /// assert_eq!(TimeoutError::find(&err), None, "hidden by #[error(transparent)]");
+    /// assert_eq!(ToolError::Exit(75).timeout(), None);
+    /// ```
+    fn timeout(&self) -> Option<&TimeoutError> {
+        None
+    }
 }
 
 impl<T: Classify + ?Sized> Classify for &T {
@@ -47,6 +87,9 @@ impl<T: Classify + ?Sized> Classify for &T {
     }
     fn retry_after(&self) -> Option<Duration> {
         (**self).retry_after()
+    }
+    fn timeout(&self) -> Option<&TimeoutError> {
+        (**self).timeout()
     }
 }
 
@@ -57,6 +100,9 @@ impl<T: Classify + ?Sized> Classify for Box<T> {
     fn retry_after(&self) -> Option<Duration> {
         (**self).retry_after()
     }
+    fn timeout(&self) -> Option<&TimeoutError> {
+        (**self).timeout()
+    }
 }
 
 impl Classify for TimeoutError {
@@ -66,6 +112,11 @@ impl Classify for TimeoutError {
         } else {
             ErrorCategory::Transient
         }
+    }
+
+    /// Itself.
+    fn timeout(&self) -> Option<&TimeoutError> {
+        Some(self)
     }
 }
 
@@ -88,6 +139,12 @@ impl Classify for io::Error {
             Some(timeout) => timeout.category(),
             None => io_kind_category(self.kind()),
         }
+    }
+
+    /// The [`TimeoutError`] it holds (`io::Error::from(TimeoutError)`), or
+    /// one further down its inner errors and their sources.
+    fn timeout(&self) -> Option<&TimeoutError> {
+        TimeoutError::find(self)
     }
 }
 
@@ -199,11 +256,28 @@ mod tests {
         assert_eq!(other.category(), ErrorCategory::Transient);
     }
 
+    #[test]
+    fn the_timeout_is_found_in_itself_an_io_error_and_through_references() {
+        let limit = TimeoutError::new(Boundary::Connect, Duration::from_secs(2), Layer::Http);
+        assert_eq!(limit.timeout(), Some(&limit));
+        assert_eq!(Classify::timeout(&&limit), Some(&limit));
+        assert_eq!(Box::new(limit.clone()).timeout(), Some(&limit));
+        // Held by an io::Error, and by one that wraps that one.
+        let io = io::Error::from(limit.clone());
+        assert_eq!(io.timeout(), Some(&limit));
+        let wrapped = io::Error::other(io::Error::from(limit.clone()));
+        assert_eq!(wrapped.timeout(), Some(&limit));
+        // A TimedOut of another origin is not one of ours.
+        assert_eq!(io::Error::new(K::TimedOut, "slow disk").timeout(), None);
+        assert_eq!(io::Error::from(K::TimedOut).timeout(), None);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn tokio_elapsed_is_transient() {
         let elapsed = tokio::time::timeout(Duration::from_millis(1), core::future::pending::<()>())
             .await
             .unwrap_err();
         assert_eq!(elapsed.category(), ErrorCategory::Transient);
+        assert_eq!(elapsed.timeout(), None, "tokio's, not one of ours");
     }
 }

@@ -139,6 +139,14 @@ const PRESENT: u64 = 1 << 63;
 const HAS_KEY: u64 = 1 << 62;
 /// The stream cell holds the frame of this attempt's fn.
 const HAS_STREAM: u64 = 1 << 61;
+/// How many loops that break the stratification started inside this
+/// attempt during its poll (bits 42–60), each waiting in
+/// [`stratification`](crate::stratification) for the outer call's name,
+/// which its [`restore`] gives: no other poll pays for it.
+const VIOLATIONS: u64 = ((1 << 19) - 1) << VIOLATIONS_SHIFT;
+const VIOLATIONS_SHIFT: u32 = 42;
+// The flags and the counter each have bits of their own.
+const _: () = assert!(VIOLATIONS & (HAS_STREAM | HAS_KEY | PRESENT) == 0);
 
 impl AttemptSlot {
     const NONE: AttemptSlot = AttemptSlot(0);
@@ -184,6 +192,10 @@ impl AttemptSlot {
     }
     fn has_stream(self) -> bool {
         self.0 & HAS_STREAM != 0
+    }
+    /// The violations started inside this attempt's poll and not yet reported.
+    fn violations(self) -> u32 {
+        ((self.0 & VIOLATIONS) >> VIOLATIONS_SHIFT) as u32
     }
 }
 
@@ -281,6 +293,23 @@ pub(crate) fn attempt(
     })
 }
 
+/// The layer of the attempt in force, if `breaks(layer)` says that a loop
+/// starting inside it breaks the stratification: that attempt's count of
+/// violations to report goes up by one (for its [`restore`] to report with
+/// its name). `None` past half a million in one poll: that one is not reported.
+#[cold]
+pub(crate) fn count_violation(breaks: impl FnOnce(Layer) -> bool) -> Option<Layer> {
+    CONTEXT.with(|c| {
+        let slot = c.attempt.get();
+        let full = slot.0 & VIOLATIONS == VIOLATIONS;
+        if !slot.present() || full || !breaks(slot.layer()) {
+            return None;
+        }
+        c.attempt.set(AttemptSlot(slot.0 + (1 << VIOLATIONS_SHIFT)));
+        Some(slot.layer())
+    })
+}
+
 /// What the loops and the scope around a call being polled for the first
 /// time say: whether a task policy is in force, and whether a budget is
 /// (then the call is nested in a retried call).
@@ -325,10 +354,16 @@ pub(crate) fn install(
 }
 
 /// Puts back what [`install`] replaced, and the call's key (drawn during
-/// the poll, perhaps) in `key`; returns the call's budget as the nested
-/// loops left it, if it owns it.
+/// the poll, perhaps) in `key`; reports the loops that broke the
+/// stratification inside the poll, as started inside `operation`; returns
+/// the call's budget as the nested loops left it, if it owns it.
 #[inline(always)]
-pub(crate) fn restore(outer: Outer, key: &mut IdempotencyKey, owns_budget: bool) -> Option<Budget> {
+pub(crate) fn restore(
+    outer: Outer,
+    key: &mut IdempotencyKey,
+    owns_budget: bool,
+    operation: &'static str,
+) -> Option<Budget> {
     let (ours, budget) = CONTEXT.with(|c| {
         let ours = c.attempt.replace(outer.attempt);
         let budget = if owns_budget {
@@ -338,15 +373,32 @@ pub(crate) fn restore(outer: Outer, key: &mut IdempotencyKey, owns_budget: bool)
         };
         (ours, budget)
     });
-    if (ours.0 | outer.attempt.0) & HAS_KEY != 0 {
-        swap_key(key);
+    // One test for both, as for the key alone: a call that is not nested
+    // has no outer attempt, and nothing nested broke the stratification.
+    if (ours.0 | outer.attempt.0) & (HAS_KEY | VIOLATIONS) != 0 {
+        settle(ours, outer.attempt, key, operation);
     }
     budget
 }
 
-/// Swaps `key` with the key in force.
+/// The rare part of [`restore`]: the keys to swap back, the violations to report.
 #[cold]
 #[inline(never)]
+fn settle(
+    ours: AttemptSlot,
+    outer: AttemptSlot,
+    key: &mut IdempotencyKey,
+    operation: &'static str,
+) {
+    if (ours.0 | outer.0) & HAS_KEY != 0 {
+        swap_key(key);
+    }
+    if ours.violations() != 0 {
+        crate::stratification::report(ours.layer(), operation, ours.violations());
+    }
+}
+
+/// Swaps `key` with the key in force.
 fn swap_key(key: &mut IdempotencyKey) {
     CONTEXT.with(|c| *key = c.key.replace(*key));
 }
@@ -535,16 +587,16 @@ mod tests {
         assert_eq!(inner.attempt, seen.with_key());
         let inner_drawn = attempt(IdempotencyKey::draw).unwrap().1;
         assert_ne!(inner_drawn, drawn);
-        assert_eq!(restore(inner, &mut inner_key, false), None);
+        assert_eq!(restore(inner, &mut inner_key, false, "t"), None);
         assert_eq!(inner_key, inner_drawn, "the inner call keeps what it drew");
         assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
         // Its next attempt brings its own key back, and hides the outer one again.
         let inner = install(None, inner_slot.with_key(), &mut inner_key);
         assert_eq!(attempt(|| unreachable!("its own")).unwrap().1, inner_drawn);
-        restore(inner, &mut inner_key, false);
+        restore(inner, &mut inner_key, false, "t");
         assert_eq!(inner_key, inner_drawn);
         assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
-        let back = restore(outer, &mut outer_key, true);
+        let back = restore(outer, &mut outer_key, true, "t");
         assert_eq!((back, outer_key), (Some(Budget::new(9, 2)), drawn));
         assert_eq!(attempt(IdempotencyKey::draw), None);
         assert_eq!(budget(), None);
@@ -559,14 +611,41 @@ mod tests {
         // now polled inside this attempt: its budget in force, then the outer one back.
         let inner = install(Some(Budget::explicit(3, 1)), slot, &mut key);
         take_from_budget();
-        assert_eq!(restore(inner, &mut key, true), Some(Budget::explicit(3, 2)));
+        assert_eq!(
+            restore(inner, &mut key, true, "t"),
+            Some(Budget::explicit(3, 2))
+        );
         assert_eq!(
             budget(),
             Some(Budget::new(9, 4)),
             "the outer budget is back"
         );
-        assert_eq!(restore(outer, &mut key, true), Some(Budget::new(9, 4)));
+        assert_eq!(restore(outer, &mut key, true, "t"), Some(Budget::new(9, 4)));
         assert_eq!(budget(), None);
+    }
+
+    #[test]
+    fn violations_counted_on_an_attempt_leave_the_rest_of_it_alone() {
+        assert_eq!(count_violation(|_| true), None, "no attempt in force");
+        let slot = AttemptSlot::new(Layer::Tool, 2, 3, false);
+        let mut key = IdempotencyKey::UNDRAWN;
+        let outer = install(None, slot, &mut key);
+        assert_eq!(count_violation(|_| false), None, "a normal shape");
+        assert_eq!(
+            count_violation(|layer| layer == Layer::Tool),
+            Some(Layer::Tool)
+        );
+        assert_eq!(count_violation(|_| true), Some(Layer::Tool));
+        let counted = CONTEXT.with(|c| c.attempt.get());
+        assert_eq!(
+            (counted.violations(), counted.layer(), counted.attempt()),
+            (2, Layer::Tool, 2)
+        );
+        assert_eq!((counted.max_attempts(), counted.has_key()), (3, false));
+        // Its restore reports them (none were left to complete here) and
+        // puts the outer context back.
+        restore(outer, &mut key, false, "t");
+        assert_eq!(CONTEXT.with(|c| c.attempt.get()), AttemptSlot::NONE);
     }
 
     #[test]
@@ -599,7 +678,7 @@ mod tests {
             (super::budget(), around()),
             (Some(Budget::new(9, 3)), (false, true))
         );
-        restore(outer, &mut key, true);
+        restore(outer, &mut key, true, "t");
         assert_eq!(super::budget(), None);
 
         let scoped = || CONTEXT.with(|c| c.scoped.get());

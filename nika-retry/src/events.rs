@@ -6,21 +6,14 @@
 //! WARN for a retry and for a give-up after retries, DEBUG for a give-up on
 //! the first attempt — not retryable, a one-attempt layer, the 429 that the
 //! http layer leaves to the provider — and for a recovery) and to the
-//! [`RetryObserver`]s installed with [`observe`] — the engine's EventLog.
+//! [`RetryObserver`]s installed with [`observe`], such as the ready-made
+//! [`EventLog`] — the engine's EventLog. A loop that breaks the
+//! stratification of the layers (ADR-006) is reported to them too, as a
+//! [`LayerViolation`].
 //!
 //! ```
-//! use std::sync::{Arc, Mutex};
-//! use nika_retry::events::{observe, Outcome, RetryEvent, RetryObserver};
-//! use nika_retry::{retry, Classify};
-//!
-//! #[derive(Default)]
-//! struct Log(Mutex<Vec<(String, u32, Outcome)>>);
-//!
-//! impl RetryObserver for Log {
-//!     fn on_event(&self, e: &RetryEvent) {
-//!         self.0.lock().unwrap().push((e.layer.to_string(), e.attempt, e.outcome));
-//!     }
-//! }
+//! use nika_retry::events::{observe, EventLog, Outcome};
+//! use nika_retry::{retry, Classify, Layer};
 //!
 //! #[derive(Debug, Classify)]
 //! #[category(transient)]
@@ -33,11 +26,11 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! let log = Arc::new(Log::default());
+//! let log = EventLog::new();
 //! let fail = std::sync::atomic::AtomicBool::new(true);
-//! observe(log.clone(), fetch(&fail)).await.unwrap();
-//! let seen = log.0.lock().unwrap().clone();
-//! assert_eq!(seen, [("http".into(), 1, Outcome::Retrying), ("http".into(), 2, Outcome::Recovered)]);
+//! observe(log.clone().into(), fetch(&fail)).await.unwrap();
+//! let seen: Vec<_> = log.events().iter().map(|e| (e.layer, e.attempt, e.outcome)).collect();
+//! assert_eq!(seen, [(Layer::Http, 1, Outcome::Retrying), (Layer::Http, 2, Outcome::Recovered)]);
 //! # }
 //! ```
 
@@ -51,6 +44,12 @@ use std::sync::Arc;
 
 use crate::engine::GiveUp;
 use crate::{ErrorCategory, Layer};
+
+mod log;
+mod violation;
+
+pub use log::EventLog;
+pub use violation::LayerViolation;
 
 /// How a decision ended.
 #[non_exhaustive]
@@ -176,10 +175,35 @@ impl fmt::Display for RetryEvent {
 /// Receives every [`RetryEvent`] of the futures it observes.
 ///
 /// Called synchronously from inside the retry loop: keep it quick (push to
-/// a log or a channel).
+/// a log or a channel). [`EventLog`] is one ready-made; a hand-written one
+/// keeps what it needs:
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use nika_retry::events::{Outcome, RetryEvent, RetryObserver};
+///
+/// /// Counts the retries, at every layer.
+/// #[derive(Default)]
+/// struct Retries(AtomicU32);
+///
+/// impl RetryObserver for Retries {
+///     fn on_event(&self, e: &RetryEvent) {
+///         if e.outcome == Outcome::Retrying {
+///             self.0.fetch_add(1, Ordering::Relaxed);
+///         }
+///     }
+/// }
+/// ```
 pub trait RetryObserver: Send + Sync {
     /// One decision.
     fn on_event(&self, event: &RetryEvent);
+
+    /// A retry loop that started inside an attempt of a loop of the same or
+    /// a lower layer ([`LayerViolation`]); nothing by default. A test can
+    /// fail on it.
+    fn on_layer_violation(&self, violation: &LayerViolation) {
+        let _ = violation;
+    }
 }
 
 std::thread_local! {

@@ -100,6 +100,7 @@ mod layer;
 pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
+mod stratification;
 pub mod stream;
 pub mod task;
 mod time_limits;

@@ -94,6 +94,15 @@ impl TimeoutError {
     /// The `TimeoutError` in `error` or in its chain of sources: where a
     /// library such as reqwest wraps the one a connect limit produced.
     ///
+    /// **Not through `#[error(transparent)]`.** thiserror's `transparent`
+    /// forwards `source()` to the inner error's own source, so for the error
+    /// shape these docs recommend, `#[error(transparent)] #[category(transparent)]
+    /// Timeout(#[from] TimeoutError)`, `find` returns `None` for exactly that
+    /// variant: the `TimeoutError` is never anyone's source. Ask the error
+    /// itself with [`Classify::timeout`](crate::Classify::timeout), which the
+    /// derive implements for that variant (and `io::Error` and
+    /// `reqwest::Error` implement from their sources).
+    ///
     /// ```
     /// use std::io;
     /// use std::time::Duration;

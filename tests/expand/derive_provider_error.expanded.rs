@@ -24,4 +24,12 @@ impl ::nika_retry::Classify for ProviderError {
             }
         }
     }
+    fn timeout(&self) -> ::core::option::Option<&::nika_retry::TimeoutError> {
+        match self {
+            Self::Timeout { 0: __nika_field, .. } => {
+                ::nika_retry::Classify::timeout({ __nika_field })
+            }
+            _ => ::core::option::Option::None,
+        }
+    }
 }

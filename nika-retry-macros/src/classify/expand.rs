@@ -78,6 +78,7 @@ pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenS
         quote!(match self { #(#hint_arms)* })
     };
 
+    let timeout = super::timeout::method(input, rules, krate);
     let ident = input.ident;
     let generics = with_bounds(input.generics, rules, krate);
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
@@ -91,6 +92,8 @@ pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenS
             fn retry_after(&self) -> ::core::option::Option<::core::time::Duration> {
                 #hint_body
             }
+
+            #timeout
         }
     }
 }

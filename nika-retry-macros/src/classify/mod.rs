@@ -3,6 +3,7 @@
 mod ast;
 mod attr;
 mod expand;
+mod timeout;
 mod valid;
 
 use proc_macro2::TokenStream;

@@ -16,9 +16,9 @@ use crate::connect;
 use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer, StreamFrame, StreamScope};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
-use crate::task;
 use crate::time_limits::{Progress, TimeLimited, total_from_now};
-use crate::{Classify, ErrorCategory, RetryConfig, TimeoutError, TokenBucket};
+use crate::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, TokenBucket};
+use crate::{stratification, task};
 
 /// One call of an annotated fn: its retry state, its deadline, and its
 /// place among the retry loops around it.
@@ -141,7 +141,10 @@ impl Call {
         if scoped {
             return self.resolve_in_scope(nested);
         }
-        if !nested {
+        if nested {
+            // Only a nested call pays for the check (ADR-006).
+            stratification::check(self.site);
+        } else {
             self.budget = Some(Budget::new(task::DEFAULT_BUDGET, 1));
         }
         self.max_attempts = self.site.config.effective_attempts();
@@ -152,7 +155,9 @@ impl Call {
     #[inline(never)]
     fn resolve_in_scope(&mut self, nested: bool) {
         let scope = task::in_force(self.site.layer);
-        if !nested {
+        if nested {
+            stratification::check(self.site);
+        } else {
             self.budget = Some(match scope.budget {
                 Some(total) => Budget::explicit(total, 1),
                 None => Budget::new(task::DEFAULT_BUDGET, 1),
@@ -253,7 +258,9 @@ impl Call {
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Duration> {
-        let timed_out = core::mem::take(&mut self.timed_out);
+        // One of the attempt's own limits, or a timeout in the error itself
+        // (a connect limit, an inner fn's limit): the bucket charges more.
+        let timed_out = core::mem::take(&mut self.timed_out) | failure.timed_out;
         let now = self.deadline.is_some().then(Instant::now);
         if self.start.is_none() {
             // A first attempt that failed at once: the call started now.
@@ -279,6 +286,14 @@ impl Call {
                 Some(Some(taken)) => self.bucket_taken = taken,
                 None => {}
             }
+        }
+        if decision == Decision::GiveUp(GiveUp::AttemptsExhausted)
+            && max_attempts == 1
+            && matches!(config, Cow::Borrowed(_))
+            && matches!(self.site.layer, Layer::Tool | Layer::Task)
+        {
+            // The site's one attempt, no task `retry:` nor `config = …` over it.
+            decision = Decision::GiveUp(GiveUp::NotOptedIn);
         }
         let (outcome, delay, from_hint, reason) = match decision {
             Decision::Retry { delay, from_hint } => {
@@ -367,7 +382,8 @@ impl Drop for InForce<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         let call = &mut *self.call;
-        let budget = context::restore(self.outer, &mut call.key, call.budget.is_some());
+        let owns_budget = call.budget.is_some();
+        let budget = context::restore(self.outer, &mut call.key, owns_budget, call.site.operation);
         if budget.is_some() {
             call.budget = budget;
         }

@@ -47,20 +47,34 @@ pub struct Failure {
     pub category: ErrorCategory,
     /// The server's wait hint, if any.
     pub retry_after: Option<Duration>,
+    /// Whether the error is a time limit that expired (it holds a
+    /// [`TimeoutError`](crate::TimeoutError)): a retry after it costs a
+    /// [`TokenBucket`](crate::TokenBucket) its `timeout_retry_cost`.
+    pub timed_out: bool,
 }
 
 impl Failure {
-    /// A failure of `category` with an optional server hint.
+    /// A failure of `category` with an optional server hint, not a timeout.
     pub const fn new(category: ErrorCategory, retry_after: Option<Duration>) -> Failure {
         Failure {
             category,
             retry_after,
+            timed_out: false,
         }
     }
 
-    /// The failure an error describes through [`Classify`].
+    /// The same failure, marked as a timeout (or not).
+    #[must_use]
+    pub const fn with_timed_out(mut self, timed_out: bool) -> Failure {
+        self.timed_out = timed_out;
+        self
+    }
+
+    /// The failure an error describes through [`Classify`]: its category,
+    /// its hint, and whether it is a timeout ([`Classify::timeout`]).
     pub fn of<E: Classify + ?Sized>(error: &E) -> Failure {
         Failure::new(error.category(), error.retry_after())
+            .with_timed_out(error.timeout().is_some())
     }
 }
 
@@ -113,6 +127,11 @@ pub enum GiveUp {
     NotRetryable,
     /// The attempt that failed was the last one the config allows.
     AttemptsExhausted,
+    /// A `tool` or `task` fn was tried once because the task in force did
+    /// not opt in to retrying it (no `retry:` in its
+    /// [`TaskPolicy`](crate::task::TaskPolicy)): those layers retry only
+    /// when the task says so.
+    NotOptedIn,
     /// The cumulative attempt budget shared by the nested layers under one
     /// outermost call is spent ("attempt budget exhausted").
     BudgetExhausted,
@@ -137,6 +156,7 @@ impl fmt::Display for GiveUp {
         match self {
             GiveUp::NotRetryable => f.write_str("not retryable"),
             GiveUp::AttemptsExhausted => f.write_str("attempts exhausted"),
+            GiveUp::NotOptedIn => f.write_str("not opted in by the task"),
             GiveUp::BudgetExhausted => f.write_str("attempt budget exhausted"),
             GiveUp::TokenBucketEmpty => f.write_str("retry token bucket empty"),
             GiveUp::HintTooLong { hint } => {
@@ -612,6 +632,7 @@ mod tests {
         let reasons = [
             (GiveUp::NotRetryable, "not retryable"),
             (GiveUp::AttemptsExhausted, "attempts exhausted"),
+            (GiveUp::NotOptedIn, "not opted in by the task"),
             (GiveUp::BudgetExhausted, "attempt budget exhausted"),
             (GiveUp::TokenBucketEmpty, "retry token bucket empty"),
             (

@@ -35,6 +35,14 @@ impl Classify for reqwest::Error {
         }
         ErrorCategory::Permanent
     }
+
+    /// The [`TimeoutError`](crate::TimeoutError) in its sources: the connect
+    /// limit that expired in the connector of
+    /// [`client_builder`](crate::http::client_builder). reqwest's own
+    /// timeouts (`ClientBuilder::timeout`) are not one.
+    fn timeout(&self) -> Option<&crate::TimeoutError> {
+        crate::TimeoutError::find(self)
+    }
 }
 
 /// The first `io::Error` in the source chain of `error`.

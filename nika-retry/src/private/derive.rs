@@ -2,7 +2,7 @@
 
 use core::time::Duration;
 
-use crate::ErrorCategory;
+use crate::{ErrorCategory, TimeoutError};
 
 /// `#[category(http_status = field)]`: a status code, or `None` when the
 /// request got no response at all.
@@ -92,4 +92,38 @@ pub fn hint_duration<H: DurationHint + ?Sized>(hint: &H) -> Option<Duration> {
 #[inline]
 pub fn hint_millis<H: MillisHint + ?Sized>(hint: &H) -> Option<Duration> {
     hint.hint()
+}
+
+/// A variant's one field whose type is written `…TimeoutError`, for the
+/// derived `Classify::timeout`: ours gives itself, another crate's type of
+/// that name `None`, so that such a type compiles as it did. Autoref
+/// specialisation: on `(&&TimeoutProbe(field)).timeout_field()`, method
+/// lookup tries `&&TimeoutProbe<TimeoutError>` ([`OurTimeout`]) before
+/// `&TimeoutProbe<T>` ([`NotOurTimeout`]).
+pub struct TimeoutProbe<'a, T: ?Sized>(pub &'a T);
+
+/// The field is ours: see [`TimeoutProbe`].
+pub trait OurTimeout<'a> {
+    /// `Some(field)`.
+    fn timeout_field(self) -> Option<&'a TimeoutError>;
+}
+
+impl<'a> OurTimeout<'a> for &&TimeoutProbe<'a, TimeoutError> {
+    #[inline]
+    fn timeout_field(self) -> Option<&'a TimeoutError> {
+        Some(self.0)
+    }
+}
+
+/// The field is another type of that name: see [`TimeoutProbe`].
+pub trait NotOurTimeout<'a> {
+    /// `None`.
+    fn timeout_field(self) -> Option<&'a TimeoutError>;
+}
+
+impl<'a, T: ?Sized> NotOurTimeout<'a> for &TimeoutProbe<'a, T> {
+    #[inline]
+    fn timeout_field(self) -> Option<&'a TimeoutError> {
+        None
+    }
 }

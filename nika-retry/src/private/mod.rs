@@ -16,7 +16,8 @@ pub use bounds::{
     FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt, RetryResult, moved_by_each_attempt,
 };
 pub use derive::{
-    DurationHint, HttpStatus, MillisHint, hint_duration, hint_millis, status_category,
+    DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe, hint_duration,
+    hint_millis, status_category,
 };
 pub(crate) use probe::event_built;
 pub use probe::events_built;

@@ -1,0 +1,122 @@
+//! Stratification (ADR-006): a retry loop that starts inside an attempt of
+//! a loop of the same or a lower layer is reported, as a
+//! [`LayerViolation`], to the observers in force where it started and, once
+//! per pair of fns in the process, as a `tracing` warning.
+//!
+//! A call that is not nested pays nothing: the check runs where a nested
+//! call reads what is around it on its first poll. There the inner call
+//! knows the outer attempt's layer but not its fn, which only the outer call
+//! holds; so the inner call counts the violation on the outer attempt (in
+//! its slot of the context) and leaves its half of the report here, and the
+//! outer call completes it with its name when the poll ends, in the rare
+//! part of its `restore`. Reports wait on a stack: a call's own are the
+//! last ones when its poll ends, those of the calls nested deeper having
+//! been completed by their own outer calls first.
+
+use core::cell::RefCell;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::Layer;
+use crate::context;
+use crate::engine::site::Site;
+use crate::events::{self, LayerViolation, RetryObserver};
+
+/// The inner half of a report, waiting for the outer call's name.
+struct Pending {
+    inner: &'static Site,
+    outer_layer: Layer,
+    /// The observers in force where the inner loop started.
+    observers: Vec<Arc<dyn RetryObserver>>,
+}
+
+std::thread_local! {
+    static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The pairs `(outer, inner)` already warned about in this process.
+static WARNED: Mutex<BTreeSet<(&'static str, &'static str)>> = Mutex::new(BTreeSet::new());
+
+/// On the first poll of a call of `inner` nested in another's attempt: if
+/// that breaks the stratification, leaves the report for the outer call.
+#[cold]
+#[inline(never)]
+pub(crate) fn check(inner: &'static Site) {
+    let Some(outer_layer) =
+        context::count_violation(|outer| LayerViolation::breaks(outer, inner.layer))
+    else {
+        return;
+    };
+    let observers = events::current();
+    PENDING.with(|p| {
+        p.borrow_mut().push(Pending {
+            inner,
+            outer_layer,
+            observers,
+        });
+    });
+}
+
+/// At the end of a poll of an attempt of `outer_operation` at `outer_layer`
+/// during which `count` loops broke the stratification inside it: reports
+/// them, in the order they started.
+#[cold]
+#[inline(never)]
+pub(crate) fn report(outer_layer: Layer, outer_operation: &'static str, count: u32) {
+    let reports = PENDING.with(|p| {
+        let mut pending = p.borrow_mut();
+        let from = pending.len().saturating_sub(count as usize);
+        pending.split_off(from)
+    });
+    // Unwinding: an observer must not panic twice.
+    if std::thread::panicking() {
+        return;
+    }
+    for Pending {
+        inner,
+        outer_layer: seen,
+        observers,
+    } in reports
+    {
+        debug_assert_eq!(seen, outer_layer, "a report completed by the wrong call");
+        let violation = LayerViolation {
+            outer_layer,
+            outer_operation,
+            inner_layer: inner.layer,
+            inner_operation: inner.operation,
+        };
+        warn_once(&violation);
+        for observer in observers.iter().rev() {
+            observer.on_layer_violation(&violation);
+        }
+    }
+}
+
+/// The `tracing` warning, once per pair of fns in the process.
+fn warn_once(violation: &LayerViolation) {
+    let pair = (violation.outer_operation, violation.inner_operation);
+    let first = WARNED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(pair);
+    if !first {
+        return;
+    }
+    #[cfg(feature = "tracing")]
+    {
+        let why = if violation.outer_layer == violation.inner_layer {
+            "two loops of one layer nested multiply their attempts"
+        } else {
+            "the layers are upside down: the higher layer's loop belongs around the lower one's"
+        };
+        tracing::warn!(
+            target: "nika_retry",
+            outer_layer = violation.outer_layer.as_str(),
+            outer_operation = violation.outer_operation,
+            inner_layer = violation.inner_layer.as_str(),
+            inner_operation = violation.inner_operation,
+            "layer violation (ADR-006): {violation}: {why}; retry at one place and call the \
+             other without its loop (said once per pair of fns)"
+        );
+    }
+}
