@@ -207,11 +207,17 @@ async fn minimal_timeout_nest_http(n: u32) -> Res {
 }
 
 async fn minimal_timeout_nest_provider(n: u32) -> Res {
-    minimal_loop!(tokio_timeout!(minimal_timeout_nest_http(n)), PROVIDER_BACKOFF)
+    minimal_loop!(
+        tokio_timeout!(minimal_timeout_nest_http(n)),
+        PROVIDER_BACKOFF
+    )
 }
 
 async fn minimal_timeout_nest_ok(n: u32) -> Res {
-    minimal_loop!(tokio_timeout!(minimal_timeout_nest_provider(n)), PROVIDER_BACKOFF)
+    minimal_loop!(
+        tokio_timeout!(minimal_timeout_nest_provider(n)),
+        PROVIDER_BACKOFF
+    )
 }
 
 // ---------------------------------------------------------------------------
