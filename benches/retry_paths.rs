@@ -524,7 +524,63 @@ fn pending_path(c: &mut Criterion) {
 
 criterion_group!(benches, success_path, failure_path, pending_path);
 
+/// The CPU time this thread has run, in ns (`/proc/thread-self/schedstat`):
+/// unlike the wall clock, it does not count the time other processes hold
+/// the CPU, so it stays meaningful on a loaded machine.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("/proc/thread-self/schedstat unreadable"))
+}
+
+/// The CPU time per call of `f`, over `calls` calls after a tenth as many.
+fn cpu_per_call<F, Fut>(rt: &Runtime, calls: u32, f: F) -> f64
+where
+    F: Fn(u32) -> Fut,
+    Fut: Future<Output = Res>,
+{
+    rt.block_on(async {
+        for _ in 0..calls / 10 {
+            black_box(f(black_box(1)).await).ok();
+        }
+        let start = thread_cpu_ns();
+        for _ in 0..calls {
+            black_box(f(black_box(1)).await).ok();
+        }
+        (thread_cpu_ns() - start) as f64 / f64::from(calls)
+    })
+}
+
+/// `RETRY_PATHS_CPU=calls`: instead of criterion, the CPU time per call of
+/// each contender (success and failure paths), over `calls` calls after a
+/// warm-up, one line each: for a machine too loaded for wall-clock times.
+fn cpu_times(calls: u32) {
+    let live = live_runtime();
+    let paused = paused_runtime();
+    macro_rules! row_success {
+        ($name:expr, $f:ident) => {
+            let ns = cpu_per_call(&live, calls, $f);
+            println!("cpu success {} {ns:.2} ns", $name);
+        };
+    }
+    success_contenders!(row_success);
+    macro_rules! row_failure {
+        ($name:expr, $f:ident) => {
+            let ns = cpu_per_call(&paused, calls, $f);
+            println!("cpu failure {} {ns:.2} ns", $name);
+        };
+    }
+    failure_contenders!(row_failure);
+}
+
 fn main() {
+    if let Some(calls) = std::env::var("RETRY_PATHS_CPU")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        return cpu_times(calls);
+    }
     print_tables();
     benches();
     Criterion::default().configure_from_args().final_summary();
