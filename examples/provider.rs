@@ -5,8 +5,9 @@
 //! cargo run --example provider
 //! ```
 //!
-//! Needs nothing outside the example: `complete` is a stand-in for the HTTP
-//! call, rate limited once and then answering. In a project of your own:
+//! Self-contained: it compiles from the published crates and its own code,
+//! so you can copy it as it is. `complete` is a stand-in for the HTTP call,
+//! rate limited once and then answering. In a project of your own:
 //!
 //! ```toml
 //! nika-retry = "0.1"

@@ -6,8 +6,9 @@
 //! cargo run --example tool_executor
 //! ```
 //!
-//! Needs nothing outside the example: the tool is a stand-in that fails
-//! twice, then succeeds. In a project of your own:
+//! Self-contained: it compiles from the published crates and its own code,
+//! so you can copy it as it is. The tool is a stand-in that fails twice,
+//! then succeeds. In a project of your own:
 //!
 //! ```toml
 //! nika-retry = { version = "0.1", features = ["serde"] }

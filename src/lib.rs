@@ -8,6 +8,12 @@ pub mod fault;
 pub mod logs;
 pub mod verb;
 
+/// `docs/tools-and-tasks.md`: each of its Rust snippets is compiled and run
+/// as a doctest, so that what it tells a runner's author stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tools-and-tasks.md")]
+pub struct ToolsAndTasksDoctests;
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
