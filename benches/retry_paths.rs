@@ -553,8 +553,11 @@ where
 }
 
 /// `RETRY_PATHS_CPU=calls`: instead of criterion, the CPU time per call of
-/// each contender (success and failure paths), over `calls` calls after a
-/// warm-up, one line each: for a machine too loaded for wall-clock times.
+/// each contender, over `calls` calls of the success path and a twentieth
+/// as many of the failure path, after a warm-up, one line each: for a
+/// machine too loaded for wall-clock times. The kernel updates a thread's
+/// CPU time at scheduler ticks (a few ms), so take `calls` of 10 million or
+/// more for the success path.
 fn cpu_times(calls: u32) {
     let live = live_runtime();
     let paused = paused_runtime();
@@ -567,7 +570,7 @@ fn cpu_times(calls: u32) {
     success_contenders!(row_success);
     macro_rules! row_failure {
         ($name:expr, $f:ident) => {
-            let ns = cpu_per_call(&paused, calls, $f);
+            let ns = cpu_per_call(&paused, calls / 20, $f);
             println!("cpu failure {} {ns:.2} ns", $name);
         };
     }
