@@ -1,5 +1,6 @@
-//! A provider ("verb") crate: ADR-019's `ProviderError`, classified by a
-//! derive, and a provider method whose retries and timeout are two attributes.
+//! A provider ("verb") crate: its `ProviderError` (429 with a hint, other API
+//! failures by status, time limits), classified by a derive, and a provider
+//! method whose retries and timeout are two attributes.
 //!
 //! ```text
 //! cargo run --example provider

@@ -37,7 +37,7 @@ pub enum ToolExecError {
 
 static RUNS: AtomicU32 = AtomicU32::new(0);
 
-/// One run of a tool, bounded to 30 s (the `ShellCommand.timeout` of ADR-019).
+/// One run of a tool, bounded to 30 s (a shell command's own timeout).
 #[retry(layer = "tool")]
 #[timeout(attempt = "30s")]
 async fn execute(tool: &str) -> Result<String, ToolExecError> {

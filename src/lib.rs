@@ -21,7 +21,8 @@ use std::time::Duration;
 use nika_retry::events::{Outcome, RetryEvent, RetryObserver};
 use nika_retry::{Classify, Layer, TimeoutError};
 
-/// A provider-style error, as ADR-019 describes `ProviderError`.
+/// A provider-style error, as an LLM provider crate's `ProviderError`: a 429
+/// with the provider's hint, other API failures by status, time limits.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Classify)]
 pub enum ProviderError {
     /// HTTP 429 with the provider's hint.

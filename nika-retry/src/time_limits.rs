@@ -144,6 +144,11 @@ impl<F> TimeLimited<F> {
         self.read = limit;
         self
     }
+
+    /// The `read` limit: what a stream started in the attempt carries past it.
+    pub(crate) fn read_limit(&self) -> Option<Duration> {
+        self.read
+    }
 }
 
 impl<F: Future> TimeLimited<F> {

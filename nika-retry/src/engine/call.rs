@@ -11,9 +11,9 @@ use tokio::time::Instant;
 
 use super::site::{Site, Timeouts};
 use super::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
-use crate::__private::{FromTimeout, RetryResult};
+use crate::__private::RetryResult;
 use crate::connect;
-use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer};
+use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer, StreamFrame, StreamScope};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
 use crate::task;
@@ -50,6 +50,13 @@ pub struct Call {
     progress: Option<Arc<Progress>>,
     first_failure: Option<Instant>,
     last_category: ErrorCategory,
+    /// When the call started, for a stream its attempts await
+    /// ([`stream`](crate::stream)): set when the first attempt first goes
+    /// pending or when an attempt fails, so it is `None` only during the
+    /// first poll of the first attempt, when "now" is the start. From then
+    /// on every poll of an attempt puts the call's frame in force; a first
+    /// attempt ready at once never reads the clock for it.
+    start: Option<Instant>,
 }
 
 impl Call {
@@ -69,6 +76,7 @@ impl Call {
             progress: None,
             first_failure: None,
             last_category: ErrorCategory::Transient,
+            start: None,
         }
     }
 
@@ -82,19 +90,44 @@ impl Call {
     /// the guard drops (a panic included). Inlined into the poll, always:
     /// a guard returned from a call comes back through memory, and reading
     /// it stalls the CPU's store forwarding on every call.
+    /// `framed`: the call's stream frame is in force too ([`stream_in_force`](Call::stream_in_force)).
     #[inline(always)]
-    fn in_force(&mut self) -> InForce<'_> {
+    fn in_force(&mut self, framed: bool) -> InForce<'_> {
         if self.max_attempts == 0 {
             self.resolve();
         }
-        let slot = AttemptSlot::new(
+        let mut slot = AttemptSlot::new(
             self.site.layer,
             self.state.attempt(),
             self.max_attempts,
             self.key != IdempotencyKey::UNDRAWN,
         );
+        if framed {
+            slot = slot.with_stream();
+        }
         let outer = context::install(self.budget, slot, &mut self.key);
         InForce { call: self, outer }
+    }
+
+    /// The call's frame for the streams its attempt awaits, with the
+    /// attempt's `read` limit, in force until the guard drops. Only once
+    /// the call has a start: never on a first attempt ready at once.
+    #[cold]
+    #[inline(never)]
+    fn stream_in_force(&self, read: Option<Duration>) -> StreamScope {
+        context::enter_stream(StreamFrame {
+            start: self.start,
+            read,
+            total: self.deadline,
+            layer: self.site.layer,
+        })
+    }
+
+    /// The first attempt went pending on its first poll: the call started then.
+    #[cold]
+    #[inline(never)]
+    fn went_pending(&mut self) {
+        self.start = Some(Instant::now());
     }
 
     /// What the loops and the scope around the call say about it, read once,
@@ -132,18 +165,25 @@ impl Call {
     }
 
     /// Runs one attempt under `limits` and the call's total deadline.
+    /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
+    /// the fn's error type (as for [`once`](super::once::once)), so that a
+    /// missing `From<TimeoutError>` is reported there and nowhere in here.
     #[inline]
-    pub fn timed<F, T, E>(&mut self, limits: Timeouts, fut: F) -> Timed<'_, F, E>
+    pub fn timed<F, T, E>(
+        &mut self,
+        limits: Timeouts,
+        fut: F,
+        into_error: fn(TimeoutError) -> E,
+    ) -> Timed<'_, F, E>
     where
         F: Future<Output = Result<T, E>>,
-        E: FromTimeout,
     {
         let (inner, connect) = limits.arm(fut, self.site.layer);
         Timed {
             inner,
             connect,
             call: self,
-            into_error: E::from_timeout,
+            into_error,
         }
     }
 
@@ -215,6 +255,10 @@ impl Call {
     ) -> Option<Duration> {
         let timed_out = core::mem::take(&mut self.timed_out);
         let now = self.deadline.is_some().then(Instant::now);
+        if self.start.is_none() {
+            // A first attempt that failed at once: the call started now.
+            self.start = Some(now.unwrap_or_else(Instant::now));
+        }
         self.last_category = failure.category;
         let config = self.config(config);
         let max_attempts = config.effective_attempts();
@@ -366,7 +410,19 @@ impl<F: Future> Future for Attempt<'_, F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        let _in_force = this.call.in_force();
+        let call = this.call;
+        if call.start.is_none() {
+            let polled = {
+                let _in_force = call.in_force(false);
+                this.fut.poll(cx)
+            };
+            if polled.is_pending() {
+                call.went_pending();
+            }
+            return polled;
+        }
+        let _stream = call.stream_in_force(None);
+        let _in_force = call.in_force(true);
         this.fut.poll(cx)
     }
 }
@@ -380,7 +436,8 @@ pin_project_lite::pin_project! {
         // For its total deadline, its budget and its attempt's context.
         call: &'a mut Call,
         // A fn pointer rather than an `E: FromTimeout` bound here, so that a
-        // missing `From<TimeoutError>` is reported once, at `timed`.
+        // missing `From<TimeoutError>` is reported once, where the expansion
+        // names `FromTimeout::from_timeout`.
         into_error: fn(TimeoutError) -> E,
     }
 }
@@ -397,10 +454,12 @@ where
         let into_error = *this.into_error;
         let (inner, call) = (this.inner, this.call);
         connect::poll_under(this.connect, call.site.operation, || {
-            let in_force = call.in_force();
+            let framed = call.start.is_some();
+            let _stream = framed.then(|| call.stream_in_force(inner.read_limit()));
+            let in_force = call.in_force(framed);
             let call = &mut *in_force.call;
             let timed_out = &mut call.timed_out;
-            inner.poll_with(
+            let polled = inner.poll_with(
                 cx,
                 &call.deadline,
                 &mut call.progress,
@@ -409,7 +468,11 @@ where
                     *timed_out = true;
                     Err(into_error(e))
                 },
-            )
+            );
+            if !framed && polled.is_pending() {
+                call.went_pending();
+            }
+            polled
         })
     }
 }
