@@ -582,7 +582,8 @@ fn main() {
         .ok()
         .and_then(|n| n.parse().ok())
     {
-        return cpu_times(calls);
+        cpu_times(calls);
+        return;
     }
     print_tables();
     benches();
