@@ -721,7 +721,7 @@ mod tests {
         }
         assert_eq!(stream_frame(), FrameInForce::NotYet, "unmarked again");
         assert!(CONTEXT.with(|c| c.attempt.get().has_key()));
-        restore(outer, &mut key, true);
+        restore(outer, &mut key, true, "t");
         {
             // A call past its first poll, with its frame in force.
             let outer = install(None, slot.with_stream(), &mut key);
@@ -730,9 +730,9 @@ mod tests {
             {
                 let inner = install(None, slot, &mut key);
                 assert_eq!(stream_frame(), FrameInForce::NotYet, "an inner call's turn");
-                restore(inner, &mut key, false);
+                restore(inner, &mut key, false, "t");
             }
-            restore(outer, &mut key, false);
+            restore(outer, &mut key, false, "t");
         }
         assert_eq!(stream_frame(), FrameInForce::Outside);
     }

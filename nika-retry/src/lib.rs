@@ -242,6 +242,9 @@ pub use nika_retry_macros::retry;
 ///   future in a `join!` beside the call does not count as its progress.
 ///   `http` and `provider` layers only.
 /// - `attempt` bounds one attempt's whole duration (a retry gets a fresh one).
+///   An expired attempt is dropped: a child process it started keeps running
+///   unless it was spawned with `tokio::process::Command::kill_on_drop(true)`
+///   (or in a process group you kill); see `docs/tools-and-tasks.md`.
 /// - `total` bounds the whole call with its retries and sleeps (no sleep is
 ///   started that would end past it).
 /// - `connect` bounds connection set-up: what the body wraps in [`connect`],
