@@ -19,9 +19,8 @@
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 //! ```
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 
-use nika_retry::events::{RetryEvent, RetryObserver, observe};
+use nika_retry::events::{EventLog, observe};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Classify, TimeoutError, retry};
 
@@ -143,28 +142,19 @@ async fn run_task(task: &Task, provider: &Provider, tool: &Tool) -> Result<Strin
     .await
 }
 
-/// Keeps every retry decision as a log line: the engine's EventLog.
-#[derive(Default)]
-struct EventLog(Mutex<Vec<String>>);
-
-impl RetryObserver for EventLog {
-    fn on_event(&self, event: &RetryEvent) {
-        self.0.lock().unwrap().push(event.to_string());
-    }
-}
-
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tasks = parse_workflow(WORKFLOW)?;
     let (provider, tool) = (Provider::default(), Tool::default());
-    let log = Arc::new(EventLog::default());
+    // The engine's EventLog: every retry decision, in order.
+    let log = EventLog::new();
     for task in &tasks {
-        match observe(log.clone(), run_task(task, &provider, &tool)).await {
+        match observe(log.clone().into(), run_task(task, &provider, &tool)).await {
             Ok(out) => println!("task {}: {out:?}", task.id),
             Err(e) => println!("task {} failed: {e}", task.id),
         }
-        for line in log.0.lock().unwrap().drain(..) {
-            println!("  event: {line}");
+        for event in log.take() {
+            println!("  event: {event}");
         }
     }
 

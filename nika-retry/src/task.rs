@@ -64,7 +64,8 @@ use crate::events::{self, RetryObserver};
 use crate::time_limits::{TimeLimited, total_from_now};
 use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
 
-/// The attempt budget nested retry loops share by default: ADR-019's 3 × 3.
+/// The attempt budget nested retry loops share by default: ADR-019's 3 × 3
+/// (it accepts http retried 3 times under a provider retried 3 times).
 pub const DEFAULT_BUDGET: u32 = 9;
 
 /// What a workflow task says about retries and time.
