@@ -74,14 +74,16 @@ fn ready() -> Ready {
 async fn drain<S: Stream>(stream: S) -> u32 {
     let mut stream = std::pin::pin!(stream);
     let mut n = 0;
-    core::future::poll_fn(|cx| loop {
-        match stream.as_mut().poll_next(cx) {
-            Poll::Ready(Some(item)) => {
-                black_box(item);
-                n += 1;
+    core::future::poll_fn(|cx| {
+        loop {
+            match stream.as_mut().poll_next(cx) {
+                Poll::Ready(Some(item)) => {
+                    black_box(item);
+                    n += 1;
+                }
+                Poll::Ready(None) => return Poll::Ready(n),
+                Poll::Pending => return Poll::Pending,
             }
-            Poll::Ready(None) => return Poll::Ready(n),
-            Poll::Pending => return Poll::Pending,
         }
     })
     .await
