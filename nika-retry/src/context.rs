@@ -213,9 +213,6 @@ struct Context {
     key: Cell<IdempotencyKey>,
     /// Whether a task policy is in force (then `task` has it).
     scoped: Cell<bool>,
-    /// The frame of the innermost annotated fn that has put one in force
-    /// (the innermost attempt's when it says `HAS_STREAM`).
-    stream: Cell<Option<StreamFrame>>,
 }
 
 std::thread_local! {
@@ -226,9 +223,13 @@ std::thread_local! {
             attempt: Cell::new(AttemptSlot::NONE),
             key: Cell::new(IdempotencyKey::UNDRAWN),
             scoped: Cell::new(false),
-            stream: Cell::new(None),
         }
     };
+    /// The frame of the innermost annotated fn that has put one in force
+    /// (the innermost attempt's when its slot says `HAS_STREAM`). A
+    /// thread-local of its own: only calls past their first poll touch it,
+    /// and [`Context`] keeps the layout the first poll is tuned for.
+    static STREAM: Cell<Option<StreamFrame>> = const { Cell::new(None) };
 }
 
 /// The connect limit of the attempt being polled, noted as reached: what a
@@ -406,14 +407,14 @@ fn swap_key(key: &mut IdempotencyKey) {
 /// What a stream polled now finds around it: the frame of the innermost
 /// annotated fn, or that it has none yet, or that there is none.
 pub(crate) fn stream_frame() -> FrameInForce {
-    CONTEXT.with(|c| {
-        let slot = c.attempt.get();
-        match c.stream.get() {
-            _ if slot.present() && !slot.has_stream() => FrameInForce::NotYet,
-            Some(frame) => FrameInForce::Frame(frame),
-            None => FrameInForce::Outside,
-        }
-    })
+    let slot = CONTEXT.with(|c| c.attempt.get());
+    if slot.present() && !slot.has_stream() {
+        return FrameInForce::NotYet;
+    }
+    match STREAM.with(Cell::get) {
+        Some(frame) => FrameInForce::Frame(frame),
+        None => FrameInForce::Outside,
+    }
 }
 
 /// `frame` in force for the streams polled until the guard drops: a call's,
@@ -421,7 +422,7 @@ pub(crate) fn stream_frame() -> FrameInForce {
 #[inline]
 pub(crate) fn enter_stream(frame: StreamFrame) -> StreamScope {
     StreamScope {
-        outer: CONTEXT.with(|c| c.stream.replace(Some(frame))),
+        outer: STREAM.with(|c| c.replace(Some(frame))),
         marked: false,
     }
 }
@@ -431,17 +432,18 @@ pub(crate) fn enter_stream(frame: StreamFrame) -> StreamScope {
 /// drops, so that a stream in the body takes this frame, not the call's.
 #[inline]
 pub(crate) fn enter_stream_marked(frame: StreamFrame) -> StreamScope {
-    CONTEXT.with(|c| {
+    let marked = CONTEXT.with(|c| {
         let slot = c.attempt.get();
         let marked = slot.present() && !slot.has_stream();
         if marked {
             c.attempt.set(slot.with_stream());
         }
-        StreamScope {
-            outer: c.stream.replace(Some(frame)),
-            marked,
-        }
-    })
+        marked
+    });
+    StreamScope {
+        outer: STREAM.with(|c| c.replace(Some(frame))),
+        marked,
+    }
 }
 
 /// The guard of [`enter_stream`] and [`enter_stream_marked`]: it puts the
@@ -455,12 +457,10 @@ pub(crate) struct StreamScope {
 impl Drop for StreamScope {
     #[inline]
     fn drop(&mut self) {
-        CONTEXT.with(|c| {
-            c.stream.set(self.outer);
-            if self.marked {
-                c.attempt.set(AttemptSlot(c.attempt.get().0 & !HAS_STREAM));
-            }
-        });
+        STREAM.with(|c| c.set(self.outer));
+        if self.marked {
+            CONTEXT.with(|c| c.attempt.set(AttemptSlot(c.attempt.get().0 & !HAS_STREAM)));
+        }
     }
 }
 

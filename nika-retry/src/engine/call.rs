@@ -425,34 +425,21 @@ impl<F: Future> Future for Attempt<'_, F> {
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        if self.call.start.is_some() {
-            return self.poll_framed(cx);
-        }
-        let mut this = self;
-        let polled = this.as_mut().poll_in_force(cx, false);
-        if polled.is_pending() {
-            // Only the first poll of the first attempt gets here.
-            this.project().call.went_pending();
-        }
-        polled
-    }
-}
-
-impl<F: Future> Attempt<'_, F> {
-    /// One poll with the call's context in force, and its frame if `framed`.
-    #[inline(always)]
-    fn poll_in_force(self: Pin<&mut Self>, cx: &mut Context<'_>, framed: bool) -> Poll<F::Output> {
         let this = self.project();
-        let _in_force = this.call.in_force(framed);
+        let call = this.call;
+        if call.start.is_none() {
+            let polled = {
+                let _in_force = call.in_force(false);
+                this.fut.poll(cx)
+            };
+            if polled.is_pending() {
+                call.went_pending();
+            }
+            return polled;
+        }
+        let _stream = call.stream_in_force(None);
+        let _in_force = call.in_force(true);
         this.fut.poll(cx)
-    }
-
-    /// A poll once the call has a start: with its stream frame in force.
-    /// Out of line, so that the first poll of a call keeps its size.
-    #[inline(never)]
-    fn poll_framed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let _stream = self.call.stream_in_force(None);
-        self.poll_in_force(cx, true)
     }
 }
 
@@ -479,39 +466,16 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if self.call.start.is_some() {
-            return self.poll_framed(cx);
-        }
-        let mut this = self;
-        let polled = this.as_mut().poll_in_force(cx, false);
-        if polled.is_pending() {
-            // Only the first poll of the first attempt gets here.
-            this.project().call.went_pending();
-        }
-        polled
-    }
-}
-
-impl<F, T, E> Timed<'_, F, E>
-where
-    F: Future<Output = Result<T, E>>,
-{
-    /// One poll under the attempt's limits with the call's context in force,
-    /// and its frame if `framed`.
-    #[inline(always)]
-    fn poll_in_force(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        framed: bool,
-    ) -> Poll<Result<T, E>> {
         let this = self.project();
         let into_error = *this.into_error;
         let (inner, call) = (this.inner, this.call);
         connect::poll_under(this.connect, call.site.operation, || {
+            let framed = call.start.is_some();
+            let _stream = framed.then(|| call.stream_in_force(inner.read_limit()));
             let in_force = call.in_force(framed);
             let call = &mut *in_force.call;
             let timed_out = &mut call.timed_out;
-            inner.poll_with(
+            let polled = inner.poll_with(
                 cx,
                 &call.deadline,
                 &mut call.progress,
@@ -520,17 +484,12 @@ where
                     *timed_out = true;
                     Err(into_error(e))
                 },
-            )
+            );
+            if !framed && polled.is_pending() {
+                call.went_pending();
+            }
+            polled
         })
-    }
-
-    /// A poll once the call has a start: with its stream frame (and the
-    /// attempt's `read`) in force. Out of line, so that the first poll of a
-    /// call keeps its size.
-    #[inline(never)]
-    fn poll_framed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
-        let _stream = self.call.stream_in_force(self.inner.read_limit());
-        self.poll_in_force(cx, true)
     }
 }
 

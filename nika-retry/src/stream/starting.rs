@@ -9,7 +9,7 @@ use futures_core::Stream;
 use tokio::time::Instant;
 
 use super::limits::Limits;
-use super::{MAX_HELD, Started, StreamError};
+use super::{MAX_HELD, Started};
 use crate::context::{self, FrameInForce};
 
 /// The future [`started`](super::started) and
@@ -71,10 +71,11 @@ impl<S: Stream, P> Starting<S, P> {
 // the rest is plain data.
 impl<S: Stream, P> Unpin for Starting<S, P> {}
 
+// No `E: StreamError` here: `started` asks for it, and one unmet bound
+// gives one error, its `on_unimplemented` message, not a second at `.await`.
 impl<S, T, E, P> Future for Starting<S, P>
 where
     S: Stream<Item = Result<T, E>> + Unpin,
-    E: StreamError,
     P: FnMut(&T) -> bool,
 {
     type Output = Result<Started<S>, E>;
