@@ -15,6 +15,11 @@
 //!   tells the attempt's own wake-ups from others') and `attempt` beside a
 //!   hand-written `tokio::time::timeout`.
 //!
+//! `minimal` is the simplest correct hand loop (issue 22: a counter, a
+//! growing delay, no category test); `nest` is a three-layer nest (task →
+//! provider → http), each layer annotated, beside `minimal_nest`, the same
+//! nest of minimal loops.
+//!
 //! ```sh
 //! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench retry_paths
 //! ```
@@ -121,6 +126,100 @@ async fn hand_timeout_ok(n: u32) -> Res {
     hand_loop!(tokio_timeout!(op(n)), PROVIDER_BACKOFF)
 }
 
+/// The minimal hand loop of issue 22: no category test, no backoff
+/// computation, only a counter and a delay that grows.
+macro_rules! minimal_loop {
+    ($attempt:expr, $schedule:expr) => {{
+        let (mut delay, multiplier): (Duration, u32) = $schedule;
+        let mut attempt = 1u32;
+        loop {
+            match $attempt {
+                Ok(v) => return Ok(v),
+                Err(_) if attempt < 3 => {
+                    tokio::time::sleep(delay).await;
+                    delay *= multiplier;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }};
+}
+
+async fn minimal_ok(n: u32) -> Res {
+    minimal_loop!(op(n).await, PROVIDER_BACKOFF)
+}
+
+async fn minimal_timeout_ok(n: u32) -> Res {
+    minimal_loop!(tokio_timeout!(op(n)), PROVIDER_BACKOFF)
+}
+
+// A three-layer nest (task → provider → http), each layer annotated, and
+// the same nest of minimal loops by hand: reported in the size table.
+
+#[retry(layer = "http")]
+async fn nest_http(n: u32) -> Res {
+    op(n).await
+}
+
+#[retry(layer = "provider")]
+async fn nest_provider(n: u32) -> Res {
+    nest_http(n).await
+}
+
+#[retry(layer = "task")]
+async fn nest_ok(n: u32) -> Res {
+    nest_provider(n).await
+}
+
+#[retry(layer = "http")]
+#[timeout(attempt = "30s")]
+async fn nest_timeout_http(n: u32) -> Res {
+    op(n).await
+}
+
+#[retry(layer = "provider")]
+#[timeout(attempt = "30s")]
+async fn nest_timeout_provider(n: u32) -> Res {
+    nest_timeout_http(n).await
+}
+
+#[retry(layer = "task")]
+#[timeout(attempt = "30s")]
+async fn nest_timeout_ok(n: u32) -> Res {
+    nest_timeout_provider(n).await
+}
+
+async fn minimal_nest_http(n: u32) -> Res {
+    minimal_loop!(op(n).await, PROVIDER_BACKOFF)
+}
+
+async fn minimal_nest_provider(n: u32) -> Res {
+    minimal_loop!(minimal_nest_http(n).await, PROVIDER_BACKOFF)
+}
+
+async fn minimal_nest_ok(n: u32) -> Res {
+    minimal_loop!(minimal_nest_provider(n).await, PROVIDER_BACKOFF)
+}
+
+async fn minimal_timeout_nest_http(n: u32) -> Res {
+    minimal_loop!(tokio_timeout!(op(n)), PROVIDER_BACKOFF)
+}
+
+async fn minimal_timeout_nest_provider(n: u32) -> Res {
+    minimal_loop!(
+        tokio_timeout!(minimal_timeout_nest_http(n)),
+        PROVIDER_BACKOFF
+    )
+}
+
+async fn minimal_timeout_nest_ok(n: u32) -> Res {
+    minimal_loop!(
+        tokio_timeout!(minimal_timeout_nest_provider(n)),
+        PROVIDER_BACKOFF
+    )
+}
+
 // ---------------------------------------------------------------------------
 // Failure-path contenders: the same, around `flaky`, with the 2 ms / 4 ms schedule.
 
@@ -158,6 +257,14 @@ async fn retry_timeout_fail(n: u32) -> Res {
 
 async fn hand_timeout_fail(n: u32) -> Res {
     hand_loop!(tokio_timeout!(flaky(n)), FAIL_BACKOFF)
+}
+
+async fn minimal_fail(n: u32) -> Res {
+    minimal_loop!(flaky(n).await, FAIL_BACKOFF)
+}
+
+async fn minimal_timeout_fail(n: u32) -> Res {
+    minimal_loop!(tokio_timeout!(flaky(n)), FAIL_BACKOFF)
 }
 
 // ---------------------------------------------------------------------------
@@ -215,6 +322,12 @@ macro_rules! success_contenders {
         $cb!("tokio_retry", tokio_retry_ok);
         $cb!("retry_timeout", retry_timeout_ok);
         $cb!("hand_timeout", hand_timeout_ok);
+        $cb!("minimal", minimal_ok);
+        $cb!("minimal_timeout", minimal_timeout_ok);
+        $cb!("nest", nest_ok);
+        $cb!("minimal_nest", minimal_nest_ok);
+        $cb!("nest_timeout", nest_timeout_ok);
+        $cb!("minimal_timeout_nest", minimal_timeout_nest_ok);
     };
 }
 
@@ -227,6 +340,8 @@ macro_rules! failure_contenders {
         $cb!("tokio_retry", tokio_retry_fail);
         $cb!("retry_timeout", retry_timeout_fail);
         $cb!("hand_timeout", hand_timeout_fail);
+        $cb!("minimal", minimal_fail);
+        $cb!("minimal_timeout", minimal_timeout_fail);
     };
 }
 
@@ -409,7 +524,67 @@ fn pending_path(c: &mut Criterion) {
 
 criterion_group!(benches, success_path, failure_path, pending_path);
 
+/// The CPU time this thread has run, in ns (`/proc/thread-self/schedstat`):
+/// unlike the wall clock, it does not count the time other processes hold
+/// the CPU, so it stays meaningful on a loaded machine.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("/proc/thread-self/schedstat unreadable"))
+}
+
+/// The CPU time per call of `f`, over `calls` calls after a tenth as many.
+fn cpu_per_call<F, Fut>(rt: &Runtime, calls: u32, f: F) -> f64
+where
+    F: Fn(u32) -> Fut,
+    Fut: Future<Output = Res>,
+{
+    rt.block_on(async {
+        for _ in 0..calls / 10 {
+            black_box(f(black_box(1)).await).ok();
+        }
+        let start = thread_cpu_ns();
+        for _ in 0..calls {
+            black_box(f(black_box(1)).await).ok();
+        }
+        (thread_cpu_ns() - start) as f64 / f64::from(calls)
+    })
+}
+
+/// `RETRY_PATHS_CPU=calls`: instead of criterion, the CPU time per call of
+/// each contender, over `calls` calls of the success path and a twentieth
+/// as many of the failure path, after a warm-up, one line each: for a
+/// machine too loaded for wall-clock times. The kernel updates a thread's
+/// CPU time at scheduler ticks (a few ms), so take `calls` of 10 million or
+/// more for the success path.
+fn cpu_times(calls: u32) {
+    let live = live_runtime();
+    let paused = paused_runtime();
+    macro_rules! row_success {
+        ($name:expr, $f:ident) => {
+            let ns = cpu_per_call(&live, calls, $f);
+            println!("cpu success {} {ns:.2} ns", $name);
+        };
+    }
+    success_contenders!(row_success);
+    macro_rules! row_failure {
+        ($name:expr, $f:ident) => {
+            let ns = cpu_per_call(&paused, calls / 20, $f);
+            println!("cpu failure {} {ns:.2} ns", $name);
+        };
+    }
+    failure_contenders!(row_failure);
+}
+
 fn main() {
+    if let Some(calls) = std::env::var("RETRY_PATHS_CPU")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        cpu_times(calls);
+        return;
+    }
     print_tables();
     benches();
     Criterion::default().configure_from_args().final_summary();

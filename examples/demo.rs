@@ -1,7 +1,8 @@
-//! The layered retry policy of ADR-019, end to end: a real reqwest client
+//! The layered retry policy (README, "The layers"), end to end: a real reqwest client
 //! against a real HTTP server on 127.0.0.1 that fails on purpose, through a
 //! verb crate's transport (L1), provider and tool (L2), with each workflow
-//! task's YAML policy in force. Every retry decision is printed as it
+//! task's YAML policy in force, and a streamed answer (retried before its
+//! first token, never after). Every retry decision is printed as it
 //! happens, tagged with its layer.
 //!
 //! ```text
@@ -18,10 +19,12 @@ use std::error::Error;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use nika_retry::Layer;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{EventLog, Outcome, RetryEvent, RetryObserver, observe};
-use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
+use nika_retry::task::{TaskPolicy, scope};
+use nika_retry_tests::fault::{Fault, FaultServer, Step, closed_port};
 use nika_retry_tests::verb::{HttpTool, Provider, RequestOptions, Task, Transport, run_task};
 use tokio::time::Instant;
 
@@ -189,7 +192,7 @@ async fn main() {
          is the delay jitter drew from a 250 ms backoff (between half of it and all\n\
          of it); a server hint is waited as given. \"→ provider\" hands the error to\n\
          the loop of the layer above.\n",
-        scenarios.len() + 1
+        scenarios.len() + 2
     );
     println!(
         "  {:>7}  {:<8} {:<20} {:<4} {:<12} {:<22} outcome",
@@ -240,6 +243,78 @@ async fn main() {
             Ok(out) => {
                 ok += 1;
                 println!("  ✓ {out:?} after {}", requests(server.requests()));
+            }
+            Err(e) => {
+                failed += 1;
+                println!(
+                    "  ✗ failed after {}: {}",
+                    requests(server.requests()),
+                    describe(&e)
+                );
+            }
+        }
+    }
+
+    // Last, a streamed answer (server-sent events): the stall before its
+    // first token is the attempt's, cut by `read` and retried; the stream
+    // after it is the caller's, and `read` never cuts it while it delivers.
+    {
+        const READ: Duration = Duration::from_millis(300);
+        const EVERY: Duration = Duration::from_millis(100);
+        const TOKENS: usize = 10;
+        println!(
+            "\n▶ stream-story — streamed: the first attempt stalls before its first token, read ({}) cuts it, the provider retries",
+            fmt_ms(READ)
+        );
+        let server = FaultServer::start([
+            Fault::stream([Step::Meta("ping".into()), Step::Stall]),
+            Fault::steady(EVERY, TOKENS),
+        ])
+        .await;
+        let options = RequestOptions {
+            read_timeout: READ,
+            ..RequestOptions::default()
+        };
+        let provider = Provider::new(Transport::new(server.url(""), options));
+        let retry = "retry: { max_attempts: 3, delay_ms: 200, backoff: constant }";
+        let policy: TaskPolicy = serde_norway::from_str(retry).expect("the demo's YAML is valid");
+        *timeline.above_http.lock().unwrap() = None;
+        match observe(
+            timeline.clone(),
+            scope(policy, provider.stream("tell a story")),
+        )
+        .await
+        {
+            Ok(mut stream) => {
+                // In the time column: counted from the call's start, the stall,
+                // the wait and the retry included.
+                println!(
+                    "  {:>7}  time to first token, from the call's start",
+                    fmt_ms(stream.time_to_first_content())
+                );
+                let (mut tokens, mut error) = (0, None);
+                while let Some(item) = stream.next().await {
+                    match item {
+                        Ok(chunk) => tokens += usize::from(chunk.is_token()),
+                        Err(e) => error = Some(e),
+                    }
+                }
+                match error {
+                    None => {
+                        ok += 1;
+                        println!(
+                            "  ✓ {tokens} tokens, one every {} ({} in all): never cut by read ({}) · {}",
+                            fmt_ms(EVERY),
+                            fmt_ms(EVERY * TOKENS as u32),
+                            fmt_ms(READ),
+                            requests(server.requests())
+                        );
+                    }
+                    Some(e) => {
+                        failed += 1;
+                        println!("  ✗ after {tokens} tokens: {}", describe(&e));
+                    }
+                }
             }
             Err(e) => {
                 failed += 1;

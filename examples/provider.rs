@@ -1,12 +1,14 @@
-//! A provider ("verb") crate: ADR-019's `ProviderError`, classified by a
-//! derive, and a provider method whose retries and timeout are two attributes.
+//! A provider ("verb") crate: its `ProviderError` (429 with a hint, other API
+//! failures by status, time limits), classified by a derive, and a provider
+//! method whose retries and timeout are two attributes.
 //!
 //! ```text
 //! cargo run --example provider
 //! ```
 //!
-//! Needs nothing outside the example: `complete` is a stand-in for the HTTP
-//! call, rate limited once and then answering. In a project of your own:
+//! Self-contained: it compiles from the published crates and its own code,
+//! so you can copy it as it is. `complete` is a stand-in for the HTTP call,
+//! rate limited once and then answering. In a project of your own:
 //!
 //! ```toml
 //! nika-retry = "0.1"

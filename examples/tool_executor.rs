@@ -6,8 +6,9 @@
 //! cargo run --example tool_executor
 //! ```
 //!
-//! Needs nothing outside the example: the tool is a stand-in that fails
-//! twice, then succeeds. In a project of your own:
+//! Self-contained: it compiles from the published crates and its own code,
+//! so you can copy it as it is. The tool is a stand-in that fails twice,
+//! then succeeds. In a project of your own:
 //!
 //! ```toml
 //! nika-retry = { version = "0.1", features = ["serde"] }
@@ -36,7 +37,7 @@ pub enum ToolExecError {
 
 static RUNS: AtomicU32 = AtomicU32::new(0);
 
-/// One run of a tool, bounded to 30 s (the `ShellCommand.timeout` of ADR-019).
+/// One run of a tool, bounded to 30 s (a shell command's own timeout).
 #[retry(layer = "tool")]
 #[timeout(attempt = "30s")]
 async fn execute(tool: &str) -> Result<String, ToolExecError> {

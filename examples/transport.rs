@@ -7,28 +7,26 @@
 //! cargo run --example transport
 //! ```
 //!
+//! Self-contained: it compiles from the published crates and its own code,
+//! so you can copy it as it is. It starts a tiny HTTP server of its own on
+//! 127.0.0.1 (`serve`, at the bottom), which answers 502, then 503 with
+//! `Retry-After: 1`, then `hello`, and stops. Against your own service,
+//! delete `serve` and call `transport.get("https://your.service/path")`.
 //! Needs, in a project of your own:
 //!
 //! ```toml
 //! nika-retry = { version = "0.1", features = ["reqwest"] }
 //! reqwest = "0.13"
 //! thiserror = "2"
-//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! # "net" and "io-util" only for the example's own server
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread", "net", "io-util"] }
 //! ```
-//!
-//! It talks to this repository's fault server (`nika_retry_tests::fault`),
-//! started on 127.0.0.1 to fail twice and then answer. Against your own
-//! service, drop the `use nika_retry_tests::…` line and replace these two:
-//!
-//! ```text
-//! let server = FaultServer::start([…]).await;   // delete
-//! .get(&server.url("/"))                        // .get("https://your.service/path")
-//! ```
-
 use std::time::Duration;
 
 use nika_retry::{Classify, RetryConfig, TimeoutError, retry, timeout};
-use nika_retry_tests::fault::{Fault, FaultServer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 
 #[derive(Debug, thiserror::Error, Classify)]
 pub enum HttpError {
@@ -78,16 +76,16 @@ impl Transport {
 }
 
 #[tokio::main]
-async fn main() {
-    let server = FaultServer::start([
-        Fault::Status(502),
-        Fault::UnavailableFor(1),
-        Fault::ok("hello"),
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (url, server) = serve(&[
+        "HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        "HTTP/1.1 200 OK\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello",
     ])
-    .await;
+    .await?;
     let transport = Transport {
         // Its connector takes the connect limit of the fn whose attempt connects.
-        client: nika_retry::http::client_builder().build().unwrap(),
+        client: nika_retry::http::client_builder().build()?,
         options: RequestOptions {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(120),
@@ -95,13 +93,37 @@ async fn main() {
         },
     };
     let started = std::time::Instant::now();
-    let body = transport
-        .get(&server.url("/"))
-        .await
-        .expect("the third attempt succeeds");
+    let body = transport.get(&url).await?;
     println!(
         "{body:?} after {} requests in {:.2?} (502, then 503 with Retry-After: 1)",
-        server.requests(),
+        server.await?,
         started.elapsed()
     );
+    Ok(())
+}
+
+/// A one-off HTTP server on 127.0.0.1: answers one request per connection
+/// with each of `responses` in turn, then stops and returns how many it sent.
+async fn serve(responses: &'static [&'static str]) -> std::io::Result<(String, JoinHandle<usize>)> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/", listener.local_addr()?);
+    let server = tokio::spawn(async move {
+        for (sent, response) in responses.iter().enumerate() {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return sent;
+            };
+            // Read the request up to its blank line (a GET has no body).
+            let mut request = Vec::new();
+            while !request.ends_with(b"\r\n\r\n") {
+                let mut chunk = [0; 1024];
+                match socket.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+        responses.len()
+    });
+    Ok((url, server))
 }

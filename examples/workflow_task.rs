@@ -1,39 +1,28 @@
-//! A workflow task with a YAML `retry:` and `timeout:`: the task runner puts
-//! the task's policy in force for everything the task calls, and an
-//! EventLog observer records which layer retried and why it stopped.
+//! A workflow runner: each task's YAML `retry:` and `timeout:` are put in
+//! force with `nika_retry::task::scope` for everything the task calls, and
+//! an observer records which layer retried and why it stopped.
 //!
 //! ```text
 //! cargo run --example workflow_task
 //! ```
 //!
-//! Needs this repository: the verb crate it drives (`nika_retry_tests::verb`,
-//! `src/verb.rs`: a transport, a provider and a tool written as a user would)
-//! and the fault server (`nika_retry_tests::fault`), started on 127.0.0.1 to
-//! fail twice with a 500 and then answer. In a project of your own, with
-//! your verb crate, `nika-retry = { version = "0.1", features = ["serde"] }`,
-//! `serde_norway = "0.9"` (or any serde YAML crate) and `tokio`, replace
-//! the fault server's two lines:
+//! Self-contained: it compiles from the published crates and its own code,
+//! so you can copy it as it is. The provider and the tool are stand-ins for
+//! your verb crate (no server needed): the provider answers 500 twice, then
+//! a haiku; the tool is busy twice, then lists a file. In a project of your own:
 //!
-//! ```text
-//! let server = FaultServer::start([…]).await;   // delete
-//! let base = server.url("");                    // let base = "https://api.your-provider.com";
+//! ```toml
+//! nika-retry = { version = "0.1", features = ["serde"] }
+//! serde = { version = "1", features = ["derive"] }
+//! serde_norway = "0.9"   # or any serde YAML crate
+//! thiserror = "2"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 //! ```
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use std::sync::{Arc, Mutex};
-
-use nika_retry::events::{RetryEvent, RetryObserver, observe};
-use nika_retry_tests::fault::{Fault, FaultServer};
-use nika_retry_tests::verb::{HttpTool, Provider, RequestOptions, Task, Transport, run_task};
-
-/// The engine's EventLog.
-#[derive(Default)]
-struct EventLog(Mutex<Vec<String>>);
-
-impl RetryObserver for EventLog {
-    fn on_event(&self, event: &RetryEvent) {
-        self.0.lock().unwrap().push(event.to_string());
-    }
-}
+use nika_retry::events::{EventLog, observe};
+use nika_retry::task::{TaskPolicy, scope};
+use nika_retry::{Classify, TimeoutError, retry};
 
 const WORKFLOW: &str = r#"
 - id: draft
@@ -41,34 +30,138 @@ const WORKFLOW: &str = r#"
   input: write a haiku about retries
   retry: { max_attempts: 4, delay_ms: 200, backoff: exponential }
   timeout: 10s
+- id: list-files
+  verb: tool
+  input: ls /data
+- id: list-files-again
+  verb: tool
+  input: ls /data
+  retry: { max_attempts: 3, delay_ms: 100, backoff: constant }
 "#;
+
+/// A workflow task, as the YAML gives it.
+#[derive(Debug, serde::Deserialize)]
+struct Task {
+    id: String,
+    verb: String,
+    input: String,
+    /// Its `retry:`, `timeout:` and `budget:`, read by `parse_workflow`.
+    #[serde(skip)]
+    policy: TaskPolicy,
+}
+
+/// The tasks of a workflow with their policies. `TaskPolicy` reads the
+/// policy keys of a task mapping and ignores the others, so it is parsed on
+/// its own from the same text: a bad value is then reported with its key
+/// and position, which `#[serde(flatten)]` would lose.
+fn parse_workflow(yaml: &str) -> Result<Vec<Task>, serde_norway::Error> {
+    let policies: Vec<TaskPolicy> = serde_norway::from_str(yaml)?;
+    let mut tasks: Vec<Task> = serde_norway::from_str(yaml)?;
+    for (task, policy) in tasks.iter_mut().zip(policies) {
+        task.policy = policy;
+    }
+    Ok(tasks)
+}
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum ProviderError {
+    #[error("api error {status}")]
+    #[category(http_status = status)]
+    Api { status: u16 },
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum ToolError {
+    #[error("tool busy")]
+    #[category(transient)]
+    Busy,
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+#[derive(Debug, thiserror::Error)]
+enum TaskError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+    /// The task's `timeout:` expired.
+    #[error(transparent)]
+    Timeout(#[from] TimeoutError),
+    #[error("unknown verb `{0}`")]
+    UnknownVerb(String),
+}
+
+/// A stand-in for an LLM provider: 500 twice, then an answer.
+#[derive(Default)]
+struct Provider {
+    calls: AtomicU32,
+}
+
+impl Provider {
+    /// Alone: 3 attempts, 1 s then 4 s. The task's `retry:` replaces that.
+    #[retry(layer = "provider")]
+    async fn complete(&self, _prompt: &str) -> Result<String, ProviderError> {
+        match self.calls.fetch_add(1, Ordering::SeqCst) {
+            0 | 1 => Err(ProviderError::Api { status: 500 }),
+            _ => Ok("five, seven, five".to_owned()),
+        }
+    }
+}
+
+/// A stand-in for a tool: busy twice, then an answer.
+#[derive(Default)]
+struct Tool {
+    calls: AtomicU32,
+}
+
+impl Tool {
+    /// Tried once, unless the task's `retry:` opts in.
+    #[retry(layer = "tool")]
+    async fn run(&self, _input: &str) -> Result<String, ToolError> {
+        match self.calls.fetch_add(1, Ordering::SeqCst) {
+            0 | 1 => Err(ToolError::Busy),
+            _ => Ok("report.csv".to_owned()),
+        }
+    }
+}
+
+/// Runs `task` with its policy in force.
+async fn run_task(task: &Task, provider: &Provider, tool: &Tool) -> Result<String, TaskError> {
+    scope(task.policy.clone(), async {
+        match task.verb.as_str() {
+            "infer" => Ok(provider.complete(&task.input).await?),
+            "tool" => Ok(tool.run(&task.input).await?),
+            other => Err(TaskError::UnknownVerb(other.to_owned())),
+        }
+    })
+    .await
+}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let server = FaultServer::start([
-        Fault::Status(500),
-        Fault::Status(500),
-        Fault::ok("five, seven, five"),
-    ])
-    .await;
-    // One attempt at L1, so that this example shows the task-driven provider retries.
-    let once = nika_retry::RetryConfig::for_layer(nika_retry::Layer::Http).with_max_attempts(1)?;
-    let options = || RequestOptions {
-        retry: Some(once.clone()),
-        ..RequestOptions::default()
-    };
-    let base = server.url("");
-    let provider = Provider::new(Transport::new(base.as_str(), options()));
-    let tool = HttpTool::new(Transport::new(base.as_str(), options()));
-
-    let tasks: Vec<Task> = serde_norway::from_str(WORKFLOW)?;
-    let log = Arc::new(EventLog::default());
+    let tasks = parse_workflow(WORKFLOW)?;
+    let (provider, tool) = (Provider::default(), Tool::default());
+    // The engine's EventLog: every retry decision, in order.
+    let log = EventLog::new();
     for task in &tasks {
-        let out = observe(log.clone(), run_task(task, &provider, &tool)).await?;
-        println!("task {}: {out:?}", task.id);
+        match observe(log.clone().into(), run_task(task, &provider, &tool)).await {
+            Ok(out) => println!("task {}: {out:?}", task.id),
+            Err(e) => println!("task {} failed: {e}", task.id),
+        }
+        for event in log.take() {
+            println!("  event: {event}");
+        }
     }
-    for line in log.0.lock().unwrap().iter() {
-        println!("  event: {line}");
+
+    // A bad value is refused with its key and its place in the file.
+    let typo = "- id: draft\n  verb: infer\n  input: hi\n  retry: { max_attempts: 0 }\n";
+    if let Err(e) = parse_workflow(typo) {
+        println!("a bad retry: block: {e}");
     }
     Ok(())
 }

@@ -3,10 +3,19 @@
 //!
 //! It binds `127.0.0.1:0`, serves at most `max_requests` requests, and stops
 //! by itself when its lifetime ends or when it is dropped.
+//!
+//! A [`Fault::Stream`] answers with server-sent events played from a script
+//! of [`Step`]s (see [`sse`]); the server then also sees a client that hangs
+//! up mid-stream ([`Hit::hung_up`]).
+
+pub mod sse;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub use sse::Step;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -43,12 +52,26 @@ pub enum Fault {
     Stall(Duration, String),
     /// Accepts the request and never answers.
     Hang,
+    /// `200 OK` with `content-type: text/event-stream` and a chunked body
+    /// of server-sent events played from this script (see [`Step`]).
+    Stream(Vec<Step>),
 }
 
 impl Fault {
     /// `200 OK` with `body`.
     pub fn ok(body: &str) -> Fault {
         Fault::Ok(body.to_owned())
+    }
+
+    /// A streamed response playing `steps`.
+    pub fn stream(steps: impl IntoIterator<Item = Step>) -> Fault {
+        Fault::Stream(steps.into_iter().collect())
+    }
+
+    /// A slow, steady stream: `n` content events (`t1` to `tn`), each after
+    /// waiting `every`, then the end of the body.
+    pub fn steady(every: Duration, n: usize) -> Fault {
+        Fault::stream(Step::tokens(n).flat_map(|event| [Step::Wait(every), event]))
     }
 }
 
@@ -63,8 +86,16 @@ pub struct Hit {
     pub idempotency_key: Option<String>,
     /// Its `X-Retry-Count` header, if it had one.
     pub retry_count: Option<String>,
+    /// Its body (read as UTF-8, lossily): what a test sends to tell its
+    /// calls apart.
+    pub body: String,
     /// The fault served.
     pub fault: Fault,
+    /// For a [`Fault::Stream`]: the content events written so far.
+    pub events_sent: usize,
+    /// For a [`Fault::Stream`]: when the server saw the client close the
+    /// connection before the script was over (a dropped stream).
+    pub hung_up: Option<Instant>,
 }
 
 /// What the server reads of a request.
@@ -72,12 +103,14 @@ struct Request {
     path: String,
     idempotency_key: Option<String>,
     retry_count: Option<String>,
+    body: String,
 }
 
 /// A running fault server.
 pub struct FaultServer {
     addr: SocketAddr,
     hits: Arc<Mutex<Vec<Hit>>>,
+    open: Arc<AtomicUsize>,
     task: JoinHandle<()>,
 }
 
@@ -103,16 +136,19 @@ impl FaultServer {
         let addr = listener.local_addr().expect("local addr");
         let script: Vec<Fault> = script.into_iter().collect();
         let hits = Arc::new(Mutex::new(Vec::new()));
+        let open = Arc::new(AtomicUsize::new(0));
         let state = Arc::new(State {
             script,
             hits: hits.clone(),
             max_requests,
         });
+        let counter = open.clone();
         let task = tokio::spawn(async move {
             let accept = async {
                 let mut connections = tokio::task::JoinSet::new();
                 while let Ok((stream, _)) = listener.accept().await {
-                    connections.spawn(serve(stream, state.clone()));
+                    let open = Open::new(counter.clone());
+                    connections.spawn(serve(stream, state.clone(), open));
                     if state.served() >= state.max_requests {
                         break;
                     }
@@ -120,7 +156,12 @@ impl FaultServer {
             };
             let _ = tokio::time::timeout(lifetime, accept).await;
         });
-        FaultServer { addr, hits, task }
+        FaultServer {
+            addr,
+            hits,
+            open,
+            task,
+        }
     }
 
     /// The server's address.
@@ -141,6 +182,36 @@ impl FaultServer {
     /// How many requests arrived.
     pub fn requests(&self) -> usize {
         self.hits.lock().expect("hits").len()
+    }
+
+    /// How many streamed responses the client abandoned mid-script (see
+    /// [`Hit::hung_up`]).
+    pub fn hangups(&self) -> usize {
+        let hits = self.hits.lock().expect("hits");
+        hits.iter().filter(|h| h.hung_up.is_some()).count()
+    }
+
+    /// How many connections the server holds open now (accepted, not yet
+    /// closed by either side).
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+}
+
+/// One open connection, counted while it lives (however its task ends:
+/// returned or aborted with the server).
+struct Open(Arc<AtomicUsize>);
+
+impl Open {
+    fn new(counter: Arc<AtomicUsize>) -> Open {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Open(counter)
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -211,8 +282,9 @@ impl State {
         self.hits.lock().expect("hits").len()
     }
 
-    /// Records a request and picks its fault.
-    fn next(&self, request: Request) -> Option<Fault> {
+    /// Records a request and picks its fault; returns the fault and the
+    /// index of its hit.
+    fn next(&self, request: Request) -> Option<(usize, Fault)> {
         let mut hits = self.hits.lock().expect("hits");
         if hits.len() >= self.max_requests {
             return None;
@@ -223,20 +295,30 @@ impl State {
             path: request.path,
             idempotency_key: request.idempotency_key,
             retry_count: request.retry_count,
+            body: request.body,
             fault: fault.clone(),
+            events_sent: 0,
+            hung_up: None,
         });
-        Some(fault)
+        Some((hits.len() - 1, fault))
+    }
+
+    /// Updates the hit at `index`.
+    fn record(&self, index: usize, update: impl FnOnce(&mut Hit)) {
+        if let Some(hit) = self.hits.lock().expect("hits").get_mut(index) {
+            update(hit);
+        }
     }
 }
 
 /// Serves the requests of one keep-alive connection.
-async fn serve(mut stream: TcpStream, state: Arc<State>) {
+async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
     let mut buf = Vec::with_capacity(1024);
     loop {
         let Some(request) = read_request(&mut stream, &mut buf).await else {
             return;
         };
-        let Some(fault) = state.next(request) else {
+        let Some((index, fault)) = state.next(request) else {
             return;
         };
         let response = match fault {
@@ -295,6 +377,19 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
                 std::future::pending::<()>().await;
                 return;
             }
+            Fault::Stream(steps) => {
+                let on_event = || state.record(index, |hit| hit.events_sent += 1);
+                match sse::play(&mut stream, &steps, on_event).await {
+                    sse::Ended::Complete => continue,
+                    sse::Ended::Closed { hung_up } => {
+                        if hung_up {
+                            let now = Instant::now();
+                            state.record(index, |hit| hit.hung_up = Some(now));
+                        }
+                        return;
+                    }
+                }
+            }
         };
         if stream.write_all(response.as_bytes()).await.is_err() {
             return;
@@ -303,7 +398,7 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
 }
 
 /// Reads one request head (and its body, if it has a length); returns its
-/// path and the headers the tests look at.
+/// path, the headers the tests look at and the body.
 async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Request> {
     let head_end = loop {
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -331,11 +426,8 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Reque
     let length: usize = header("content-length")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let request = Request {
-        path,
-        idempotency_key: header("idempotency-key"),
-        retry_count: header("x-retry-count"),
-    };
+    let idempotency_key = header("idempotency-key");
+    let retry_count = header("x-retry-count");
     while buf.len() < head_end + length {
         let mut chunk = [0u8; 4096];
         let n = stream.read(&mut chunk).await.ok()?;
@@ -344,8 +436,14 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Reque
         }
         buf.extend_from_slice(&chunk[..n]);
     }
+    let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).into_owned();
     buf.drain(..head_end + length);
-    Some(request)
+    Some(Request {
+        path,
+        idempotency_key,
+        retry_count,
+        body,
+    })
 }
 
 fn response(status: u16, reason: &str, headers: &[(&str, String)], body: &str) -> String {

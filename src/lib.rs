@@ -8,13 +8,20 @@ pub mod fault;
 pub mod logs;
 pub mod verb;
 
+/// `docs/tools-and-tasks.md`: each of its Rust snippets is compiled and run
+/// as a doctest, so that what it tells a runner's author stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/tools-and-tasks.md")]
+pub struct ToolsAndTasksDoctests;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use nika_retry::events::{Outcome, RetryEvent, RetryObserver};
 use nika_retry::{Classify, Layer, TimeoutError};
 
-/// A provider-style error, as ADR-019 describes `ProviderError`.
+/// A provider-style error, as an LLM provider crate's `ProviderError`: a 429
+/// with the provider's hint, other API failures by status, time limits.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Classify)]
 pub enum ProviderError {
     /// HTTP 429 with the provider's hint.

@@ -1,15 +1,19 @@
 //! A small verb crate, written as a user of nika-retry writes one: the HTTP
-//! transport (L1), a provider calling an LLM API over it (L2), a tool that
-//! calls an HTTP service (L2), and a task runner that puts a workflow task's
-//! YAML policy in force. The integration tests and the demo drive it against
-//! the [fault server](crate::fault).
+//! transport (L1), a provider calling an LLM API over it (L2), with a
+//! streamed completion too, a tool that calls an HTTP service (L2), and a
+//! task runner that puts a workflow task's YAML policy in force. The
+//! integration tests and the demo drive it against the
+//! [fault server](crate::fault).
 
 use std::time::Duration;
 
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures_util::{Stream, StreamExt};
+use nika_retry::stream::{Started, started_when};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Classify, RetryConfig, TimeoutError, retry, timeout};
 
-/// Per-request options of the transport (ADR-019: L1 is configured per request).
+/// Per-request options of the transport (the http layer, L1, is configured per request).
 #[derive(Clone, Debug)]
 pub struct RequestOptions {
     /// Bounds setting up a connection (the connector of the client).
@@ -106,7 +110,7 @@ impl Transport {
     }
 }
 
-/// What the provider fails with: ADR-019's `ProviderError`.
+/// What the provider fails with: a provider crate's `ProviderError`.
 #[derive(Debug, thiserror::Error, Classify)]
 pub enum ProviderError {
     /// HTTP 429, with the provider's hint from its JSON body.
@@ -128,10 +132,16 @@ pub enum ProviderError {
         /// The wait the server asked for.
         retry_after: Option<Duration>,
     },
-    /// The transport gave up (its own retries spent).
+    /// The transport gave up (its own retries spent), or a streamed body
+    /// broke (reset, cut).
     #[error(transparent)]
     #[category(transparent)]
     Transport(HttpError),
+    /// A streamed body that is not server-sent events (bad UTF-8, a line
+    /// the parser refuses).
+    #[error("malformed event stream: {0}")]
+    #[category(permanent)]
+    Malformed(String),
     /// A time limit of the provider call.
     #[error(transparent)]
     #[category(transparent)]
@@ -183,12 +193,67 @@ fn error_message(status: u16, body: &str) -> String {
 /// An LLM provider over the transport.
 pub struct Provider {
     transport: Transport,
+    stream_total: Option<Duration>,
 }
 
 impl Provider {
     /// A provider over `transport`.
     pub fn new(transport: Transport) -> Provider {
-        Provider { transport }
+        Provider {
+            transport,
+            stream_total: None,
+        }
+    }
+
+    /// Bounds a whole [`stream`](Provider::stream) call, its retries and its
+    /// streamed body, by `total`.
+    pub fn with_stream_total(mut self, total: Duration) -> Provider {
+        self.stream_total = Some(total);
+        self
+    }
+
+    /// One streamed completion: server-sent events, one content event per
+    /// token, other events (a ping, a usage chunk) as metadata.
+    ///
+    /// Returns once the first token is in: the request is retried as long as
+    /// nothing was shown (a 5xx or a 429, a connection refused, a body cut
+    /// or stalled before its first token, metadata included), and never
+    /// after. The stream then carries the transport's read timeout (an
+    /// inactivity limit: a stream that keeps delivering is never cut) and
+    /// the [stream total](Provider::with_stream_total), if any. Each attempt
+    /// sends the call's `Idempotency-Key` and `X-Retry-Count`.
+    #[retry(layer = "provider")]
+    #[timeout(read = self.transport.options.read_timeout, total = self.stream_total)]
+    pub async fn stream(
+        &self,
+        prompt: &str,
+    ) -> Result<Started<impl Stream<Item = Result<Chunk, ProviderError>> + use<>>, ProviderError>
+    {
+        let transport = &self.transport;
+        let mut request = transport
+            .client
+            .post(format!("{}/v1/stream", transport.base))
+            .header("Accept", "text/event-stream")
+            .body(prompt.to_owned());
+        if let Some(attempt) = nika_retry::current_attempt() {
+            request = request
+                .header("Idempotency-Key", attempt.idempotency_key.to_string())
+                .header("X-Retry-Count", attempt.retries());
+        }
+        let response = request.send().await.map_err(HttpError::from)?;
+        let status = response.status();
+        if !status.is_success() {
+            let (_, retry_after) = nika_retry::http::classify_response(&response);
+            let body = response.text().await.map_err(HttpError::from)?;
+            return Err(HttpError::Status {
+                status: status.as_u16(),
+                retry_after,
+                body,
+            }
+            .into());
+        }
+        let chunks = response.bytes_stream().eventsource().map(Chunk::parse);
+        started_when(chunks, Chunk::is_token).await
     }
 
     /// One completion. Retries 5xx and 429 (waiting out `retry_after_ms`),
@@ -196,6 +261,45 @@ impl Provider {
     #[retry(layer = "provider")]
     pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
         Ok(self.transport.post("/v1/complete", prompt).await?)
+    }
+}
+
+/// One event of a [streamed completion](Provider::stream).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Chunk {
+    /// Content: a piece of the completion (an event without a name).
+    Token(String),
+    /// Anything else the provider sends (a ping, a usage chunk), by the
+    /// event's name: not content.
+    Meta {
+        /// The event's name.
+        event: String,
+        /// Its data.
+        data: String,
+    },
+}
+
+impl Chunk {
+    /// Whether this is content, the predicate of
+    /// [`started_when`](nika_retry::stream::started_when).
+    pub fn is_token(&self) -> bool {
+        matches!(self, Chunk::Token(_))
+    }
+
+    /// The chunk of one parsed event; a broken body is the transport's
+    /// error (transient: before the first token, worth another attempt).
+    fn parse(
+        event: Result<Event, EventStreamError<reqwest::Error>>,
+    ) -> Result<Chunk, ProviderError> {
+        match event {
+            Ok(event) if event.event == "message" => Ok(Chunk::Token(event.data)),
+            Ok(event) => Ok(Chunk::Meta {
+                event: event.event,
+                data: event.data,
+            }),
+            Err(EventStreamError::Transport(error)) => Err(HttpError::Request(error).into()),
+            Err(malformed) => Err(ProviderError::Malformed(malformed.to_string())),
+        }
     }
 }
 
@@ -228,7 +332,8 @@ impl HttpTool {
         HttpTool { transport }
     }
 
-    /// Runs the tool once; never retried by itself (ADR-019).
+    /// Runs the tool once; never retried by itself (tool failures are
+    /// semantic: a retry would mask them), only by a task that opts in.
     #[retry(layer = "tool")]
     #[timeout(attempt = "5s")]
     pub async fn run(&self, input: &str) -> Result<String, ToolError> {

@@ -1,17 +1,20 @@
 //! "No allocation per call and per attempt" (README, BENCHMARKS.md), pinned
-//! by a counting `#[global_allocator]`. It counts the allocations of the
-//! thread that runs the calls only: the test harness's own thread may
-//! allocate at any moment on a loaded machine.
+//! by a counting `#[global_allocator]`, and its one documented exception: a
+//! `read` limit, once an attempt has gone pending, allocates the attempt's
+//! own waker once per call, which the call's later attempts reuse. It counts
+//! the allocations of the thread that runs the calls only: the test
+//! harness's own thread may allocate at any moment on a loaded machine.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::task::Poll;
 
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
-use nika_retry::{Classify, TimeoutError, retry, timeout};
+use nika_retry::{Classify, TimeoutError, current_attempt, retry, timeout};
 
 #[derive(Debug, thiserror::Error, Classify)]
 enum Error {
@@ -59,6 +62,47 @@ async fn recovers(n: u32) -> Res {
 async fn recovers_timed(n: u32) -> Res {
     tokio::task::yield_now().await;
     flaky(n)
+}
+
+/// The data pointer of the waker the current poll was given: for a waker
+/// made from an `Arc` (the attempt's own, with `read`), `Arc::as_ptr`.
+async fn waker_data() -> usize {
+    std::future::poll_fn(|cx| Poll::Ready(cx.waker().data() as usize)).await
+}
+
+/// The waker of the task that runs the current call, outside its attempts.
+static TASK_WAKER: AtomicUsize = AtomicUsize::new(0);
+/// The waker the current call's first attempt was polled with.
+static FIRST_WAKER: AtomicUsize = AtomicUsize::new(0);
+/// Later attempts polled with their call's first waker, and with another.
+static SAME_WAKER: AtomicU32 = AtomicU32::new(0);
+static OTHER_WAKER: AtomicU32 = AtomicU32::new(0);
+/// Attempts polled with the task's waker rather than one of their own.
+static TASK_WAKER_SEEN: AtomicU32 = AtomicU32::new(0);
+
+/// Goes pending once (so `read` gives the attempt a waker of its own), notes
+/// the waker it is then polled with, and fails its first two attempts.
+#[retry(layer = "provider", backoff = "2ms")]
+#[timeout(read = "10s")]
+async fn recovers_read(n: u32) -> Res {
+    tokio::task::yield_now().await;
+    let waker = waker_data().await;
+    let attempt = current_attempt().map_or(0, |a| a.attempt);
+    if waker == TASK_WAKER.load(Ordering::Relaxed) {
+        TASK_WAKER_SEEN.fetch_add(1, Ordering::Relaxed);
+    }
+    if attempt == 1 {
+        FIRST_WAKER.store(waker, Ordering::Relaxed);
+    } else if waker == FIRST_WAKER.load(Ordering::Relaxed) {
+        SAME_WAKER.fetch_add(1, Ordering::Relaxed);
+    } else {
+        OTHER_WAKER.fetch_add(1, Ordering::Relaxed);
+    }
+    if attempt < 3 {
+        Err(Error::Busy)
+    } else {
+        Ok(black_box(n))
+    }
 }
 
 /// An observer that allocates nothing itself.
@@ -185,5 +229,28 @@ fn no_allocation_per_call_nor_per_attempt() {
         failure.map(|(_, n)| n),
         [0, 0, 0],
         "failure path: {failure:?}"
+    );
+}
+
+#[test]
+fn a_read_limit_allocates_once_per_call_and_its_later_attempts_reuse_it() {
+    // Three attempts a call, each pending once, two backoff sleeps.
+    let paused = runtime(true);
+    let per_call = allocations(&paused, |n| async move {
+        TASK_WAKER.store(waker_data().await, Ordering::Relaxed);
+        recovers_read(n).await
+    });
+    assert_eq!(per_call, CALLS as usize, "one allocation per call");
+    let calls = WARM_UP + CALLS;
+    // The attempts ran under a waker of their own, and each call's second
+    // and third attempts under the one its first attempt was given (the
+    // same `Arc`), so the one allocation is the call's, not an attempt's.
+    assert_eq!(TASK_WAKER_SEEN.load(Ordering::Relaxed), 0);
+    assert_eq!(
+        (
+            SAME_WAKER.load(Ordering::Relaxed),
+            OTHER_WAKER.load(Ordering::Relaxed)
+        ),
+        (2 * calls, 0)
     );
 }

@@ -7,7 +7,7 @@ use nika_retry::{Boundary, Classify, ErrorCategory, Layer, TimeoutError};
 use nika_retry_tests::ProviderError;
 
 #[test]
-fn the_adr_provider_error() {
+fn a_provider_error_with_hints_and_a_transparent_timeout() {
     let rl = ProviderError::RateLimited {
         retry_after_ms: Some(1500),
     };

@@ -1,6 +1,9 @@
 //! Outside input never panics, never overflows and never makes a client
 //! sleep forever: property tests over the parsers, and hostile `Retry-After`
-//! values from a real server.
+//! values from a real server. Where a property checks a value, the expected
+//! one comes from how the input was generated (the number written, the
+//! instant formatted, the fields chosen), not from the parser's own steps;
+//! the `*_never_panics` properties check only that no input panics.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -8,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use nika_retry::events::observe;
 use nika_retry::http::{parse_retry_after, retry_hint};
 use nika_retry::task::TaskPolicy;
-use nika_retry::{Layer, RetryConfig};
+use nika_retry::{Growth, Layer, RetryConfig};
 use nika_retry_tests::EventLog;
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::verb::{HttpError, RequestOptions, Transport};
@@ -23,13 +26,26 @@ proptest! {
         let _ = parse_retry_after(&value, now);
     }
 
+    /// The expected wait is the number the text was written from, not a
+    /// parse of the text: whitespace and leading zeros around any number up
+    /// to 2^128, exact when it fits a `u64` of seconds, else a hint too long.
     #[test]
-    fn delta_seconds_parse_exactly_or_overflow_to_a_hint_too_long(digits in "[0-9]{1,40}") {
-        let parsed = parse_retry_after(&digits, SystemTime::now());
-        match digits.parse::<u64>() {
-            Ok(n) => prop_assert_eq!(parsed, Some(Duration::from_secs(n))),
-            Err(_) => prop_assert_eq!(parsed, Some(Duration::MAX)),
-        }
+    fn delta_seconds_parse_exactly_or_overflow_to_a_hint_too_long(
+        n in any::<u128>(),
+        shift in 0u32..128,
+        zeros in 0usize..4,
+        pad in prop::sample::select(vec!["", " ", "\t", " \t"]),
+    ) {
+        let n = n >> shift;
+        let text = format!("{pad}{}{n}{pad}", "0".repeat(zeros));
+        let expected = u64::try_from(n).map_or(Duration::MAX, Duration::from_secs);
+        prop_assert_eq!(parse_retry_after(&text, SystemTime::now()), Some(expected), "{:?}", text);
+    }
+
+    /// Past 2^128 (40 digits and more): always a hint too long.
+    #[test]
+    fn delta_seconds_past_any_integer_are_a_hint_too_long(digits in "[1-9][0-9]{39,60}") {
+        prop_assert_eq!(parse_retry_after(&digits, SystemTime::now()), Some(Duration::MAX));
     }
 
     #[test]
@@ -67,30 +83,56 @@ proptest! {
         let _ = serde_norway::from_str::<TaskPolicy>(&text);
     }
 
+    /// Validity decided from the generated fields by the reference's rules
+    /// (docs/workflow-yaml.md): `max_attempts` 1–10, `delay_ms` 0 or more,
+    /// `jitter` 0.0–1.0, `backoff` a name or a multiplier of at least 1.
+    /// Accepted exactly when valid, with the values written (and the
+    /// documented defaults); refused otherwise, naming an invalid key.
     #[test]
-    fn a_retry_block_is_valid_or_refused_by_name(
+    fn a_retry_block_is_accepted_exactly_when_its_fields_are_in_range(
         attempts in -5i64..20,
         delay in prop::option::of(-10i64..100_000),
         jitter in prop::option::of(-1.0f64..2.0),
-        backoff in prop::option::of(prop::sample::select(vec!["constant", "linear", "exponential", "2", "0.5", "cubic"])),
+        backoff in prop::option::of(prop::sample::select(vec!["constant", "linear", "exponential", "2", "1.5", "0.5", "cubic"])),
     ) {
         let mut yaml = format!("retry: {{ max_attempts: {attempts}");
         if let Some(d) = delay { yaml += &format!(", delay_ms: {d}"); }
         if let Some(j) = jitter { yaml += &format!(", jitter: {j}"); }
         if let Some(b) = backoff { yaml += &format!(", backoff: {b}"); }
         yaml += " }";
+        let mut invalid = vec![];
+        if !(1..=10).contains(&attempts) { invalid.push("max_attempts"); }
+        if delay.is_some_and(|d| d < 0) { invalid.push("delay_ms"); }
+        if jitter.is_some_and(|j| !(0.0..=1.0).contains(&j)) { invalid.push("jitter"); }
+        if matches!(backoff, Some("0.5" | "cubic")) { invalid.push("backoff"); }
         match serde_norway::from_str::<TaskPolicy>(&yaml) {
             Ok(policy) => {
+                prop_assert!(invalid.is_empty(), "{} accepted though {:?} are invalid", yaml, invalid);
                 let retry = policy.retry.unwrap();
-                prop_assert!((1..=10).contains(&retry.max_attempts));
-                prop_assert!((0.0..=1.0).contains(&retry.jitter));
-                prop_assert!(retry.multiplier >= 1.0);
-                prop_assert!(retry.initial_backoff <= retry.max_backoff);
+                let delay = Duration::from_millis(delay.map_or(1_000, |d| d as u64));
+                prop_assert_eq!(
+                    (retry.max_attempts, retry.initial_backoff, retry.jitter),
+                    (attempts as u32, delay, jitter.map_or(0.5, |j| j as f32)),
+                    "{}", yaml
+                );
+                // `linear` is a growth of its own; the others a multiplier (×2 by default).
+                let growth = match backoff {
+                    Some("linear") => Err(Growth::Linear),
+                    Some("constant") => Ok(1.0),
+                    Some("1.5") => Ok(1.5),
+                    _ => Ok(2.0),
+                };
+                match growth {
+                    Err(linear) => prop_assert_eq!(retry.growth, linear, "{}", yaml),
+                    Ok(m) => prop_assert_eq!((retry.growth, retry.multiplier), (Growth::Exponential, m), "{}", yaml),
+                }
+                // The default cap, 16 s, rises to a longer delay.
+                prop_assert_eq!(retry.max_backoff, delay.max(Duration::from_secs(16)), "{}", yaml);
             }
             Err(e) => {
                 let e = e.to_string();
-                let named = ["max_attempts", "delay_ms", "jitter", "backoff"].iter().any(|k| e.contains(k));
-                prop_assert!(named, "{}: {}", yaml, e);
+                prop_assert!(!invalid.is_empty(), "{} refused: {}", yaml, e);
+                prop_assert!(invalid.iter().any(|k| e.contains(k)), "{}: {} names none of {:?}", yaml, e, invalid);
             }
         }
     }

@@ -19,15 +19,27 @@ fn ms(n: u64) -> Duration {
 }
 
 /// Fast http-layer retries so the suite stays quick: 3 attempts, 20 ms apart.
+/// The read timeout is out of reach of a loaded machine (5 s), so that the
+/// exact outlines and request counts below do not depend on its speed.
 fn fast() -> RequestOptions {
     let retry = RetryConfig::for_layer(Layer::Http)
         .with_initial_backoff(ms(20))
         .and_then(|c| c.with_jitter(0.0))
         .unwrap();
     RequestOptions {
-        read_timeout: ms(300),
+        read_timeout: Duration::from_secs(5),
         retry: Some(retry),
         ..RequestOptions::default()
+    }
+}
+
+/// [`fast`] with a read timeout short enough for a test to wait out, for
+/// the tests where the timeout is what they show: still 1 s, so that an
+/// answer on time is never cut on a loaded machine.
+fn cut_after_1s() -> RequestOptions {
+    RequestOptions {
+        read_timeout: Duration::from_secs(1),
+        ..fast()
     }
 }
 
@@ -135,11 +147,11 @@ async fn a_reset_mid_response_is_retried() {
 #[tokio::test]
 async fn a_stall_past_the_read_timeout_is_cut_and_retried() {
     let server = FaultServer::start([
-        Fault::Stall(Duration::from_secs(5), "late".into()),
+        Fault::Stall(Duration::from_secs(30), "late".into()),
         Fault::ok("on time"),
     ])
     .await;
-    let transport = Transport::new(server.url(""), fast());
+    let transport = Transport::new(server.url(""), cut_after_1s());
     let log = Arc::new(EventLog::default());
     // "on time" is the second answer: the first attempt was cut, not waited out.
     assert_eq!(
@@ -155,14 +167,14 @@ async fn a_stall_past_the_read_timeout_is_cut_and_retried() {
 #[tokio::test]
 async fn a_server_that_never_answers_gives_read_timeouts() {
     let server = FaultServer::start([Fault::Hang]).await;
-    let transport = Transport::new(server.url(""), fast());
+    let transport = Transport::new(server.url(""), cut_after_1s());
     let err = transport.post("/", "x").await.unwrap_err();
     let HttpError::Timeout(timeout) = &err else {
         panic!("{err:?}")
     };
     assert_eq!(
         (timeout.boundary(), timeout.limit(), timeout.layer()),
-        (Boundary::Read, ms(300), Http)
+        (Boundary::Read, Duration::from_secs(1), Http)
     );
     assert_eq!(server.requests(), 3);
 }

@@ -1,4 +1,5 @@
-//! The ADR-019 layer defaults, end to end through `#[retry]`, on a paused clock.
+//! The layer defaults (README, "The layers"), end to end through `#[retry]`,
+//! on a paused clock.
 
 use std::time::Duration;
 

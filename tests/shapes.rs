@@ -2,6 +2,7 @@
 //! `#[async_trait]`, generics, `?` and `return`, and `Send` futures.
 
 use std::fmt::Debug;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use nika_retry::{retry, timeout};
@@ -48,6 +49,51 @@ async fn mut_self_methods_and_associated_fns() {
     assert_eq!(counter.calls, 3);
     let script = Script::new(2, busy());
     assert_eq!(Counter::make(&script).await.map(|c| c.calls), Ok(3));
+}
+
+/// A `mut` binding of a `&mut T` or a `Pin<&mut T>` is the caller's state:
+/// each attempt reborrows it, and what an attempt writes through it stays
+/// for the next (`mut` is needed for `as_mut()` and to lend `&mut out`).
+impl Counter {
+    fn bump_pinned(self: Pin<&mut Self>) -> u32 {
+        let this = self.get_mut();
+        this.calls += 1;
+        this.calls
+    }
+
+    #[retry(layer = "provider", backoff = "1ms", jitter = 0.0)]
+    async fn pinned(mut self: Pin<&mut Self>) -> Result<u32, ProviderError> {
+        if self.as_mut().bump_pinned() < self.fail_until {
+            return Err(busy());
+        }
+        Ok(self.calls)
+    }
+}
+
+fn record(mut out: impl std::io::Write, line: &str) {
+    let _ = writeln!(out, "{line}");
+}
+
+#[retry(layer = "provider", backoff = "1ms", jitter = 0.0)]
+async fn logged(mut out: &mut Vec<u8>, script: &Script) -> Result<usize, ProviderError> {
+    record(&mut out, "attempt");
+    script.attempt()?;
+    Ok(out.len())
+}
+
+#[tokio::test(start_paused = true)]
+async fn mut_bindings_of_exclusive_borrows_are_the_callers_state() {
+    let mut counter = Counter {
+        calls: 0,
+        fail_until: 3,
+    };
+    assert_eq!(Pin::new(&mut counter).pinned().await, Ok(3));
+    assert_eq!(counter.calls, 3);
+
+    let mut log = Vec::new();
+    let script = Script::new(2, busy());
+    assert_eq!(logged(&mut log, &script).await, Ok(3 * "attempt\n".len()));
+    assert_eq!(log, b"attempt\nattempt\nattempt\n");
 }
 
 trait Provider {

@@ -1,15 +1,18 @@
 //! Fault soak and the fleet view, against the loopback fault server: many
-//! concurrent calls through provider-over-http, every fault kind mixed in.
-//! Bounded: a few hundred calls, a few seconds, loopback only.
+//! concurrent calls through provider-over-http, every fault kind mixed in,
+//! and a round of streamed calls with stalls and cuts before and after the
+//! first token. Bounded: a few hundred calls, a few seconds, loopback only.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Boundary, Layer, RetryConfig, TokenBucket};
-use nika_retry_tests::fault::{Fault, FaultServer, LIFETIME};
+use nika_retry::{Boundary, Layer, RetryConfig};
+use nika_retry_tests::fault::{Fault, FaultServer, LIFETIME, Step};
 use nika_retry_tests::verb::{Provider, ProviderError, RequestOptions, Transport};
 use tokio::time::Instant;
 
@@ -41,9 +44,34 @@ fn fast_http() -> RequestOptions {
 }
 
 /// The task's `retry:` for the provider layer: 3 attempts, 20 ms apart.
-fn task_policy() -> TaskPolicy {
-    let yaml = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }\ntimeout: 3s";
+fn provider_retry() -> TaskPolicy {
+    let yaml = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }";
     serde_norway::from_str(yaml).unwrap()
+}
+
+/// [`provider_retry`], the task bounded to 3 s.
+fn task_policy() -> TaskPolicy {
+    provider_retry().with_timeout(Duration::from_secs(3))
+}
+
+/// Requests the server saw, by request body: each call sends its own.
+fn requests_by_call(server: &FaultServer) -> HashMap<String, usize> {
+    let mut calls = HashMap::new();
+    for hit in server.hits() {
+        *calls.entry(hit.body).or_insert(0) += 1;
+    }
+    calls
+}
+
+/// Requests the server saw, by `Idempotency-Key`: one key per http-layer
+/// call, which makes at most its 3 attempts.
+fn requests_by_key(server: &FaultServer) -> HashMap<String, usize> {
+    let mut keys = HashMap::new();
+    for hit in server.hits() {
+        let key = hit.idempotency_key.expect("every request carries its key");
+        *keys.entry(key).or_insert(0) += 1;
+    }
+    keys
 }
 
 /// The largest `total_attempts` any event of a call reported.
@@ -154,11 +182,17 @@ async fn deadline_round() {
         worst = worst.max(call.elapsed);
     }
     let requests = server.requests();
+    let by_call = requests_by_call(&server);
+    let worst_call = by_call.values().max().copied().unwrap_or(0);
     println!(
-        "deadline round: {CALLS} calls cut at {DEADLINE:?}, {requests} requests, worst call {worst:?}"
+        "deadline round: {CALLS} calls cut at {DEADLINE:?}, {requests} requests, worst call {worst:?}, most requests for a call {worst_call}"
     );
-    // Fewer requests than the attempts the calls were allowed.
+    // Fewer requests than the attempts the calls were allowed, call by call.
     assert!((1..CALLS * 9).contains(&requests), "{requests}");
+    assert!(
+        worst_call < 9,
+        "a call reached its ninth request: {by_call:?}"
+    );
 }
 
 fn open_fds() -> usize {
@@ -192,14 +226,28 @@ async fn soak() {
         // bound below can fail.
         let server = FaultServer::start_bounded(every_fault(), CALLS * 9 + 1, LIFETIME).await;
         let (ok, failed, worst, most) = round(&server, task_policy()).await;
+        // Each call within its budget of 9 requests, each http call within
+        // its 3 attempts: a call making 20 requests cannot hide in the total.
+        let by_call = requests_by_call(&server);
+        let worst_call = by_call.values().max().copied().unwrap_or(0);
+        let worst_key = requests_by_key(&server).into_values().max().unwrap_or(0);
         println!(
-            "soak round: {ok} ok, {failed} failed, {} requests, worst call {worst:?}, most attempts {most}, rss {} KiB",
+            "soak round: {ok} ok, {failed} failed, {} requests, worst call {worst:?}, most attempts {most}, most requests for a call {worst_call} and for a key {worst_key}, rss {} KiB",
             server.requests(),
             rss_kib()
         );
         assert_eq!(ok + failed, CALLS);
         assert!(ok > 0 && failed > 0, "the mix has both outcomes");
         assert!(most <= 9, "a call exceeded its attempt budget: {most}");
+        assert!(by_call.len() <= CALLS, "{}", by_call.len());
+        assert!(
+            (1..=9).contains(&worst_call),
+            "{worst_call} requests for one call"
+        );
+        assert!(
+            (1..=3).contains(&worst_key),
+            "{worst_key} requests for one key"
+        );
         // No upper bound on `worst`: how late a task is scheduled after its
         // deadline fires is the loaded machine's, not the library's (worst
         // seen: 3.006 s of 3 s). The deadline round below shows the deadline
@@ -229,23 +277,28 @@ async fn soak() {
     );
 }
 
-/// Requests the server saw per call made, for 100 calls into a provider that
-/// fails every request.
-async fn load_multiplier(policy: Option<TaskPolicy>, http: RequestOptions, single: bool) -> f64 {
+/// Requests the server saw for each of 100 calls into a provider that
+/// fails every request (each call sends its own body, `call {i}`).
+async fn requests_per_call(
+    policy: Option<TaskPolicy>,
+    http: RequestOptions,
+    single: bool,
+) -> Vec<usize> {
     const N: usize = 100;
     let server = FaultServer::start([Fault::Status(503)]).await;
     let provider = Arc::new(Provider::new(Transport::new(server.url(""), http)));
     let calls: Vec<_> = (0..N)
-        .map(|_| {
+        .map(|i| {
             let (provider, policy) = (provider.clone(), policy.clone());
             tokio::spawn(async move {
+                let prompt = format!("call {i}");
                 if single {
-                    let _ = provider_once(&provider).await;
+                    let _ = provider_once(&provider, &prompt).await;
                     return;
                 }
                 let _ = match policy {
-                    Some(p) => scope(p, provider.complete("x")).await,
-                    None => provider.complete("x").await,
+                    Some(p) => scope(p, provider.complete(&prompt)).await,
+                    None => provider.complete(&prompt).await,
                 };
             })
         })
@@ -253,13 +306,27 @@ async fn load_multiplier(policy: Option<TaskPolicy>, http: RequestOptions, singl
     for call in calls {
         call.await.unwrap();
     }
-    server.requests() as f64 / N as f64
+    let by_call = requests_by_call(&server);
+    (0..N)
+        .map(|i| by_call.get(&format!("call {i}")).copied().unwrap_or(0))
+        .collect()
+}
+
+/// The mean of `counts`, and the one count every call made, if they agree.
+fn per_call(counts: &[usize]) -> (f64, Option<usize>) {
+    let mean = counts.iter().sum::<usize>() as f64 / counts.len() as f64;
+    let first = counts.first().copied();
+    (mean, first.filter(|f| counts.iter().all(|n| n == f)))
 }
 
 /// "No framework": one plain request per call.
-async fn provider_once(provider: &Provider) -> Result<String, ProviderError> {
+async fn provider_once(provider: &Provider, prompt: &str) -> Result<String, ProviderError> {
     let once = RetryConfig::for_layer(Layer::Task);
-    scope(TaskPolicy::new().with_retry(once), provider.complete("x")).await
+    scope(
+        TaskPolicy::new().with_retry(once),
+        provider.complete(prompt),
+    )
+    .await
 }
 
 #[test]
@@ -268,11 +335,12 @@ fn amplification_under_a_full_outage() {
 }
 
 async fn amplification() {
-    let fast_provider = |budget: u32| task_policy().with_budget(budget);
+    // No `timeout:`: 100 concurrent calls of 9 requests share 2 threads, and
+    // a task deadline would stop the slow ones early, whatever the policy.
+    let fast_provider = |budget: u32| provider_retry().with_budget(budget);
     // No read timeout within reach: on a loaded machine a 200 ms one can
     // expire before the server has read the request, which then goes
-    // uncounted; and every retry then costs the bucket the same 5 tokens
-    // (one after a timed-out attempt costs 10).
+    // uncounted.
     let patient_http = || RequestOptions {
         read_timeout: Duration::from_secs(30),
         ..fast_http()
@@ -285,37 +353,252 @@ async fn amplification() {
         ),
         ..patient_http()
     };
-    let no_framework = load_multiplier(None, single_http(), true).await;
-    let unbounded = load_multiplier(Some(fast_provider(1_000)), patient_http(), false).await;
-    let budget_default = load_multiplier(Some(fast_provider(9)), patient_http(), false).await;
-    let budget_5 = load_multiplier(Some(fast_provider(5)), patient_http(), false).await;
-    let bucket = TokenBucket::new(100);
-    let with_bucket = load_multiplier(
-        Some(
-            fast_provider(9)
-                .with_token_bucket(Layer::Http, bucket.clone())
-                .with_token_bucket(Layer::Provider, bucket.clone()),
-        ),
-        patient_http(),
-        false,
-    )
-    .await;
+    let no_framework = requests_per_call(None, single_http(), true).await;
+    let unbounded = requests_per_call(Some(fast_provider(1_000)), patient_http(), false).await;
+    let budget_default = requests_per_call(Some(fast_provider(9)), patient_http(), false).await;
+    let budget_5 = requests_per_call(Some(fast_provider(5)), patient_http(), false).await;
+    let rows = [
+        ("no framework (one attempt)", &no_framework, 1),
+        ("provider 3 × http 3, no budget", &unbounded, 9),
+        ("same, cumulative budget 9 (default)", &budget_default, 9),
+        ("same, cumulative budget 5", &budget_5, 5),
+    ];
     println!("| configuration | requests per call |");
     println!("|---|---|");
-    println!("| no framework (one attempt) | {no_framework:.2} |");
-    println!("| provider 3 × http 3, no budget | {unbounded:.2} |");
-    println!("| same, cumulative budget 9 (default) | {budget_default:.2} |");
-    println!("| same, cumulative budget 5 | {budget_5:.2} |");
-    println!("| same, token bucket (100 tokens, 5 a retry) on both layers | {with_bucket:.2} |");
-    assert_eq!(no_framework, 1.0);
-    assert_eq!(unbounded, 9.0, "nested layers multiply: 3 × 3");
-    assert_eq!(
-        budget_default, 9.0,
-        "the default budget admits exactly ADR-019's 3 × 3"
+    for (configuration, counts, _) in rows {
+        println!("| {configuration} | {:.2} |", per_call(counts).0);
+    }
+    // Every call made exactly the requests its configuration allows: nested
+    // layers multiply (3 × 3), the default budget admits exactly that, and
+    // a budget of 5 bounds each call.
+    for (configuration, counts, expected) in rows {
+        assert_eq!(
+            per_call(counts),
+            (expected as f64, Some(expected)),
+            "{configuration}: {counts:?}"
+        );
+    }
+}
+
+// ---- Streamed calls.
+
+const STREAMS: usize = 300;
+
+/// The read limit of the streamed calls: what cuts a stall, before the first
+/// token (the attempt is retried) and after it (the stream ends).
+const STREAM_READ: Duration = Duration::from_millis(300);
+
+/// The streamed scripts of the round, drawn in a fixed pseudo-random order.
+/// A stall is a `Stall` (nothing more is ever sent), never a long wait
+/// followed by a token, so that a token the server wrote was one the client
+/// was still reading; the waits of a live stream are far below the read
+/// limit.
+fn stream_faults(n: usize) -> Vec<Fault> {
+    let kinds = [
+        // Content, then the end.
+        Fault::stream(Step::tokens(3)),
+        Fault::steady(Duration::from_millis(20), 5),
+        Fault::stream([Step::Meta("usage".into()), Step::Event("t1".into())]),
+        // Before the first token: retried.
+        Fault::stream([Step::Stall]),
+        Fault::stream([Step::Meta("ping".into()), Step::Stall]),
+        Fault::stream([Step::Cut]),
+        Fault::stream([Step::Meta("usage".into()), Step::Cut]),
+        Fault::stream([Step::Reset]),
+        Fault::Status(503),
+        // After it: the caller's, never retried.
+        Fault::stream(Step::tokens(2).chain([Step::Cut])),
+        Fault::stream(Step::tokens(1).chain([Step::Stall])),
+        Fault::stream(Step::tokens(1).chain([Step::Wait(Duration::from_millis(20)), Step::Stall])),
+    ];
+    // xorshift64, seeded: the same draw on every run.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            kinds[(state % kinds.len() as u64) as usize].clone()
+        })
+        .collect()
+}
+
+/// How one streamed call ended.
+#[derive(Debug, PartialEq)]
+enum StreamEnd {
+    /// The call failed before any token (its retries spent).
+    Failed,
+    /// Every token, then the end.
+    Complete,
+    /// Tokens, then one timeout item, then the end.
+    TimedOut,
+    /// Tokens, then one error item, then the end.
+    Broken,
+}
+
+/// What the caller of one streamed call saw.
+struct Streamed {
+    end: StreamEnd,
+    /// The tokens it read.
+    tokens: usize,
+    /// The retries the call had made when it returned.
+    retries: u32,
+}
+
+/// Counts a call's retries.
+#[derive(Default)]
+struct Retries(AtomicU32);
+
+impl RetryObserver for Retries {
+    fn on_event(&self, event: &RetryEvent) {
+        if event.outcome == nika_retry::events::Outcome::Retrying {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One streamed call: opened under the task's `retry:`, read to its end.
+async fn streamed_call(provider: &Provider) -> Streamed {
+    let retry = "retry: { max_attempts: 3, delay_ms: 20, backoff: constant }";
+    let policy: TaskPolicy = serde_norway::from_str(retry).unwrap();
+    let counter = Arc::new(Retries::default());
+    let opened = observe(counter.clone(), scope(policy, provider.stream("prompt"))).await;
+    let retries = counter.0.load(Ordering::Relaxed);
+    let Ok(mut stream) = opened else {
+        let end = StreamEnd::Failed;
+        return Streamed {
+            end,
+            tokens: 0,
+            retries,
+        };
+    };
+    let mut tokens = 0;
+    let mut end = StreamEnd::Complete;
+    while let Some(item) = stream.next().await {
+        assert_eq!(
+            end,
+            StreamEnd::Complete,
+            "an item after the error: {item:?}"
+        );
+        match item {
+            Ok(chunk) => tokens += usize::from(chunk.is_token()),
+            Err(ProviderError::Timeout(t)) => {
+                assert_eq!(
+                    (t.boundary(), t.limit(), t.layer()),
+                    (Boundary::Read, STREAM_READ, Layer::Provider)
+                );
+                end = StreamEnd::TimedOut;
+            }
+            Err(_) => end = StreamEnd::Broken,
+        }
+    }
+    assert!(tokens > 0, "a stream starts with a token");
+    Streamed {
+        end,
+        tokens,
+        retries,
+    }
+}
+
+#[test]
+fn soak_300_concurrent_streamed_calls_with_stalls_and_cuts() {
+    serially(stream_soak())
+}
+
+async fn stream_soak() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks_before = metrics.num_alive_tasks();
+    let fds_before = open_fds();
+    let faults = stream_faults(STREAMS * 3);
+    let server = FaultServer::start_bounded(faults, STREAMS * 3 + 1, LIFETIME).await;
+    let start = Instant::now();
+    let calls: Vec<_> = (0..STREAMS)
+        .map(|i| {
+            // A provider per call, its path naming the call, so that the
+            // server's requests can be told apart per call.
+            let options = RequestOptions {
+                read_timeout: STREAM_READ,
+                ..RequestOptions::default()
+            };
+            let base = server.url(&format!("/call/{i}"));
+            let provider = Provider::new(Transport::new(base, options));
+            tokio::spawn(async move {
+                // A stream that never ends fails here, not at the server's lifetime.
+                tokio::time::timeout(Duration::from_secs(30), streamed_call(&provider))
+                    .await
+                    .expect("every stream ends")
+            })
+        })
+        .collect();
+    let mut calls_seen = Vec::with_capacity(STREAMS);
+    for call in calls {
+        calls_seen.push(call.await.unwrap());
+    }
+    let elapsed = start.elapsed();
+    let hits = server.hits();
+    let of_call = |i: usize| {
+        let path = format!("/call/{i}/");
+        let mine: Vec<_> = hits.iter().filter(|h| h.path.starts_with(&path)).collect();
+        mine
+    };
+    let retry_count = |hit: &nika_retry_tests::fault::Hit| -> u32 {
+        hit.retry_count.as_deref().unwrap().parse().unwrap()
+    };
+    // Tokens the server wrote to an attempt that `read` then cut before it
+    // had read them: the client's attempt and the server's write crossed.
+    let mut unread = 0;
+    for (i, call) in calls_seen.iter().enumerate() {
+        let requests = of_call(i);
+        // An attempt cut while it connects never reaches the server.
+        assert!((0..=3).contains(&requests.len()), "call {i}: {requests:?}");
+        let most = requests.iter().map(|h| retry_count(h)).max();
+        if call.end == StreamEnd::Failed {
+            assert!(most.unwrap_or(0) <= 2, "call {i}: {requests:?}");
+            continue;
+        }
+        // Nothing after content is retried: no request of a later attempt
+        // than the one that returned the stream.
+        assert!(most.unwrap() <= call.retries, "call {i}: {requests:?}");
+        let last = requests.iter().find(|h| retry_count(h) == call.retries);
+        let last = last.unwrap_or_else(|| panic!("call {i}: {requests:?}"));
+        // What the caller saw came from that attempt's request.
+        assert!(call.tokens <= last.events_sent, "call {i}: {requests:?}");
+        unread += requests
+            .iter()
+            .filter(|h| retry_count(h) < call.retries && h.events_sent > 0)
+            .count();
+    }
+    let count = |end: StreamEnd| calls_seen.iter().filter(|c| c.end == end).count();
+    let retried = calls_seen.iter().filter(|c| c.retries > 0).count();
+    println!(
+        "streamed round: {STREAMS} calls in {elapsed:?}: {} complete, {} cut by read after content, \
+         {} broken after content, {} failed before content; {retried} retried before content, \
+         {} requests, {} hang-ups seen by the server, {unread} tokens written to an attempt read had cut",
+        count(StreamEnd::Complete),
+        count(StreamEnd::TimedOut),
+        count(StreamEnd::Broken),
+        count(StreamEnd::Failed),
+        hits.len(),
+        server.hangups(),
     );
-    assert_eq!(budget_5, 5.0, "the budget bounds every call");
-    // 100 tokens pay for exactly 20 retries across all 100 calls, and no
-    // success gives any back: 120 requests, the bucket empty.
-    assert_eq!(with_bucket, 1.2, "the bucket bounds the fleet");
-    assert_eq!(bucket.available(), 0);
+    for end in [StreamEnd::Complete, StreamEnd::TimedOut, StreamEnd::Broken] {
+        assert!(count(end) > 0, "the mix has every ending");
+    }
+    assert!(retried > 0);
+    // Every client is gone with its task: so is every connection, the
+    // server's and the client's, and every task.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.open_connections() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.open_connections(), 0, "connections left open");
+    drop(server);
+    while metrics.num_alive_tasks() > tasks_before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(metrics.num_alive_tasks(), tasks_before, "leaked tasks");
+    while open_fds() > fds_before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(open_fds(), fds_before, "leaked sockets");
 }

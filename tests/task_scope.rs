@@ -1,5 +1,5 @@
-//! The layer-aware runtime: the task scope, the cumulative budget, the
-//! events and the token bucket, on a paused clock.
+//! The layer-aware runtime: the task scope, the cumulative budget and the
+//! events, on a paused clock. (The token bucket has `token_bucket.rs`.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{Outcome, observe};
 use nika_retry::task::{TaskPolicy, carry, scope};
-use nika_retry::{ErrorCategory, Layer, RetryConfig, TokenBucket, retry};
+use nika_retry::{ErrorCategory, Layer, RetryConfig, retry};
 use nika_retry_tests::{EventLog, ProviderError, Script};
 use tokio::time::Instant;
 
@@ -109,7 +109,7 @@ async fn scopes_nest_and_the_innermost_wins() {
 
 #[tokio::test(start_paused = true)]
 async fn nested_layers_share_the_budget_of_the_outermost_call() {
-    // Without a scope: the default budget of 9 allows exactly the ADR's 3 × 3.
+    // Without a scope: the default budget of 9 allows exactly 3 × 3.
     let script = Script::always(ProviderError::status(503));
     assert!(provider_over_http(&script).await.is_err());
     assert_eq!(script.attempts(), 9);
@@ -258,57 +258,6 @@ async fn observers_nest_and_carry_follows_a_spawned_task() {
     let work = async move { tokio::spawn(async move { http(&s).await }).await.unwrap() };
     assert!(observe(outer.clone(), work).await.is_err());
     assert!(outer.take().is_empty());
-}
-
-#[retry(layer = "provider", backoff = "10ms", jitter = 0.0)]
-async fn always_failing(script: &Script) -> Result<u32, ProviderError> {
-    script.attempt()
-}
-
-#[tokio::test(start_paused = true)]
-async fn the_token_bucket_bounds_retries_across_100_concurrent_calls() {
-    // 50 tokens at 5 a retry pay for 10 retries in all, however many calls there are.
-    let bucket = TokenBucket::new(50);
-    let policy = TaskPolicy::new().with_token_bucket(Layer::Provider, bucket.clone());
-    let script = Arc::new(Script::always(ProviderError::status(503)));
-    let log = Arc::new(EventLog::default());
-    let calls: Vec<_> = (0..100)
-        .map(|_| {
-            let (policy, script, log) = (policy.clone(), script.clone(), log.clone());
-            tokio::spawn(observe(
-                log,
-                scope(policy, async move { always_failing(&script).await }),
-            ))
-        })
-        .collect();
-    for call in calls {
-        assert!(call.await.unwrap().is_err());
-    }
-    assert_eq!(
-        script.attempts(),
-        100 + 10,
-        "100 first attempts and the 10 retries the bucket paid for"
-    );
-    assert_eq!(bucket.available(), 0);
-    let empty = log
-        .take()
-        .into_iter()
-        .filter(|e| e.reason == Some(GiveUp::TokenBucketEmpty))
-        .count();
-    assert!(empty >= 90, "{empty}");
-
-    // Without the bucket, the same load triples.
-    let script = Arc::new(Script::always(ProviderError::status(503)));
-    let calls: Vec<_> = (0..100)
-        .map(|_| {
-            let script = script.clone();
-            tokio::spawn(async move { always_failing(&script).await })
-        })
-        .collect();
-    for call in calls {
-        assert!(call.await.unwrap().is_err());
-    }
-    assert_eq!(script.attempts(), 300);
 }
 
 #[retry(layer = "http")]

@@ -1,8 +1,11 @@
-//! DESIGN.md "Transparency": every `async fn` that compiles without the
-//! attributes compiles with them and means the same, except for the retries.
-//! Each shape here fails its first attempts (a counting error source), so the
-//! retries really happen, and must return what the plain fn would return
-//! from one attempt.
+//! Transparency: every `async fn` that compiles without the attributes
+//! compiles with them and means the same, except for the retries (README,
+//! "Writing the body"): return-position coercions in the tail and in an
+//! early `return`, `#[async_trait]` methods, `mut` and destructured
+//! arguments, `clone(self)`, the body's own names beside the generated ones,
+//! renamed and re-exported attributes. Each shape here fails its first
+//! attempts (a counting error source), so the retries really happen, and
+//! must return what the plain fn would return from one attempt.
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -52,15 +55,16 @@ async fn return_position_coercions() {
     assert_eq!(buffer.as_str().await, Ok("text"));
     assert_eq!(buffer.script.attempts(), 3);
 
-    let buffer = Buffer {
-        buf: String::new(),
-        script: Script::new(1, busy()),
-    };
-    let early = buffer.boxed(true).await.map(|d| d.to_string());
-    assert_eq!(early.as_deref(), Ok("early"));
-    let tail = buffer.boxed(false).await.map(|d| d.to_string());
-    assert_eq!(tail.as_deref(), Ok("5"));
-    assert_eq!(buffer.script.attempts(), 3);
+    // The early `return` and the tail, each after two failed attempts.
+    for (early, expected) in [(true, "early"), (false, "5")] {
+        let buffer = Buffer {
+            buf: String::new(),
+            script: flaky(),
+        };
+        let out = buffer.boxed(early).await.map(|d| d.to_string());
+        assert_eq!(out.as_deref(), Ok(expected));
+        assert_eq!(buffer.script.attempts(), 3, "{expected}");
+    }
 }
 
 #[async_trait::async_trait]
@@ -123,10 +127,12 @@ fn owned_count<T>(value: Arc<T>) -> usize {
 
 #[tokio::test(start_paused = true)]
 async fn async_trait_methods() {
-    let page = Page(flaky());
-    let early = page.render(true).await.map(|d| d.to_string());
-    assert_eq!(early.as_deref(), Ok("e"));
-    assert_eq!(page.0.attempts(), 3);
+    for (early, expected) in [(true, "e"), (false, "1")] {
+        let page = Page(flaky());
+        let out = page.render(early).await.map(|d| d.to_string());
+        assert_eq!(out.as_deref(), Ok(expected));
+        assert_eq!(page.0.attempts(), 3, "{expected}");
+    }
 
     let page = Page(flaky());
     assert_eq!(page.append("hi".to_owned()).await.as_deref(), Ok("hi!"));

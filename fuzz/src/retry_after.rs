@@ -1,9 +1,13 @@
-//! `Retry-After` and the other server wait hints, checked against `httpdate`
-//! and against arithmetic on generated values.
+//! `Retry-After` and the other server wait hints, checked against
+//! arithmetic on generated values (civil-date arithmetic done here for the
+//! dates) and, for arbitrary text, against digit arithmetic and the shape of
+//! a date.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nika_retry::http::{parse_retry_after, retry_hint};
+
+use crate::bytes::Bytes;
 
 /// The first second of the year 10000: HTTP-dates have four year digits.
 const YEAR_10000: u64 = 253_402_300_800;
@@ -24,21 +28,6 @@ const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
-/// The input, read from the front; past its end every read is zero.
-struct Bytes<'a>(&'a [u8]);
-
-impl Bytes<'_> {
-    fn u8(&mut self) -> u8 {
-        let (&first, rest) = self.0.split_first().unwrap_or((&0, &[]));
-        self.0 = rest;
-        first
-    }
-
-    fn u64(&mut self) -> u64 {
-        u64::from_le_bytes(std::array::from_fn(|_| self.u8()))
-    }
-}
-
 /// Checks the input as text, then as the recipe of generated hints.
 pub fn check(data: &[u8]) {
     let mut input = Bytes(data);
@@ -52,14 +41,47 @@ pub fn check(data: &[u8]) {
     check_raw_headers(input.0, now);
 }
 
-/// Arbitrary text: never a panic, and whatever `httpdate` reads as a date
-/// is that date's distance from `now` (zero once past).
+/// Arbitrary text: never a panic. All-digit text (once trimmed) is the
+/// number its digits spell, computed here digit by digit (past a `u64`, a
+/// hint too long). Any other text that gives a wait has the shape of one of
+/// RFC 9110's three date formats (its length, weekday and `GMT`), and the
+/// wait is at most the distance from `now` to the year 10000 (four year
+/// digits). Which dates are read, and their exact waits, `check_date` checks
+/// on generated dates.
 fn check_text(text: &str, now: SystemTime) {
     let got = parse_retry_after(text, now);
-    if let Ok(date) = httpdate::parse_http_date(text.trim()) {
-        let wait = date.duration_since(now).unwrap_or(Duration::ZERO);
+    let trimmed = text.trim();
+    if !trimmed.is_empty() && trimmed.bytes().all(|b| b.is_ascii_digit()) {
+        let number = trimmed.bytes().try_fold(0u64, |n, digit| {
+            n.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+        });
+        let wait = number.map_or(Duration::MAX, Duration::from_secs);
         assert_eq!(got, Some(wait), "{text:?}");
+        return;
     }
+    let Some(wait) = got else {
+        return;
+    };
+    let starts = |days: &[&str], after: &str| {
+        days.iter().any(|day| {
+            trimmed
+                .strip_prefix(day)
+                .is_some_and(|t| t.starts_with(after))
+        })
+    };
+    let date_shaped = match trimmed.len() {
+        // IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`.
+        29 => starts(&DAYS, ", ") && trimmed.ends_with(" GMT"),
+        // asctime: `Sun Nov  6 08:49:37 1994`.
+        24 => starts(&DAYS, " "),
+        // RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT`, weekdays of 6 to 9 letters.
+        30..=33 => starts(&LONG_DAYS, ", ") && trimmed.ends_with(" GMT"),
+        _ => false,
+    };
+    assert!(date_shaped, "{text:?} read as a wait of {wait:?}");
+    let last = UNIX_EPOCH + Duration::from_secs(YEAR_10000);
+    let longest = last.duration_since(now).unwrap_or(Duration::ZERO);
+    assert!(wait <= longest, "{text:?}: {wait:?} at {now:?}");
 }
 
 /// Generated delta-seconds of any size, with leading zeros and surrounding

@@ -22,6 +22,13 @@ impl Errors {
         }
     }
 
+    /// Records every error of `other`.
+    pub(crate) fn append(&mut self, other: Errors) {
+        if let Some(error) = other.0 {
+            self.push(error);
+        }
+    }
+
     /// Records the error of `result`, if any, and returns its value.
     pub(crate) fn take<T>(&mut self, result: syn::Result<T>) -> Option<T> {
         result.map_err(|e| self.push(e)).ok()
@@ -32,6 +39,17 @@ impl Errors {
         match self.0 {
             Some(error) => Err(error),
             None => Ok(value),
+        }
+    }
+
+    /// Every recorded error, then `error`.
+    pub(crate) fn and(self, error: syn::Error) -> syn::Error {
+        match self.0 {
+            Some(mut all) => {
+                all.combine(error);
+                all
+            }
+            None => error,
         }
     }
 

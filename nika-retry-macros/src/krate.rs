@@ -1,6 +1,9 @@
 //! The path generated code names nika-retry by: `::nika_retry`, or the
 //! `crate = "path"` the user gave for a renamed dependency.
 
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
+
 /// The path without `crate = "…"`.
 pub(crate) fn default() -> syn::Path {
     syn::parse_quote!(::nika_retry)
@@ -21,9 +24,6 @@ pub(crate) fn from_lit(lit: &syn::LitStr) -> syn::Result<syn::Path> {
 
 /// The error for a `crate = …` whose value is not a string.
 pub(crate) const NOT_A_STRING: &str = "write the path as a string: crate = \"nika_retry\"";
-
-use proc_macro2::{Span, TokenStream, TokenTree};
-use quote::ToTokens;
 
 /// `krate` with every token spanned at `span`, for the paths of a call whose
 /// type errors rustc reports at the user's token: a path spanned at the

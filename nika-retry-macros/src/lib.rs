@@ -9,6 +9,7 @@ mod duration;
 mod errors;
 mod krate;
 mod suggest;
+mod vocab;
 
 #[cfg(test)]
 mod snapshots;

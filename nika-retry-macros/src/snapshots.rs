@@ -133,6 +133,48 @@ fn clone_self() {
 }
 
 #[test]
+fn timeout_alone() {
+    let input = quote! {
+        async fn run_task(&self, task: &Task) -> Result<Report, TaskError> {
+            self.execute(task).await
+        }
+    };
+    check(
+        "timeout_alone",
+        call::expand(
+            Kind::Timeout,
+            quote!(
+                layer = "task",
+                total = self.limits.max_duration,
+                attempt = "30s"
+            ),
+            input,
+        ),
+    );
+}
+
+#[test]
+fn config_expr() {
+    let input = quote! {
+        async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
+            self.send(req).await
+        }
+    };
+    check(
+        "config_expr",
+        call::expand(
+            Kind::Retry,
+            quote!(
+                layer = "provider",
+                attempts = 5,
+                config = self.options.retry.clone()
+            ),
+            input,
+        ),
+    );
+}
+
+#[test]
 fn derive_provider_error() {
     let input = quote! {
         pub enum ProviderError {

@@ -1,14 +1,5 @@
 //! "Did you mean …?" for misspelt keys, layers and categories.
 
-/// The snake-case names of `nika_retry::ErrorCategory`, in declaration order.
-pub(crate) const CATEGORIES: [&str; 5] = [
-    "transient",
-    "rate_limited",
-    "auth",
-    "not_found",
-    "permanent",
-];
-
 /// The candidate closest to `input`, if it is close enough to be a typo.
 pub(crate) fn nearest<'a>(input: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates

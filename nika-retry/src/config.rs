@@ -15,7 +15,8 @@ pub enum Growth {
     Linear,
 }
 
-/// A retry policy: the one vocabulary every layer speaks (ADR-019, "Shared types").
+/// A retry policy: the one vocabulary every layer speaks (ADR-019, "Shared types":
+/// one `RetryConfig` and `ErrorCategory` across crates, no per-crate retry types).
 ///
 /// Start from a layer's defaults and change what differs; each `with_*`
 /// setter checks its value and names the field when it refuses:
@@ -68,7 +69,7 @@ const fn ms(n: u64) -> Duration {
 }
 
 impl RetryConfig {
-    /// The defaults of ADR-019 for `layer`.
+    /// The defaults of ADR-019 for `layer`: the table "The layers" in the crate README.
     ///
     /// | layer | attempts | backoffs | jitter | retries | `max_retry_after` |
     /// |---|---|---|---|---|---|

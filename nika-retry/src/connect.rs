@@ -59,7 +59,8 @@ impl<F: Future> Future for Connect<F> {
     type Output = Result<F::Output, TimeoutError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx)
+        // No `read` limit here, so no `Progress` to keep between polls.
+        self.project().inner.poll_until(cx, &None, &mut None)
     }
 }
 

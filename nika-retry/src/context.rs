@@ -44,6 +44,31 @@ impl ConnectLimit {
     }
 }
 
+/// What the innermost annotated fn being polled puts in force for a stream
+/// awaited in its body ([`stream::started`](crate::stream::started)): when
+/// its call started (`None` during the first poll of a `#[timeout]` alone,
+/// when "now" is its start), its `read` limit, its `total` deadline and
+/// limit, and its layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StreamFrame {
+    pub(crate) start: Option<tokio::time::Instant>,
+    pub(crate) read: Option<Duration>,
+    pub(crate) total: Option<(tokio::time::Instant, Duration)>,
+    pub(crate) layer: Layer,
+}
+
+/// What a stream polled now finds around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FrameInForce {
+    /// No annotated fn: no limit applies.
+    Outside,
+    /// The innermost call is in the first poll of its first attempt and has
+    /// not put its frame in force: it does from its next poll on.
+    NotYet,
+    /// The frame of the innermost annotated fn.
+    Frame(StreamFrame),
+}
+
 /// The attempts shared by the nested retry loops under one outermost call:
 /// the total (one plus every retry allowed), whether the task set it, and
 /// the attempts used so far (one plus every retry taken, at any layer),
@@ -113,12 +138,16 @@ pub(crate) struct AttemptSlot(u64);
 const PRESENT: u64 = 1 << 63;
 /// The key cell holds this attempt's key.
 const HAS_KEY: u64 = 1 << 62;
+/// The stream cell holds the frame of this attempt's fn.
+const HAS_STREAM: u64 = 1 << 61;
 /// How many loops that break the stratification started inside this
-/// attempt during its poll (bits 42–61), each waiting in
+/// attempt during its poll (bits 42–60), each waiting in
 /// [`stratification`](crate::stratification) for the outer call's name,
 /// which its [`restore`] gives: no other poll pays for it.
-const VIOLATIONS: u64 = ((1 << 20) - 1) << VIOLATIONS_SHIFT;
+const VIOLATIONS: u64 = ((1 << 19) - 1) << VIOLATIONS_SHIFT;
 const VIOLATIONS_SHIFT: u32 = 42;
+// The flags and the counter each have bits of their own.
+const _: () = assert!(VIOLATIONS & (HAS_STREAM | HAS_KEY | PRESENT) == 0);
 
 impl AttemptSlot {
     const NONE: AttemptSlot = AttemptSlot(0);
@@ -157,6 +186,14 @@ impl AttemptSlot {
     fn with_key(self) -> AttemptSlot {
         AttemptSlot(self.0 | HAS_KEY)
     }
+    /// The same attempt, with its fn's frame in the stream cell.
+    #[inline(always)]
+    pub(crate) fn with_stream(self) -> AttemptSlot {
+        AttemptSlot(self.0 | HAS_STREAM)
+    }
+    fn has_stream(self) -> bool {
+        self.0 & HAS_STREAM != 0
+    }
     /// The violations started inside this attempt's poll and not yet reported.
     fn violations(self) -> u32 {
         ((self.0 & VIOLATIONS) >> VIOLATIONS_SHIFT) as u32
@@ -177,6 +214,9 @@ struct Context {
     key: Cell<IdempotencyKey>,
     /// Whether a task policy is in force (then `task` has it).
     scoped: Cell<bool>,
+    /// The frame of the innermost annotated fn that has put one in force
+    /// (the innermost attempt's when it says `HAS_STREAM`).
+    stream: Cell<Option<StreamFrame>>,
 }
 
 std::thread_local! {
@@ -187,6 +227,7 @@ std::thread_local! {
             attempt: Cell::new(AttemptSlot::NONE),
             key: Cell::new(IdempotencyKey::UNDRAWN),
             scoped: Cell::new(false),
+            stream: Cell::new(None),
         }
     };
 }
@@ -256,7 +297,7 @@ pub(crate) fn attempt(
 /// The layer of the attempt in force, if `breaks(layer)` says that a loop
 /// starting inside it breaks the stratification: that attempt's count of
 /// violations to report goes up by one (for its [`restore`] to report with
-/// its name). `None` past a million in one poll: that one is not reported.
+/// its name). `None` past half a million in one poll: that one is not reported.
 #[cold]
 pub(crate) fn count_violation(breaks: impl FnOnce(Layer) -> bool) -> Option<Layer> {
     CONTEXT.with(|c| {
@@ -357,6 +398,67 @@ fn settle(ours: AttemptSlot, outer: AttemptSlot, key: &mut IdempotencyKey, site:
 /// Swaps `key` with the key in force.
 fn swap_key(key: &mut IdempotencyKey) {
     CONTEXT.with(|c| *key = c.key.replace(*key));
+}
+
+/// What a stream polled now finds around it: the frame of the innermost
+/// annotated fn, or that it has none yet, or that there is none.
+pub(crate) fn stream_frame() -> FrameInForce {
+    CONTEXT.with(|c| {
+        let slot = c.attempt.get();
+        match c.stream.get() {
+            _ if slot.present() && !slot.has_stream() => FrameInForce::NotYet,
+            Some(frame) => FrameInForce::Frame(frame),
+            None => FrameInForce::Outside,
+        }
+    })
+}
+
+/// `frame` in force for the streams polled until the guard drops: a call's,
+/// whose attempt slot says `HAS_STREAM` itself.
+#[inline]
+pub(crate) fn enter_stream(frame: StreamFrame) -> StreamScope {
+    StreamScope {
+        outer: CONTEXT.with(|c| c.stream.replace(Some(frame))),
+        marked: false,
+    }
+}
+
+/// [`enter_stream`] for `#[timeout]` alone, which has no attempt slot: the
+/// slot in force (an outer call's) is marked `HAS_STREAM` until the guard
+/// drops, so that a stream in the body takes this frame, not the call's.
+#[inline]
+pub(crate) fn enter_stream_marked(frame: StreamFrame) -> StreamScope {
+    CONTEXT.with(|c| {
+        let slot = c.attempt.get();
+        let marked = slot.present() && !slot.has_stream();
+        if marked {
+            c.attempt.set(slot.with_stream());
+        }
+        StreamScope {
+            outer: c.stream.replace(Some(frame)),
+            marked,
+        }
+    })
+}
+
+/// The guard of [`enter_stream`] and [`enter_stream_marked`]: it puts the
+/// outer frame back, and unmarks the slot it marked (keeping the key bit a
+/// poll may have set in it since).
+pub(crate) struct StreamScope {
+    outer: Option<StreamFrame>,
+    marked: bool,
+}
+
+impl Drop for StreamScope {
+    #[inline]
+    fn drop(&mut self) {
+        CONTEXT.with(|c| {
+            c.stream.set(self.outer);
+            if self.marked {
+                c.attempt.set(AttemptSlot(c.attempt.get().0 & !HAS_STREAM));
+            }
+        });
+    }
 }
 
 /// Marks a task policy in force (or hidden, for `false`) until the guard drops.
@@ -591,6 +693,50 @@ mod tests {
             assert!(scoped(), "the inner mark put the outer one back");
         }
         assert!(!scoped());
+    }
+
+    #[test]
+    fn a_stream_takes_the_innermost_frame_or_waits_for_it() {
+        let frame = |ms| StreamFrame {
+            start: None,
+            read: Some(Duration::from_millis(ms)),
+            total: None,
+            layer: Layer::Http,
+        };
+        assert_eq!(stream_frame(), FrameInForce::Outside);
+        {
+            // `#[timeout]` alone, outside any call.
+            let _once = enter_stream_marked(frame(1));
+            assert_eq!(stream_frame(), FrameInForce::Frame(frame(1)));
+        }
+        let mut key = IdempotencyKey::UNDRAWN;
+        let slot = AttemptSlot::new(Layer::Provider, 1, 3, false);
+        let outer = install(Some(Budget::new(9, 1)), slot, &mut key);
+        // A call in its first poll: no frame yet.
+        assert_eq!(stream_frame(), FrameInForce::NotYet);
+        {
+            let _once = enter_stream_marked(frame(2));
+            assert_eq!(stream_frame(), FrameInForce::Frame(frame(2)));
+            // The body draws the call's key meanwhile: the key bit stays.
+            let drawn = attempt(IdempotencyKey::draw).unwrap().1;
+            assert_eq!(attempt(|| unreachable!("kept")).unwrap().1, drawn);
+        }
+        assert_eq!(stream_frame(), FrameInForce::NotYet, "unmarked again");
+        assert!(CONTEXT.with(|c| c.attempt.get().has_key()));
+        restore(outer, &mut key, true, "t");
+        {
+            // A call past its first poll, with its frame in force.
+            let outer = install(None, slot.with_stream(), &mut key);
+            let _call = enter_stream(frame(3));
+            assert_eq!(stream_frame(), FrameInForce::Frame(frame(3)));
+            {
+                let inner = install(None, slot, &mut key);
+                assert_eq!(stream_frame(), FrameInForce::NotYet, "an inner call's turn");
+                restore(inner, &mut key, false, "t");
+            }
+            restore(outer, &mut key, false, "t");
+        }
+        assert_eq!(stream_frame(), FrameInForce::Outside);
     }
 
     #[test]

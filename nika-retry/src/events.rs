@@ -311,6 +311,8 @@ pub(crate) fn level(outcome: Outcome, attempt: u32) -> Level {
 /// Whether an event at `level` would reach anyone (a `tracing` subscriber
 /// that enables it, or an observer); if not, it is not even built.
 #[inline]
+// Without `tracing`, only the observers listen, at every level.
+#[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
 pub(crate) fn listening(level: Level) -> bool {
     #[cfg(feature = "tracing")]
     {

@@ -1,4 +1,6 @@
-//! [`Layer`]: the architectural layers of ADR-019, each owning its retry policy.
+//! [`Layer`]: the architectural layers of ADR-019 (the nika engine's decision
+//! that each layer owns the retries and time limits of its own failure mode),
+//! each owning its retry policy.
 
 use core::fmt;
 use core::str::FromStr;

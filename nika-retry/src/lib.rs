@@ -1,7 +1,11 @@
 //! Layer-aware retries and timeouts for async Rust, checked at compile time.
 //!
 //! Annotate one attempt; the macros generate the retry loop, the sleeps and
-//! the timeouts, with the policy of the fn's layer (ADR-019):
+//! the timeouts, with the policy of the fn's layer. The layer rules are the
+//! nika engine's ADR-019, the design decision that gave each layer the
+//! retries and time limits of its own failure mode: the http transport
+//! retries connection failures and 5xx, the provider 5xx and 429 (waiting
+//! out the server's hint), a tool nothing unless its task opts in:
 //!
 //! ```
 //! use std::time::Duration;
@@ -71,6 +75,7 @@
 //! - [`engine`]: the decision state machine the generated loops drive, usable by hand.
 //! - [`http`]: status classification and `Retry-After` parsing.
 //! - [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
+//! - [`stream`]: a streamed response, retried only before its first content, `read` and `total` followed past the fn's return.
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
@@ -96,6 +101,7 @@ pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
 mod stratification;
+pub mod stream;
 pub mod task;
 mod time_limits;
 mod timeout_error;
@@ -147,11 +153,14 @@ pub mod __private;
 ///
 /// **`clone(…)`.** Every attempt starts from the arguments as the caller
 /// passed them. An argument the body moves must be listed in `clone(…)`, so
-/// that each attempt gets its own clone; without it, rustc reports E0382
-/// "use of moved value … in previous iteration of loop" at the attribute:
-/// that is the sign to add `clone(arg)`. A `mut` argument must be listed
-/// too (it is a compile error otherwise: an attempt would see what the one
-/// before left in it). `clone(self)` clones `self` taken by value (`self`,
+/// that each attempt gets its own clone (a `Copy` one need not be). Where
+/// the macro sees the move (the argument's bare name passed to a call or
+/// bound by a `let`), the compile error points at that use and says to list
+/// it; a move it cannot see (inside a macro, a struct literal, a `match`)
+/// gets rustc's E0382 "use of moved value … in previous iteration of loop"
+/// at the attribute: that too is the sign to add `clone(arg)`. A `mut`
+/// argument must be listed too (it is a compile error otherwise: an attempt
+/// would see what the one before left in it). `clone(self)` clones `self` taken by value (`self`,
 /// `mut self`, `self: Arc<Self>`) for each attempt, and a name bound by a
 /// destructuring argument (`(a, b): (String, u32)`) may be listed like any
 /// other:
@@ -184,7 +193,9 @@ pub mod __private;
 /// ```
 ///
 /// **`&mut self`** is the caller's state: the attempts share it by design,
-/// each borrowing it afresh. A fn that returns a borrow of it
+/// each borrowing it afresh; so is what a `&mut T` argument points to, and a
+/// `mut` binding of a `&mut T` or `Pin<&mut T>` (`mut self: Pin<&mut Self>`,
+/// to call `as_mut()`) is never refused. A fn that returns a borrow of it
 /// (`-> Result<&mut Item, E>` from `&mut self`) is refused by the borrow
 /// checker (E0499/E0524 "… in previous iteration of loop"), as the same loop
 /// written by hand would be: retry a fn that does the fallible work and
@@ -231,6 +242,9 @@ pub use nika_retry_macros::retry;
 ///   future in a `join!` beside the call does not count as its progress.
 ///   `http` and `provider` layers only.
 /// - `attempt` bounds one attempt's whole duration (a retry gets a fresh one).
+///   An expired attempt is dropped: a child process it started keeps running
+///   unless it was spawned with `tokio::process::Command::kill_on_drop(true)`
+///   (or in a process group you kill); see `docs/tools-and-tasks.md`.
 /// - `total` bounds the whole call with its retries and sleeps (no sleep is
 ///   started that would end past it).
 /// - `connect` bounds connection set-up: what the body wraps in [`connect`],
@@ -274,8 +288,8 @@ pub use nika_retry_macros::retry;
 /// # `#[timeout]` alone
 ///
 /// Without `#[retry]`, `#[timeout(layer = "…", …)]` bounds one run of the
-/// body and never retries it: for the boundaries ADR-019 gives no retry (an
-/// agent loop's total, a tool's execution, a task). A task scope's `retry:`
+/// body and never retries it: for the boundaries the layer rules give no
+/// retry (an agent loop's total, a tool's execution, a task). A task scope's `retry:`
 /// does not apply to it; `layer` is then required (and beside a `#[retry]`,
 /// which names the layer, refused). `std::io::Error` holds a timeout, so a
 /// tool returning it needs no error type of its own.

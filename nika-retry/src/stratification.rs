@@ -99,9 +99,14 @@ fn warn_once(violation: &LayerViolation) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(pair);
-    if !first {
-        return;
+    if first {
+        warn(violation);
     }
+}
+
+/// The warning itself (nothing without the `tracing` feature).
+#[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+fn warn(violation: &LayerViolation) {
     #[cfg(feature = "tracing")]
     {
         let why = if violation.outer_layer == violation.inner_layer {

@@ -64,15 +64,18 @@ use crate::events::{self, RetryObserver};
 use crate::time_limits::{TimeLimited, total_from_now};
 use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
 
-/// The attempt budget nested retry loops share by default: ADR-019's 3 × 3.
+/// The attempt budget nested retry loops share by default: ADR-019's 3 × 3
+/// (it accepts http retried 3 times under a provider retried 3 times).
 pub const DEFAULT_BUDGET: u32 = 9;
 
 /// What a workflow task says about retries and time.
 ///
 /// Deserialises (feature `serde`) from the task's YAML mapping, reading its
 /// optional `retry:`, `timeout:` and `budget:` keys and ignoring the task's
-/// other keys (so it can be `#[serde(flatten)]`ed into a task type); the
-/// `retry:` block itself rejects unknown keys:
+/// other keys (so it can be `#[serde(flatten)]`ed into a task type, though
+/// flattening loses a bad value's key path and position in the error: parse
+/// `TaskPolicy` on its own from the same text to keep them); the `retry:`
+/// block itself rejects unknown keys:
 ///
 /// ```yaml
 /// retry: { max_attempts: 3, delay_ms: 500, backoff: exponential }

@@ -110,8 +110,9 @@ pin_project_lite::pin_project! {
         // From the first pending poll: when it was, and the last progress (with `read`).
         started: Option<Instant>,
         last: Option<Instant>,
-        // The call's `Progress` and the attempt's own waker, with `read`.
-        own: Option<(Arc<Progress>, Waker)>,
+        // The attempt's own waker, with `read`: it holds the call's
+        // `Progress`, which each poll is given, so no second `Arc` of it here.
+        own: Option<Waker>,
     }
 }
 
@@ -142,6 +143,11 @@ impl<F> TimeLimited<F> {
     pub(crate) fn inactive(mut self, limit: Option<Duration>) -> TimeLimited<F> {
         self.read = limit;
         self
+    }
+
+    /// The `read` limit: what a stream started in the attempt carries past it.
+    pub(crate) fn read_limit(&self) -> Option<Duration> {
+        self.read
     }
 }
 
@@ -207,8 +213,9 @@ impl<F: Future> TimeLimited<F> {
                 *this.own = Some(watch(shared));
             }
         }
-        let polled = match this.own.as_ref() {
-            Some((shared, own)) => {
+        // `own` is only ever made from the call's `Progress`.
+        let polled = match this.own.as_ref().zip(progress.as_ref()) {
+            Some((own, shared)) => {
                 shared.register(cx.waker());
                 if shared.take_woken() && this.started.is_some() {
                     *this.last = Some(Instant::now());
@@ -242,9 +249,8 @@ impl<F: Future> TimeLimited<F> {
             // The first attempt to go pending: from now on it is polled
             // with its own waker. Polled again at once, so that what it
             // waits on holds that waker rather than the task's.
-            let (shared, own) = this
-                .own
-                .insert(watch(progress.get_or_insert_with(Arc::default)));
+            let shared = progress.get_or_insert_with(Arc::default);
+            let own = this.own.insert(watch(shared));
             shared.register(cx.waker());
             if let Poll::Ready(out) = this.inner.as_mut().poll(&mut Context::from_waker(own)) {
                 return Poll::Ready(Ok(out));
@@ -295,9 +301,9 @@ impl<F: Future> TimeLimited<F> {
     }
 }
 
-/// `shared`, and a waker that notes the attempt's wake-ups in it.
-fn watch(shared: &Arc<Progress>) -> (Arc<Progress>, Waker) {
-    (Arc::clone(shared), Waker::from(Arc::clone(shared)))
+/// A waker that notes the attempt's wake-ups in `shared`.
+fn watch(shared: &Arc<Progress>) -> Waker {
+    Waker::from(Arc::clone(shared))
 }
 
 /// Which of a [`TimeLimited`]'s limits ends first. Ordered: on a tie, the
@@ -335,14 +341,6 @@ fn first_end(
     .min()
 }
 
-impl<F: Future> Future for TimeLimited<F> {
-    type Output = Result<F::Output, TimeoutError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.poll_until(cx, &None, &mut None)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,6 +351,36 @@ mod tests {
 
     fn deadline<F>(inner: F) -> TimeLimited<F> {
         TimeLimited::new(inner, Layer::Tool)
+    }
+
+    pin_project_lite::pin_project! {
+        /// A [`TimeLimited`] awaited on its own, with the `Progress` a call would hold.
+        pub(crate) struct Alone<F> {
+            #[pin]
+            limited: TimeLimited<F>,
+            progress: Option<Arc<Progress>>,
+        }
+    }
+
+    impl<F: Future> Future for Alone<F> {
+        type Output = Result<F::Output, TimeoutError>;
+
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            let this = self.project();
+            this.limited.poll_until(cx, &None, this.progress)
+        }
+    }
+
+    impl<F: Future> core::future::IntoFuture for TimeLimited<F> {
+        type Output = Result<F::Output, TimeoutError>;
+        type IntoFuture = Alone<F>;
+
+        fn into_future(self) -> Alone<F> {
+            Alone {
+                limited: self,
+                progress: None,
+            }
+        }
     }
 
     /// Polls `d` to completion under the absolute deadline `at`.

@@ -5,7 +5,8 @@ use core::time::Duration;
 
 use crate::Layer;
 
-/// The boundary a time limit guards (ADR-019 "Timeout ownership").
+/// The boundary a time limit guards (ADR-019 "Timeout ownership": connect and
+/// read belong to the http transport, a tool's and a task's limits to their layer).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Boundary {

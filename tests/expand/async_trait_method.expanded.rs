@@ -24,14 +24,7 @@ where
         use retry as _;
         let mut __nika_call = ::nika_retry::__private::Call::new(
             {
-                const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-                    max_attempts: ::core::option::Option::None,
-                    initial_backoff: ::core::option::Option::None,
-                    max_backoff: ::core::option::Option::None,
-                    multiplier: ::core::option::Option::None,
-                    jitter: ::core::option::Option::None,
-                    retry_on: ::core::option::Option::None,
-                }
+                const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides::NONE
                     .site(
                         ::nika_retry::Layer::Tool,
                         ::core::concat!(::core::module_path!(), "::", "run"),
@@ -44,11 +37,7 @@ where
             let __nika_delay = {
                 let __nika_result = __nika_call
                     .timed(
-                        ::nika_retry::__private::Timeouts {
-                            connect: ::core::option::Option::None,
-                            read: ::core::option::Option::None,
-                            attempt: ::core::option::Option::None,
-                        },
+                        ::nika_retry::__private::Timeouts::NONE,
                         async {
                             if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
                                 Result<usize, ToolError>,
@@ -58,6 +47,7 @@ where
                             let __ret: Result<usize, ToolError> = { Ok(input.len()) };
                             #[allow(unreachable_code)] __ret
                         },
+                        ::nika_retry::__private::FromTimeout::from_timeout,
                     )
                     .await;
                 match __nika_call

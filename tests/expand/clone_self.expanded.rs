@@ -1,14 +1,7 @@
 async fn run(self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderError> {
     let mut __nika_call = nr::__private::Call::new(
         {
-            const __NIKA_SITE: &nr::__private::Site = &nr::__private::Overrides {
-                max_attempts: ::core::option::Option::None,
-                initial_backoff: ::core::option::Option::None,
-                max_backoff: ::core::option::Option::None,
-                multiplier: ::core::option::Option::None,
-                jitter: ::core::option::Option::None,
-                retry_on: ::core::option::Option::None,
-            }
+            const __NIKA_SITE: &nr::__private::Site = &nr::__private::Overrides::NONE
                 .site(
                     nr::Layer::Provider,
                     ::core::concat!(::core::module_path!(), "::", "run"),

@@ -1,14 +1,7 @@
 async fn name(&self) -> Result<&str, ProviderError> {
     let mut __nika_call = ::nika_retry::__private::Call::new(
         {
-            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-                max_attempts: ::core::option::Option::None,
-                initial_backoff: ::core::option::Option::None,
-                max_backoff: ::core::option::Option::None,
-                multiplier: ::core::option::Option::None,
-                jitter: ::core::option::Option::None,
-                retry_on: ::core::option::Option::None,
-            }
+            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides::NONE
                 .site(
                     ::nika_retry::Layer::Provider,
                     ::core::concat!(::core::module_path!(), "::", "name"),

@@ -6,13 +6,12 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
                 initial_backoff: ::core::option::Option::Some(
                     ::core::time::Duration::new(0u64, 100000000u32),
                 ),
-                max_backoff: ::core::option::Option::None,
-                multiplier: ::core::option::Option::None,
                 jitter: ::core::option::Option::Some(0.25f32),
                 retry_on: ::core::option::Option::Some(
                     ::nika_retry::CategorySet::EMPTY
                         .with(::nika_retry::ErrorCategory::Transient),
                 ),
+                ..::nika_retry::__private::Overrides::NONE
             }
                 .site(
                     ::nika_retry::Layer::Http,

@@ -5,14 +5,7 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
     use timeout as _;
     let mut __nika_call = ::nika_retry::__private::Call::new(
         {
-            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-                max_attempts: ::core::option::Option::None,
-                initial_backoff: ::core::option::Option::None,
-                max_backoff: ::core::option::Option::None,
-                multiplier: ::core::option::Option::None,
-                jitter: ::core::option::Option::None,
-                retry_on: ::core::option::Option::None,
-            }
+            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides::NONE
                 .site(
                     ::nika_retry::Layer::Provider,
                     ::core::concat!(::core::module_path!(), "::", "complete"),
@@ -26,11 +19,10 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
             let __nika_result = __nika_call
                 .timed(
                     ::nika_retry::__private::Timeouts {
-                        connect: ::core::option::Option::None,
                         read: ::core::option::Option::Some(
                             ::core::time::Duration::new(120u64, 0u32),
                         ),
-                        attempt: ::core::option::Option::None,
+                        ..::nika_retry::__private::Timeouts::NONE
                     },
                     async {
                         if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
@@ -40,6 +32,7 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                         }
                         self.send(req).await
                     },
+                    ::nika_retry::__private::FromTimeout::from_timeout,
                 )
                 .await;
             match __nika_call

@@ -3,15 +3,21 @@
 //! The outer attribute runs first and absorbs the other from the fn's
 //! attributes, so the order in which they are written does not matter.
 
+mod attrs;
+mod body;
 mod expand;
-mod item;
+mod moves;
+mod params;
 mod parse;
+mod plan;
+mod receiver;
 mod validate;
 
 use proc_macro2::TokenStream;
+use quote::ToTokens;
 use syn::ItemFn;
 
-pub(crate) use item::Kind;
+pub(crate) use attrs::Kind;
 
 use crate::errors::with_fallback;
 
@@ -21,11 +27,10 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, input: TokenStream) -> Token
         Ok(item) => item,
         Err(error) => return with_fallback(not_a_fn(kind, &input).unwrap_or(error), input),
     };
+    let args = syn::parse2::<parse::Args>(args);
     // Other crates' `retry` / `timeout` attributes are told apart by the crate path.
-    let krate = syn::parse2::<parse::Args>(args.clone())
-        .ok()
-        .and_then(|args| args.crate_path());
-    match validate::plan((kind, args), item.clone(), krate.as_ref()) {
+    let krate = args.as_ref().ok().and_then(parse::Args::crate_path);
+    match validate::plan(kind, args, item.clone(), krate.as_ref()) {
         Ok(plan) => expand::expand(plan),
         Err(error) => with_fallback(error, fallback(item, krate.as_ref())),
     }
@@ -36,8 +41,8 @@ pub(crate) fn expand(kind: Kind, args: TokenStream, input: TokenStream) -> Token
 /// paths of the removed attributes are still named, so their imports do not
 /// turn into unused-import warnings on top of the error.
 fn fallback(mut item: ItemFn, krate: Option<&syn::Path>) -> ItemFn {
-    for (_, attr) in item::take_sibling_attrs(&mut item, krate) {
-        item.block.stmts.insert(0, item::keep_import(attr.path()));
+    for (_, attr) in attrs::take_sibling_attrs(&mut item, krate) {
+        item.block.stmts.insert(0, attrs::keep_import(attr.path()));
     }
     item
 }
@@ -62,7 +67,6 @@ fn not_a_fn(kind: Kind, input: &TokenStream) -> Option<syn::Error> {
 
 /// The token that says what kind of item `item` is (`struct`, `impl`, …).
 fn item_keyword(item: &syn::Item) -> Option<TokenStream> {
-    use quote::ToTokens;
     Some(match item {
         syn::Item::Struct(i) => i.struct_token.to_token_stream(),
         syn::Item::Enum(i) => i.enum_token.to_token_stream(),

@@ -1,7 +1,7 @@
 //! Generates the `Classify` impl from validated [`Rule`]s.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Generics, Ident, Type};
 
@@ -20,10 +20,7 @@ pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenS
     let category_arms = rules.iter().map(|rule| {
         let path = path(rule);
         match &rule.source {
-            Source::Fixed(c) => {
-                let c = format_ident!("{}", c.variant());
-                quote!(#path { .. } => #krate::ErrorCategory::#c,)
-            }
+            Source::Fixed(c) => quote!(#path { .. } => #krate::ErrorCategory::#c,),
             Source::HttpStatus(field) => {
                 let (member, binding) = (&field.member, bind(field.ty));
                 let k = krate::at(krate, field.ty.span());

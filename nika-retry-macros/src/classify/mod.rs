@@ -18,12 +18,15 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
     // Computed once: the fallback impl beside the errors names the crate too.
     let mut errors = Errors::default();
     let krate = attr::crate_path(&input.attrs, &mut errors);
-    let result = ast::Input::from_syn(&input).and_then(|ast| {
-        let rules = valid::rules(&ast, errors)?;
-        Ok(expand::expand(&ast, &rules, &krate))
-    });
-    match result {
-        Ok(tokens) => tokens,
-        Err(error) => with_fallback(error, expand::fallback(&input, &krate)),
-    }
+    let expanded = match ast::Input::from_syn(&input) {
+        Ok(ast) => {
+            let rules = valid::rules(&ast, &mut errors);
+            errors
+                .finish(rules)
+                .map(|rules| expand::expand(&ast, &rules, &krate))
+        }
+        // A union, reported beside any mistake in its `crate = …`.
+        Err(error) => Err(errors.and(error)),
+    };
+    expanded.unwrap_or_else(|error| with_fallback(error, expand::fallback(&input, &krate)))
 }

@@ -8,37 +8,8 @@ use syn::{Fields, Ident, Member, Type};
 use super::ast::{Input, Shape, Variant};
 use super::attr::{Item, Value, category_attrs};
 use crate::errors::Errors;
-use crate::suggest::CATEGORIES;
 use crate::suggest::unknown;
-
-const KEYS: [&str; 11] = [
-    "transient",
-    "rate_limited",
-    "auth",
-    "not_found",
-    "permanent",
-    "transparent",
-    "http_status",
-    "retry_after",
-    "retry_after_ms",
-    "default",
-    "crate",
-];
-
-/// One of the five categories, by its index in [`CATEGORIES`].
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Category(usize);
-
-impl Category {
-    fn from_name(name: &str) -> Option<Category> {
-        CATEGORIES.iter().position(|c| *c == name).map(Category)
-    }
-
-    /// The `ErrorCategory` variant name.
-    pub(crate) fn variant(self) -> &'static str {
-        ["Transient", "RateLimited", "Auth", "NotFound", "Permanent"][self.0]
-    }
-}
+use crate::vocab::{CATEGORY_KEYS, Category};
 
 /// A field named by `key = field`.
 pub(crate) struct FieldRef<'a> {
@@ -70,27 +41,28 @@ pub(crate) struct Rule<'a> {
     pub(crate) hint: Option<(HintUnit, FieldRef<'a>)>,
 }
 
-/// Validates every attribute of `input`, reporting all mistakes at once,
-/// with those of `crate = …` already in `errors`.
-pub(crate) fn rules<'a>(input: &Input<'a>, mut errors: Errors) -> syn::Result<Vec<Rule<'a>>> {
+/// Validates every attribute of `input`, reporting all mistakes at once
+/// into `errors`.
+pub(crate) fn rules<'a>(input: &Input<'a>, errors: &mut Errors) -> Vec<Rule<'a>> {
+    let mut default_errors = Errors::default();
     let (variants, default) = match &input.shape {
         Shape::Enum(variants) => (
             variants.iter().collect::<Vec<_>>(),
-            enum_default(&mut errors, input),
+            enum_default(&mut default_errors, input),
         ),
         Shape::Struct(body) => (vec![body], None),
     };
     // A mistake in the enum's `#[category(default = …)]` is reported once,
     // not again at every variant it would have classified.
-    let default_failed = !errors.is_empty();
+    let default_failed = !default_errors.is_empty();
+    errors.append(default_errors);
     let mut rules = Vec::new();
     for variant in variants {
-        if let Some(rule) = variant_rule(&mut errors, variant, default, input.ident, default_failed)
-        {
+        if let Some(rule) = variant_rule(errors, variant, default, input.ident, default_failed) {
             rules.push(rule);
         }
     }
-    errors.finish(rules)
+    rules
 }
 
 /// The enum-level `#[category(default = …)]`.
@@ -120,7 +92,7 @@ fn enum_default(errors: &mut Errors, input: &Input) -> Option<Category> {
 }
 
 fn unknown_category(name: &str) -> String {
-    unknown("category", name, "categories", &CATEGORIES)
+    unknown("category", name, "categories", &Category::NAMES)
 }
 
 /// What one variant's attribute said, before the combination checks.
@@ -215,7 +187,7 @@ fn variant_rule<'a>(
     if let (Some((c, _)), Some((key, _))) = (&category, &http_status) {
         errors.spanned(
             key,
-            format!("{where_} has both `{}` and `http_status`; keep one: a fixed category or the status's", CATEGORIES[c.0]),
+            format!("{where_} has both `{}` and `http_status`; keep one: a fixed category or the status's", c.name()),
         );
         return None;
     }
@@ -328,7 +300,7 @@ fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, variant: 
             &item.key,
             "`default` belongs on the enum, for the variants without a #[category]",
         ),
-        _ => errors.spanned(&item.key, unknown("#[category] key", &key, "keys", &KEYS)),
+        _ => errors.spanned(&item.key, unknown("#[category] key", &key, "keys", &CATEGORY_KEYS)),
     }
 }
 

@@ -11,9 +11,9 @@ use tokio::time::Instant;
 
 use super::site::{Site, Timeouts};
 use super::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
-use crate::__private::{FromTimeout, RetryResult};
+use crate::__private::RetryResult;
 use crate::connect;
-use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer};
+use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer, StreamFrame, StreamScope};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
 use crate::time_limits::{Progress, TimeLimited, total_from_now};
@@ -50,6 +50,13 @@ pub struct Call {
     progress: Option<Arc<Progress>>,
     first_failure: Option<Instant>,
     last_category: ErrorCategory,
+    /// When the call started, for a stream its attempts await
+    /// ([`stream`](crate::stream)): set when the first attempt first goes
+    /// pending or when an attempt fails, so it is `None` only during the
+    /// first poll of the first attempt, when "now" is the start. From then
+    /// on every poll of an attempt puts the call's frame in force; a first
+    /// attempt ready at once never reads the clock for it.
+    start: Option<Instant>,
 }
 
 impl Call {
@@ -69,6 +76,7 @@ impl Call {
             progress: None,
             first_failure: None,
             last_category: ErrorCategory::Transient,
+            start: None,
         }
     }
 
@@ -82,19 +90,44 @@ impl Call {
     /// the guard drops (a panic included). Inlined into the poll, always:
     /// a guard returned from a call comes back through memory, and reading
     /// it stalls the CPU's store forwarding on every call.
+    /// `framed`: the call's stream frame is in force too ([`stream_in_force`](Call::stream_in_force)).
     #[inline(always)]
-    fn in_force(&mut self) -> InForce<'_> {
+    fn in_force(&mut self, framed: bool) -> InForce<'_> {
         if self.max_attempts == 0 {
             self.resolve();
         }
-        let slot = AttemptSlot::new(
+        let mut slot = AttemptSlot::new(
             self.site.layer,
             self.state.attempt(),
             self.max_attempts,
             self.key != IdempotencyKey::UNDRAWN,
         );
+        if framed {
+            slot = slot.with_stream();
+        }
         let outer = context::install(self.budget, slot, &mut self.key);
         InForce { call: self, outer }
+    }
+
+    /// The call's frame for the streams its attempt awaits, with the
+    /// attempt's `read` limit, in force until the guard drops. Only once
+    /// the call has a start: never on a first attempt ready at once.
+    #[cold]
+    #[inline(never)]
+    fn stream_in_force(&self, read: Option<Duration>) -> StreamScope {
+        context::enter_stream(StreamFrame {
+            start: self.start,
+            read,
+            total: self.deadline,
+            layer: self.site.layer,
+        })
+    }
+
+    /// The first attempt went pending on its first poll: the call started then.
+    #[cold]
+    #[inline(never)]
+    fn went_pending(&mut self) {
+        self.start = Some(Instant::now());
     }
 
     /// What the loops and the scope around the call say about it, read once,
@@ -137,18 +170,25 @@ impl Call {
     }
 
     /// Runs one attempt under `limits` and the call's total deadline.
+    /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
+    /// the fn's error type (as for [`once`](super::once::once)), so that a
+    /// missing `From<TimeoutError>` is reported there and nowhere in here.
     #[inline]
-    pub fn timed<F, T, E>(&mut self, limits: Timeouts, fut: F) -> Timed<'_, F, E>
+    pub fn timed<F, T, E>(
+        &mut self,
+        limits: Timeouts,
+        fut: F,
+        into_error: fn(TimeoutError) -> E,
+    ) -> Timed<'_, F, E>
     where
         F: Future<Output = Result<T, E>>,
-        E: FromTimeout,
     {
         let (inner, connect) = limits.arm(fut, self.site.layer);
         Timed {
             inner,
             connect,
             call: self,
-            into_error: E::from_timeout,
+            into_error,
         }
     }
 
@@ -222,6 +262,10 @@ impl Call {
         // (a connect limit, an inner fn's limit): the bucket charges more.
         let timed_out = core::mem::take(&mut self.timed_out) | failure.timed_out;
         let now = self.deadline.is_some().then(Instant::now);
+        if self.start.is_none() {
+            // A first attempt that failed at once: the call started now.
+            self.start = Some(now.unwrap_or_else(Instant::now));
+        }
         self.last_category = failure.category;
         let config = self.config(config);
         let max_attempts = config.effective_attempts();
@@ -381,9 +425,34 @@ impl<F: Future> Future for Attempt<'_, F> {
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if self.call.start.is_some() {
+            return self.poll_framed(cx);
+        }
+        let mut this = self;
+        let polled = this.as_mut().poll_in_force(cx, false);
+        if polled.is_pending() {
+            // Only the first poll of the first attempt gets here.
+            this.project().call.went_pending();
+        }
+        polled
+    }
+}
+
+impl<F: Future> Attempt<'_, F> {
+    /// One poll with the call's context in force, and its frame if `framed`.
+    #[inline(always)]
+    fn poll_in_force(self: Pin<&mut Self>, cx: &mut Context<'_>, framed: bool) -> Poll<F::Output> {
         let this = self.project();
-        let _in_force = this.call.in_force();
+        let _in_force = this.call.in_force(framed);
         this.fut.poll(cx)
+    }
+
+    /// A poll once the call has a start: with its stream frame in force.
+    /// Out of line, so that the first poll of a call keeps its size.
+    #[inline(never)]
+    fn poll_framed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let _stream = self.call.stream_in_force(None);
+        self.poll_in_force(cx, true)
     }
 }
 
@@ -396,7 +465,8 @@ pin_project_lite::pin_project! {
         // For its total deadline, its budget and its attempt's context.
         call: &'a mut Call,
         // A fn pointer rather than an `E: FromTimeout` bound here, so that a
-        // missing `From<TimeoutError>` is reported once, at `timed`.
+        // missing `From<TimeoutError>` is reported once, where the expansion
+        // names `FromTimeout::from_timeout`.
         into_error: fn(TimeoutError) -> E,
     }
 }
@@ -409,11 +479,36 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.call.start.is_some() {
+            return self.poll_framed(cx);
+        }
+        let mut this = self;
+        let polled = this.as_mut().poll_in_force(cx, false);
+        if polled.is_pending() {
+            // Only the first poll of the first attempt gets here.
+            this.project().call.went_pending();
+        }
+        polled
+    }
+}
+
+impl<F, T, E> Timed<'_, F, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    /// One poll under the attempt's limits with the call's context in force,
+    /// and its frame if `framed`.
+    #[inline(always)]
+    fn poll_in_force(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        framed: bool,
+    ) -> Poll<Result<T, E>> {
         let this = self.project();
         let into_error = *this.into_error;
         let (inner, call) = (this.inner, this.call);
         connect::poll_under(this.connect, call.site.operation, || {
-            let in_force = call.in_force();
+            let in_force = call.in_force(framed);
             let call = &mut *in_force.call;
             let timed_out = &mut call.timed_out;
             inner.poll_with(
@@ -427,6 +522,15 @@ where
                 },
             )
         })
+    }
+
+    /// A poll once the call has a start: with its stream frame (and the
+    /// attempt's `read`) in force. Out of line, so that the first poll of a
+    /// call keeps its size.
+    #[inline(never)]
+    fn poll_framed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T, E>> {
+        let _stream = self.call.stream_in_force(self.inner.read_limit());
+        self.poll_in_force(cx, true)
     }
 }
 

@@ -181,7 +181,11 @@ impl fmt::Display for GiveUp {
 #[derive(Clone, Debug)]
 pub struct RetryState {
     attempt: u32,
-    rng: Option<fastrand::Rng>,
+    /// Whether `rng` holds a generator's state yet: a flag beside a bare
+    /// `u64` rather than an `Option<fastrand::Rng>`, which a `u64` without a
+    /// niche makes 16 bytes, in every call's future.
+    seeded: bool,
+    rng: u64,
 }
 
 impl Default for RetryState {
@@ -196,7 +200,8 @@ impl RetryState {
     pub const fn new() -> RetryState {
         RetryState {
             attempt: 1,
-            rng: None,
+            seeded: false,
+            rng: 0,
         }
     }
 
@@ -205,7 +210,8 @@ impl RetryState {
     pub fn with_seed(seed: u64) -> RetryState {
         RetryState {
             attempt: 1,
-            rng: Some(fastrand::Rng::with_seed(seed)),
+            seeded: true,
+            rng: seed,
         }
     }
 
@@ -258,12 +264,17 @@ impl RetryState {
         if span == 0 {
             return d;
         }
-        let rng = self.rng.get_or_insert_with(fastrand::Rng::new);
+        let mut rng = if self.seeded {
+            fastrand::Rng::with_seed(self.rng)
+        } else {
+            fastrand::Rng::new()
+        };
         // A u64 draw whenever it can be, so that a seed gives the schedules it always gave.
         let drawn = match u64::try_from(span) {
             Ok(span) => u128::from(rng.u64(0..=span)),
             Err(_) => rng.u128(0..=span),
         };
+        (self.seeded, self.rng) = (true, rng.get_seed());
         let ns = d_ns - drawn;
         // At most `d`'s own seconds, so the cast is exact.
         Duration::new((ns / NANOS_PER_SEC) as u64, (ns % NANOS_PER_SEC) as u32)

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::site::{Site, Timeouts};
 use crate::TimeoutError;
 use crate::connect;
-use crate::context::ConnectLimit;
+use crate::context::{self, ConnectLimit, StreamFrame};
 use crate::time_limits::{Progress, TimeLimited, total_from_now};
 
 /// Runs `fut` once under `limits` and `total`: what `#[timeout(layer = …)]`
@@ -43,6 +43,7 @@ where
         connect,
         site,
         progress: None,
+        start: None,
         into_error,
     }
 }
@@ -57,6 +58,8 @@ pin_project_lite::pin_project! {
         connect: Option<ConnectLimit>,
         site: &'static Site,
         progress: Option<Arc<Progress>>,
+        // From the run's first pending poll, for a stream in its body.
+        start: Option<Instant>,
         into_error: fn(TimeoutError) -> E,
     }
 }
@@ -72,10 +75,23 @@ where
         let this = self.project();
         let into_error = *this.into_error;
         let (inner, deadline, progress) = (this.inner, this.deadline, this.progress);
-        connect::poll_under(this.connect, this.site.operation, || {
-            inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
+        let (site, start) = (*this.site, this.start);
+        connect::poll_under(this.connect, site.operation, || {
+            // No attempt slot of its own to say when it has a frame: it puts
+            // one in force on every poll (its start is "now" on the first).
+            let _stream = context::enter_stream_marked(StreamFrame {
+                start: *start,
+                read: inner.read_limit(),
+                total: *deadline,
+                layer: site.layer,
+            });
+            let polled = inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
                 Err(into_error(e))
-            })
+            });
+            if polled.is_pending() && start.is_none() {
+                *start = Some(Instant::now());
+            }
+            polled
         })
     }
 }

@@ -89,6 +89,13 @@ pub struct Timeouts {
 }
 
 impl Timeouts {
+    /// No limit: what generated code completes the limits the user wrote with.
+    pub const NONE: Timeouts = Timeouts {
+        connect: None,
+        read: None,
+        attempt: None,
+    };
+
     /// `fut` under the `attempt` and `read` limits, and the `connect` limit
     /// to put in force while it is polled, for an attempt at `layer`.
     #[inline]

@@ -91,3 +91,21 @@ impl<T, E> RetryResult for Result<T, E> {
         self.as_ref().err()
     }
 }
+
+/// An argument that the body of a `#[retry]` fn moves: every attempt runs
+/// the body again, so each needs its own value. The macro checks this at
+/// each use it can tell is a move, so that the error points at that use and
+/// names `clone(…)` (rustc would say "value moved here, in previous
+/// iteration of loop" at the attribute).
+#[diagnostic::on_unimplemented(
+    message = "the body moves this argument, and each attempt of `#[retry]` runs the body again: list it in `clone(…)` of `#[retry]` so that each attempt moves its own clone",
+    label = "moved by every attempt; `{Self}` is not `Copy`",
+    note = "`clone(arg)` clones the caller's value for each attempt (it needs `{Self}: Clone`); or lend it (`&arg`) where the callee can take a reference"
+)]
+pub trait MovedByEachAttempt {}
+
+impl<T: Copy> MovedByEachAttempt for T {}
+
+/// Checks that `_value`, which the body moves, can be moved by each attempt.
+#[inline(always)]
+pub fn moved_by_each_attempt<'a, T: MovedByEachAttempt + 'a>(_value: impl FnOnce() -> &'a T) {}

@@ -12,7 +12,9 @@ mod renamed;
 pub use crate::engine::call::{Attempt, Call, NO_CONFIG, Timed, sleep};
 pub use crate::engine::once::{Once, once};
 pub use crate::engine::site::{Overrides, Site, Timeouts};
-pub use bounds::{FromTimeout, IntoConfig, IntoLimit, RetryResult};
+pub use bounds::{
+    FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt, RetryResult, moved_by_each_attempt,
+};
 pub use derive::{
     DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe, hint_duration,
     hint_millis, status_category,

@@ -50,8 +50,24 @@ async fn re_export_path_with_crate_below() -> Result<(), Error> {
     Ok(())
 }
 
+/// What the error of `fail/renamed_retry_below_timeout_without_layer.rs`
+/// tells a renamed or re-exported `#[retry]` below `#[timeout]` to write.
+#[timeout(attempt = "1s")]
+#[my::retry(layer = "provider", crate = "nika_retry")]
+async fn re_export_attribute_path_with_crate_below() -> Result<(), Error> {
+    Ok(())
+}
+
+#[timeout(attempt = "1s")]
+#[nika_retry::retry(layer = "provider")]
+async fn imported_under_its_own_name_below() -> Result<(), Error> {
+    Ok(())
+}
+
 fn main() {
     let _ = (
+        re_export_attribute_path_with_crate_below(),
+        imported_under_its_own_name_below(),
         renamed_timeout_above(),
         re_export_imported_by_name(),
         re_export_path_with_crate_above(),

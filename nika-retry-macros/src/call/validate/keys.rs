@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use syn::{Expr, Ident, LitStr};
 
-use super::super::parse::{Arg, Args, Value, lit_str};
-use super::LAYERS;
+use super::super::parse::{Arg, Args, KeyArg, Value, lit_str};
 use crate::duration::parse_duration;
 use crate::errors::Errors;
 use crate::suggest::unknown;
+use crate::vocab::{self, Key, Layer};
 
 /// Drops (and reports) unknown and repeated keys and values without a key;
 /// reports `key: value` and keeps it as `key = value`. `takes_layer`: the
@@ -17,49 +17,62 @@ use crate::suggest::unknown;
 pub(super) fn known_unique_keys(
     errors: &mut Errors,
     args: Args,
-    keys: &[&str],
+    keys: &[Key],
     attr: &str,
     takes_layer: bool,
-) -> Vec<Arg> {
-    let mut kept: Vec<Arg> = Vec::new();
-    for mut arg in args.0 {
-        if let Some(layer) = layer_without_key(&arg) {
-            if !takes_layer {
+) -> Vec<KeyArg> {
+    let mut kept: Vec<KeyArg> = Vec::new();
+    for arg in args.0 {
+        let arg = match (layer_without_key(&arg), arg) {
+            (Some((layer, at)), _) => {
+                if !takes_layer {
+                    errors.spanned(
+                        &at,
+                        format!("the layer is named once per fn, in #[retry]; remove \"{layer}\" from #[{attr}]"),
+                    );
+                    continue;
+                }
+                // Reported, then read as the layer, so that no "missing `layer`" follows.
                 errors.spanned(
-                    &arg.key,
-                    format!("the layer is named once per fn, in #[retry]; remove \"{layer}\" from #[{attr}]"),
+                    &at,
+                    format!("name the layer with its key: #[{attr}(layer = \"{layer}\")]"),
                 );
+                let span = syn::spanned::Spanned::span(&at);
+                let text = LitStr::new(layer, span);
+                KeyArg {
+                    key: Ident::new("layer", span),
+                    value: Value::Expr(syn::parse_quote!(#text)),
+                    colon: None,
+                }
+            }
+            (None, Arg::Positional(expr)) => {
+                errors.spanned(&expr, positional(attr, &expr));
                 continue;
             }
-            // Reported, then read as the layer, so that no "missing `layer`" follows.
-            errors.spanned(
-                &arg.key,
-                format!("name the layer with its key: #[{attr}(layer = \"{layer}\")]"),
-            );
-            let text = syn::LitStr::new(&layer, arg.key.span());
-            arg.key = Ident::new("layer", arg.key.span());
-            arg.value = Value::Expr(syn::parse_quote!(#text));
-        } else if let Value::Positional(expr) = &arg.value {
-            errors.spanned(expr, positional(attr, expr));
-            continue;
-        }
+            (None, Arg::Keyed(arg)) => arg,
+        };
         let name = arg.key.to_string();
+        let Some(example) = vocab::example(keys, &name) else {
+            // Its hint shows the key to write, with its `=`: no word on a `:`.
+            let message = match elsewhere(attr, &name, &arg.value) {
+                Some(hint) => format!("unknown #[{attr}] key `{name}`: {hint}"),
+                None => unknown(
+                    &format!("#[{attr}] key"),
+                    &name,
+                    "keys",
+                    &vocab::names(keys),
+                ),
+            };
+            errors.spanned(&arg.key, message);
+            continue;
+        };
         if let Some(colon) = &arg.colon {
             errors.spanned(
                 colon,
-                format!(
-                    "write `{name} = …` with `=`, not `:`, e.g. {}",
-                    example(&name)
-                ),
+                format!("write `{name} = …` with `=`, not `:`, e.g. {example}"),
             );
         }
-        if !keys.contains(&name.as_str()) {
-            let message = match elsewhere(attr, &name, &arg.value) {
-                Some(hint) => format!("unknown #[{attr}] key `{name}`: {hint}"),
-                None => unknown(&format!("#[{attr}] key"), &name, "keys", keys),
-            };
-            errors.spanned(&arg.key, message);
-        } else if kept.iter().any(|k| k.key == arg.key) {
+        if kept.iter().any(|k| k.key == arg.key) {
             errors.spanned(&arg.key, format!("`{name}` is set twice; keep one"));
         } else {
             kept.push(arg);
@@ -68,14 +81,19 @@ pub(super) fn known_unique_keys(
     kept
 }
 
-/// A layer name written without its key: `"provider"` or `provider` alone.
-fn layer_without_key(arg: &Arg) -> Option<String> {
-    let name = match &arg.value {
-        Value::Positional(expr) => string(expr)?,
-        Value::Flag => arg.key.to_string(),
-        _ => return None,
+/// A layer name written without its key, `"provider"` or `provider`
+/// alone, and the tokens to point at.
+fn layer_without_key(arg: &Arg) -> Option<(&'static str, proc_macro2::TokenStream)> {
+    let (name, at) = match arg {
+        Arg::Positional(expr) => (string(expr)?, quote::ToTokens::to_token_stream(expr)),
+        Arg::Keyed(KeyArg {
+            key,
+            value: Value::Flag,
+            ..
+        }) => (key.to_string(), quote::ToTokens::to_token_stream(key)),
+        Arg::Keyed(_) => return None,
     };
-    LAYERS.contains(&name.as_str()).then_some(name)
+    Layer::from_name(&name).map(|layer| (layer.name(), at))
 }
 
 fn string(expr: &Expr) -> Option<String> {
@@ -105,9 +123,8 @@ fn elsewhere(attr: &str, name: &str, value: &Value) -> Option<String> {
         _ => None,
     };
     let or = |default: &str| written.clone().unwrap_or_else(|| default.to_owned());
-    let layer = LAYERS
-        .contains(&name)
-        .then(|| format!("to name the layer, write layer = \"{name}\""));
+    let layer =
+        Layer::from_name(name).map(|_| format!("to name the layer, write layer = \"{name}\""));
     match (attr, name) {
         (_, _) if layer.is_some() => layer,
         ("retry", "timeout") => Some(format!(
@@ -148,42 +165,24 @@ fn elsewhere(attr: &str, name: &str, value: &Value) -> Option<String> {
     }
 }
 
-/// The expression of `key = expr`, or an error saying how to write the key.
-pub(super) fn value_expr<'a>(errors: &mut Errors, arg: &'a Arg) -> Option<&'a Expr> {
-    let name = arg.key.to_string();
+/// The expression of `key = expr`, or an error saying how to write the
+/// key (`example`, its example).
+pub(super) fn value_expr<'a>(
+    errors: &mut Errors,
+    arg: &'a KeyArg,
+    example: &str,
+) -> Option<&'a Expr> {
+    let name = &arg.key;
     match &arg.value {
         Value::Expr(expr) => Some(expr),
         Value::Flag => {
-            errors.spanned(
-                &arg.key,
-                format!("`{name}` needs a value, e.g. {}", example(&name)),
-            );
+            errors.spanned(name, format!("`{name}` needs a value, e.g. {example}"));
             None
         }
         Value::List(list) => {
-            errors.spanned(list, format!("`{name}` takes `=`, e.g. {}", example(&name)));
+            errors.spanned(list, format!("`{name}` takes `=`, e.g. {example}"));
             None
         }
-        Value::Positional(_) => None,
-    }
-}
-
-pub(super) fn example(key: &str) -> &'static str {
-    match key {
-        "layer" => "layer = \"provider\"",
-        "attempts" => "attempts = 3",
-        "backoff" => "backoff = \"250ms\"",
-        "max_backoff" => "max_backoff = \"4s\"",
-        "multiplier" => "multiplier = 4.0",
-        "jitter" => "jitter = 0.5",
-        "on" => "on = [transient, rate_limited]",
-        "config" => "config = self.retry.clone()",
-        "connect" => "connect = \"10s\"",
-        "read" => "read = \"120s\"",
-        "attempt" => "attempt = \"30s\"",
-        "crate" => "crate = \"nika_retry\"",
-        "clone" => "clone(arg)",
-        _ => "total = \"5m\"",
     }
 }
 

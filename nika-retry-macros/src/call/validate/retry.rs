@@ -2,12 +2,19 @@
 
 use syn::{Expr, ExprLit, Ident, Lit};
 
-use super::super::item::{Params, SelfArg};
-use super::super::parse::{Arg, Value, lit_str};
-use super::keys::{duration, example, value_expr};
-use super::{Category, LAYERS, Layer, MAX_ATTEMPTS, Settings, Written};
+use super::super::params::{Params, SelfArg};
+use super::super::parse::{KeyArg, Value, lit_str};
+use super::super::plan::{Cloned, Settings};
+use super::Written;
+use super::keys::{duration, value_expr};
 use crate::errors::Errors;
-use crate::suggest::{CATEGORIES, did_you_mean, unknown};
+use crate::suggest::{did_you_mean, unknown};
+use crate::vocab::{self, Category, Layer, MAX_ATTEMPTS, RETRY_KEYS, Retryable};
+
+/// The example of a key of `#[retry]` that validation has kept.
+fn example(key: &str) -> &'static str {
+    vocab::example(&RETRY_KEYS, key).unwrap_or_default()
+}
 
 /// Checks every key of `#[retry(...)]`, and the fn's `mut` arguments
 /// against `clone(…)`. The layer is `None` if missing or unknown; the other
@@ -19,7 +26,7 @@ pub(super) fn retry_settings(
 ) -> (Option<Layer>, Settings) {
     let args = retry.args;
     let layer = match args.iter().find(|a| a.key == "layer") {
-        Some(arg) => value_expr(errors, arg).and_then(|e| parse_layer(errors, e)),
+        Some(arg) => value_expr(errors, arg, example("layer")).and_then(|e| parse_layer(errors, e)),
         None => {
             errors.spanned(
                 &retry.span,
@@ -50,7 +57,7 @@ pub(super) fn retry_settings(
             }
             continue;
         }
-        let Some(expr) = value_expr(errors, arg) else {
+        let Some(expr) = value_expr(errors, arg, example(&name)) else {
             continue;
         };
         match name.as_str() {
@@ -81,7 +88,7 @@ fn backoff_below_max(
     s: &Settings,
     layer: Layer,
     backoff_expr: Option<&Expr>,
-    args: &[Arg],
+    args: &[KeyArg],
 ) {
     let (default_initial, default_max) = layer.default_backoffs();
     let initial = s.backoff.unwrap_or(default_initial);
@@ -118,7 +125,7 @@ fn backoff_below_max(
 }
 
 /// The arguments of `clone(…)`: names the arguments bind, or `self` by value.
-fn clone_list(errors: &mut Errors, arg: &Arg, params: &Params) -> Vec<(Ident, bool)> {
+fn clone_list(errors: &mut Errors, arg: &KeyArg, params: &Params) -> Vec<Cloned> {
     let Value::List(list) = &arg.value else {
         errors.spanned(
             &arg.key,
@@ -126,9 +133,9 @@ fn clone_list(errors: &mut Errors, arg: &Arg, params: &Params) -> Vec<(Ident, bo
         );
         return Vec::new();
     };
-    let mut out: Vec<(Ident, bool)> = Vec::new();
+    let mut out: Vec<Cloned> = Vec::new();
     for name in list {
-        if out.iter().any(|(n, _)| n == name) {
+        if out.iter().any(|c| c.name == *name) {
             errors.spanned(
                 name,
                 format!("`{name}` is listed twice in clone(…); keep one"),
@@ -137,11 +144,14 @@ fn clone_list(errors: &mut Errors, arg: &Arg, params: &Params) -> Vec<(Ident, bo
         }
         if name == "self" {
             match &params.receiver {
-                Some(SelfArg::ByValue { mutability, .. }) => out.push((name.clone(), mutability.is_some())),
+                Some(SelfArg::ByValue { mutability, .. }) => out.push(Cloned {
+                    name: name.clone(),
+                    was_mut: mutability.is_some(),
+                }),
                 Some(SelfArg::Borrowed) => errors.spanned(
                     name,
-                    "`self` is borrowed here (`&self`, `&mut self`): each attempt borrows it afresh, \
-                     so there is nothing to clone; remove `self` from clone(…)",
+                    "`self` is borrowed here (`&self`, `&mut self`, `Pin<&mut Self>`): each attempt \
+                     borrows it afresh, so there is nothing to clone; remove `self` from clone(…)",
                 ),
                 None => errors.spanned(
                     name,
@@ -158,7 +168,17 @@ fn clone_list(errors: &mut Errors, arg: &Arg, params: &Params) -> Vec<(Ident, bo
                      bind it by value (`{name}` or `mut {name}`) to clone it per attempt"
                 ),
             ),
-            Some(b) => out.push((name.clone(), b.mutability.is_some())),
+            Some(b) if b.is_exclusive_borrow() => errors.spanned(
+                name,
+                format!(
+                    "`{name}` is a `&mut` borrow of the caller's state, which each attempt reborrows \
+                     afresh: there is nothing to clone (a `&mut` cannot be); remove `{name}` from clone(…)"
+                ),
+            ),
+            Some(b) => out.push(Cloned {
+                name: name.clone(),
+                was_mut: b.mutability.is_some(),
+            }),
             None => {
                 let names: Vec<String> = params.bindings.iter().map(|b| format!("`{}`", b.ident)).collect();
                 let there = match (names.is_empty(), &params.receiver) {
@@ -177,13 +197,8 @@ fn clone_list(errors: &mut Errors, arg: &Arg, params: &Params) -> Vec<(Ident, bo
 }
 
 /// A `mut` argument not in `clone(…)` would carry one attempt's changes into the next.
-fn mut_without_clone(
-    errors: &mut Errors,
-    params: &Params,
-    clones: &[(Ident, bool)],
-    has_clone: bool,
-) {
-    let listed = |name: &str| clones.iter().any(|(n, _)| n == name);
+fn mut_without_clone(errors: &mut Errors, params: &Params, clones: &[Cloned], has_clone: bool) {
+    let listed = |name: &str| clones.iter().any(|c| c.name == name);
     let fix = |name: &str| {
         if has_clone {
             format!("add `{name}` to the clone(…) of #[retry]")
@@ -202,6 +217,8 @@ fn mut_without_clone(
                     fix(&name)
                 ),
             ),
+            // `mut x: &mut T`: the caller's state, which each attempt reborrows.
+            Some(_) if b.is_exclusive_borrow() => {}
             Some(mutability) if !listed(&name) => errors.spanned(
                 mutability,
                 format!(
@@ -248,7 +265,7 @@ pub(super) fn parse_layer(errors: &mut Errors, expr: &Expr) -> Option<Layer> {
     };
     let layer = Layer::from_name(&text);
     if layer.is_none() {
-        errors.spanned(expr, unknown("layer", &text, "layers", &LAYERS));
+        errors.spanned(expr, unknown("layer", &text, "layers", &Layer::NAMES));
     }
     layer
 }
@@ -328,7 +345,7 @@ fn jitter(errors: &mut Errors, expr: &Expr) -> Option<f32> {
     None
 }
 
-fn categories(errors: &mut Errors, expr: &Expr, layer: Option<Layer>) -> Option<Vec<Category>> {
+fn categories(errors: &mut Errors, expr: &Expr, layer: Option<Layer>) -> Option<Vec<Retryable>> {
     let Expr::Array(array) = expr else {
         errors.spanned(
             expr,
@@ -350,26 +367,37 @@ fn categories(errors: &mut Errors, expr: &Expr, layer: Option<Layer>) -> Option<
             errors.spanned(elem, "write a category name: transient or rate_limited");
             continue;
         };
-        match name.as_str() {
-            "transient" => out.push(Category::Transient),
-            "rate_limited" if layer == Some(Layer::Http) => errors.spanned(
+        if matches!(name.as_str(), "timeout" | "timeouts" | "timed_out") {
+            errors.spanned(
+                elem,
+                "a timeout is not a category of its own: an attempt cut by its `connect`, `read` or \
+                 `attempt` limit classifies as `transient`, so on = [transient] retries it \
+                 (a `total` timeout is `permanent`: the call is over)",
+            );
+            continue;
+        }
+        let Some(category) = Category::from_name(&name) else {
+            errors.spanned(
+                elem,
+                format!(
+                    "unknown category `{name}` (`on` takes transient and rate_limited){}",
+                    did_you_mean(&name, &Category::NAMES)
+                ),
+            );
+            continue;
+        };
+        match category.retryable() {
+            Some(Retryable::RateLimited) if layer == Some(Layer::Http) => errors.spanned(
                 elem,
                 "layer `http` leaves `rate_limited` (429) to the provider layer, so that it cannot mask rate limits (ADR-019); \
                  retry it with #[retry(layer = \"provider\")]",
             ),
-            "rate_limited" => out.push(Category::RateLimited),
-            "auth" | "not_found" | "permanent" => errors.spanned(
+            Some(retryable) => out.push(retryable),
+            None => errors.spanned(
                 elem,
                 format!(
                     "`{name}` errors are never retryable: the same request fails the same way again; \
                      `on` takes transient and rate_limited"
-                ),
-            ),
-            _ => errors.spanned(
-                elem,
-                format!(
-                    "unknown category `{name}` (`on` takes transient and rate_limited){}",
-                    did_you_mean(&name, &CATEGORIES)
                 ),
             ),
         }

@@ -2,13 +2,30 @@
 
 use std::time::Duration;
 
-use syn::Expr;
+use syn::{Attribute, Expr};
 
-use super::super::parse::{Arg, lit_str};
+use super::super::parse::{KeyArg, lit_str};
+use super::super::plan::{Limit, Timeouts};
+use super::Written;
 use super::keys::{duration, value_expr};
 use super::retry::parse_layer;
-use super::{Layer, Limit, Timeouts, Written};
 use crate::errors::Errors;
+use crate::vocab::{self, HTTP_CONNECT, HTTP_READ, Layer, TIMEOUT_KEYS};
+
+/// The example of a key of `#[timeout]` that validation has kept.
+fn example(key: &str) -> &'static str {
+    vocab::example(&TIMEOUT_KEYS, key).unwrap_or_default()
+}
+
+/// Where the `#[timeout]` stands.
+pub(super) enum Place<'a> {
+    /// Without a `#[retry]` it recognises: it names the layer itself.
+    /// `renamed`: an attribute below it that carries `layer = …`, very
+    /// likely `#[retry]` under a name it cannot recognise.
+    Alone { renamed: Option<&'a Attribute> },
+    /// Beside a `#[retry]`, which names the layer (`None`: missing or unknown).
+    BesideRetry(Option<Layer>),
+}
 
 /// A limit: a string literal is checked now, anything else is an expression
 /// of type `Duration` or `Option<Duration>` evaluated per call.
@@ -24,23 +41,22 @@ fn limit(errors: &mut Errors, expr: &Expr) -> Option<Limit> {
 }
 
 /// The limits of `#[timeout]` and the layer they belong to: the one
-/// `#[retry]` names (`retry` is `Some(layer)` beside a `#[retry]`, whose
-/// layer may be unknown), or else the one `#[timeout]` names itself. With
-/// the layer unknown, every key is still checked but for the layer rules.
+/// `#[retry]` names, or else the one `#[timeout]` names itself. With the
+/// layer unknown, every key is still checked but for the layer rules.
 pub(super) fn timeout_plan(
     errors: &mut Errors,
     timeout: Written,
     bare: bool,
-    retry: Option<Option<Layer>>,
+    place: Place,
 ) -> (Option<Layer>, Timeouts) {
     let mut args = timeout.args;
     let layer_arg = args
         .iter()
         .position(|a| a.key == "layer")
         .map(|i| args.remove(i));
-    let layer = match (retry, layer_arg) {
-        (Some(layer), None) => layer,
-        (Some(layer), Some(arg)) => {
+    let layer = match (place, layer_arg) {
+        (Place::BesideRetry(layer), None) => layer,
+        (Place::BesideRetry(layer), Some(arg)) => {
             let named = layer.map_or_else(String::new, |l| format!("(layer = \"{}\")", l.name()));
             errors.spanned(
                 &arg.key,
@@ -51,8 +67,19 @@ pub(super) fn timeout_plan(
             );
             layer
         }
-        (None, Some(arg)) => value_expr(errors, &arg).and_then(|e| parse_layer(errors, e)),
-        (None, None) => {
+        (Place::Alone { .. }, Some(arg)) => {
+            value_expr(errors, &arg, example("layer")).and_then(|e| parse_layer(errors, e))
+        }
+        (
+            Place::Alone {
+                renamed: Some(attr),
+            },
+            None,
+        ) => {
+            errors.spanned(attr, renamed_retry(attr));
+            None
+        }
+        (Place::Alone { renamed: None }, None) => {
             errors.spanned(
                 &timeout.span,
                 "#[timeout] without #[retry] needs the layer whose limits these are: \
@@ -65,11 +92,36 @@ pub(super) fn timeout_plan(
     (layer, limits(errors, &timeout.span, args, bare, layer))
 }
 
+/// Why an attribute that names a layer below a lone `#[timeout]` is very
+/// likely `#[retry]` under another name, and what to write.
+fn renamed_retry(attr: &Attribute) -> String {
+    let names: Vec<String> = attr
+        .path()
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let written = names.join("::");
+    let fix = if names.len() > 1 {
+        format!(
+            "add `crate = …` with the path nika-retry is reached by, which #[timeout] recognises \
+             it by (#[{written}(…, crate = \"nika_retry\")])"
+        )
+    } else {
+        "import it under its own name (`use nika_retry::retry;`, then #[retry(…)])".to_owned()
+    };
+    format!(
+        "#[{written}(layer = …)] is very likely #[retry] under another name, which the #[timeout] \
+         above it cannot tell from another crate's attribute, so #[timeout] stands alone, without \
+         a layer; {fix}, or write #[{written}(…)] above #[timeout]"
+    )
+}
+
 /// The limit keys of `#[timeout]` for a fn of `layer`.
 fn limits(
     errors: &mut Errors,
     span: &proc_macro2::TokenStream,
-    args: Vec<Arg>,
+    args: Vec<KeyArg>,
     bare: bool,
     layer: Option<Layer>,
 ) -> Timeouts {
@@ -77,15 +129,17 @@ fn limits(
     if bare {
         let Some(layer) = layer else { return out };
         if layer == Layer::Http {
-            out.connect = Some(Limit::Literal(Duration::from_secs(10)));
-            out.read = Some(Limit::Literal(Duration::from_secs(120)));
+            out.connect = Some(Limit::Literal(HTTP_CONNECT));
+            out.read = Some(Limit::Literal(HTTP_READ));
         } else {
             errors.spanned(
                 span,
                 format!(
-                    "layer `{}` has no default timeouts (only `http` has: connect 10s, read 120s); \
+                    "layer `{}` has no default timeouts (only `http` has: connect {}s, read {}s); \
                      write the limit, e.g. #[timeout(attempt = \"30s\")] or #[timeout(total = \"5m\")]",
-                    layer.name()
+                    layer.name(),
+                    HTTP_CONNECT.as_secs(),
+                    HTTP_READ.as_secs(),
                 ),
             );
         }
@@ -116,7 +170,8 @@ fn limits(
             );
             continue;
         }
-        let Some(value) = value_expr(errors, arg).and_then(|e| limit(errors, e)) else {
+        let Some(value) = value_expr(errors, arg, example(&name)).and_then(|e| limit(errors, e))
+        else {
             continue;
         };
         if let Limit::Literal(d) = value {

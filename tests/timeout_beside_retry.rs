@@ -1,6 +1,13 @@
-//! The four time limits, one meaning each (DESIGN.md "`#[timeout]`"): a
-//! tool fn returning `io::Error`, `#[timeout]` alone, `read` as an
-//! inactivity limit and `connect` through a real reqwest client.
+//! `#[timeout]` beside `#[retry]`: each limit has one meaning (README, "Time
+//! limits"). `attempt` bounds one attempt, and an expired attempt is retried;
+//! `total` bounds the whole call, retries and sleeps included, and is never
+//! retried (no sleep is started that would end past it); `read` is
+//! inactivity, restarted by every wake-up of the attempt's own, so a
+//! streaming response runs past it and a stall is cut; `connect` bounds
+//! connection set-up, through `nika_retry::connect` and through a reqwest
+//! client built with `nika_retry::http::client_builder()`. Both attribute
+//! orders, expression limits and the bare `#[timeout]` of the http layer.
+//! Paused clock, except the streaming and connect tests (real sockets).
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,10 +16,15 @@ use std::time::Duration;
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Boundary, Classify, ErrorCategory, Layer, RetryConfig, TimeoutError};
 use nika_retry::{retry, timeout};
+use nika_retry_tests::ProviderError;
 use tokio::time::{Instant, sleep};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
 }
 
 /// A task's `retry:` block with 3 attempts, 100 ms apart.
@@ -25,6 +37,206 @@ fn three_attempts() -> RetryConfig {
 fn held(err: &io::Error) -> Option<&TimeoutError> {
     err.get_ref()?.downcast_ref()
 }
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum HttpError {
+    #[error(transparent)]
+    #[category(transparent)]
+    Request(#[from] reqwest::Error),
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+// ---- `attempt` and `total`, in either order, as literals and expressions.
+
+/// Sleeps `stall` on the attempts listed as slow, else answers at once.
+struct Slow {
+    attempts: AtomicU32,
+    slow_attempts: u32,
+    stall: Duration,
+}
+
+impl Slow {
+    fn new(slow_attempts: u32, stall: Duration) -> Slow {
+        Slow {
+            attempts: AtomicU32::new(0),
+            slow_attempts,
+            stall,
+        }
+    }
+
+    async fn attempt(&self) -> Result<u32, ProviderError> {
+        let n = self.attempts.fetch_add(1, Ordering::SeqCst) + 1;
+        if n <= self.slow_attempts {
+            sleep(self.stall).await;
+        }
+        Ok(n)
+    }
+
+    fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::SeqCst)
+    }
+}
+
+#[retry(layer = "provider", jitter = 0.0)]
+#[timeout(attempt = "2s")]
+async fn retry_above(slow: &Slow) -> Result<u32, ProviderError> {
+    slow.attempt().await
+}
+
+#[timeout(attempt = "2s")]
+#[retry(layer = "provider", jitter = 0.0)]
+async fn timeout_above(slow: &Slow) -> Result<u32, ProviderError> {
+    slow.attempt().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_attempt_times_out_and_is_retried_in_either_order() {
+    for order in ["retry above", "timeout above"] {
+        let slow = Slow::new(1, secs(3600));
+        let start = Instant::now();
+        let result = match order {
+            "retry above" => retry_above(&slow).await,
+            _ => timeout_above(&slow).await,
+        };
+        assert_eq!(result, Ok(2), "{order}");
+        // 2 s timeout, 1 s backoff, then an instant success.
+        assert_eq!(start.elapsed(), secs(3), "{order}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_attempt_timing_out_surfaces_the_timeout_error() {
+    let slow = Slow::new(u32::MAX, secs(3600));
+    let start = Instant::now();
+    let err = retry_above(&slow).await.unwrap_err();
+    let ProviderError::Timeout(timeout) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        timeout,
+        &TimeoutError::new(Boundary::Attempt, secs(2), Layer::Provider)
+    );
+    assert_eq!(err.category(), ErrorCategory::Transient);
+    assert_eq!(slow.attempts(), 3);
+    // Three 2 s attempts, 1 s and 4 s apart.
+    assert_eq!(start.elapsed(), secs(11));
+}
+
+#[retry(layer = "provider", jitter = 0.0)]
+#[timeout(total = "4s")]
+async fn with_total(slow: &Slow) -> Result<u32, ProviderError> {
+    slow.attempt().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn total_cuts_a_running_attempt_and_is_not_retried() {
+    let slow = Slow::new(u32::MAX, secs(3600));
+    let start = Instant::now();
+    let err = with_total(&slow).await.unwrap_err();
+    assert_eq!(
+        err,
+        ProviderError::Timeout(TimeoutError::new(Boundary::Total, secs(4), Layer::Provider))
+    );
+    assert_eq!(err.category(), ErrorCategory::Permanent);
+    assert_eq!((slow.attempts(), start.elapsed()), (1, secs(4)));
+}
+
+#[retry(layer = "provider", jitter = 0.0)]
+#[timeout(total = "4500ms")]
+async fn failing_with_total(n: &AtomicU32) -> Result<u32, ProviderError> {
+    n.fetch_add(1, Ordering::SeqCst);
+    Err(ProviderError::status(503))
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_sleep_is_started_that_would_pass_the_total_deadline() {
+    let n = AtomicU32::new(0);
+    let start = Instant::now();
+    let err = failing_with_total(&n).await.unwrap_err();
+    // Slept 1 s after the first attempt; the 4 s sleep would end at 5 s > 4.5 s,
+    // so the call returns the last error at 1 s instead of sleeping.
+    assert_eq!(err, ProviderError::status(503));
+    assert_eq!((n.load(Ordering::SeqCst), start.elapsed()), (2, secs(1)));
+}
+
+#[retry(layer = "task")]
+#[timeout(attempt = limit, total = total)]
+async fn with_expr_limits(
+    slow: &Slow,
+    limit: Option<Duration>,
+    total: Duration,
+) -> Result<u32, ProviderError> {
+    slow.attempt().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn expression_limits_apply_and_none_means_no_limit() {
+    let slow = Slow::new(1, secs(100));
+    let start = Instant::now();
+    assert_eq!(with_expr_limits(&slow, None, secs(1000)).await, Ok(1));
+    assert_eq!(start.elapsed(), secs(100));
+
+    let slow = Slow::new(1, secs(100));
+    let err = with_expr_limits(&slow, Some(secs(5)), secs(1000))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ProviderError::Timeout(TimeoutError::new(Boundary::Attempt, secs(5), Layer::Task))
+    );
+
+    let slow = Slow::new(1, secs(100));
+    let err = with_expr_limits(&slow, Some(secs(50)), secs(7))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ProviderError::Timeout(TimeoutError::new(Boundary::Total, secs(7), Layer::Task))
+    );
+}
+
+#[retry(layer = "http", jitter = 0.0)]
+#[timeout]
+async fn bare_http_timeout(connect_stall: Duration, read_stall: Duration) -> Result<(), HttpError> {
+    nika_retry::connect(sleep(connect_stall)).await?;
+    sleep(read_stall).await;
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn bare_timeout_on_http_means_connect_10s_and_read_120s() {
+    let start = Instant::now();
+    let err = bare_http_timeout(secs(11), Duration::ZERO)
+        .await
+        .unwrap_err();
+    let HttpError::Timeout(t) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        t,
+        TimeoutError::new(Boundary::Connect, secs(10), Layer::Http)
+    );
+    // Three attempts of 10 s each, 250 ms and 1 s apart.
+    assert_eq!(start.elapsed(), Duration::from_millis(31_250));
+
+    let start = Instant::now();
+    let err = bare_http_timeout(secs(9), secs(200)).await.unwrap_err();
+    let HttpError::Timeout(t) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(t, TimeoutError::new(Boundary::Read, secs(120), Layer::Http));
+    // `read` is inactivity: each attempt's last progress is its connect, at
+    // 9 s; cut 120 s later. Three attempts of 129 s, 250 ms and 1 s apart.
+    assert_eq!(start.elapsed(), Duration::from_millis(388_250));
+
+    let start = Instant::now();
+    assert!(bare_http_timeout(secs(9), secs(110)).await.is_ok());
+    assert_eq!(start.elapsed(), secs(119));
+}
+
+// ---- A tool fn returning `io::Error`, retried only inside a task that opts in.
 
 /// A tool as tools are written: a shell-like step that returns `io::Error`.
 struct Shell {
@@ -90,6 +302,8 @@ async fn a_tool_fn_returning_io_error_takes_timeout_and_the_task_scope() {
     // A fast run succeeds.
     assert_eq!(shell.run(ms(10)).await.unwrap(), 7);
 }
+
+// ---- `read`: inactivity, over a real socket.
 
 /// A loopback server that answers each request with a chunked `200` body of
 /// 30 chunks, one every 100 ms (3 s in all); connection `n` (0-based) first
@@ -162,16 +376,6 @@ impl Drop for Streamer {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum HttpError {
-    #[error(transparent)]
-    #[category(transparent)]
-    Request(#[from] reqwest::Error),
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
 }
 
 /// Reads the whole streamed body, chunk by chunk.
@@ -272,109 +476,7 @@ async fn a_stalled_attempt_beside_a_busy_sibling_in_join_times_out() {
     );
 }
 
-/// An agent loop as ADR-019 has it: a total limit, no retry.
-struct Agent {
-    turns: AtomicU32,
-    max_duration: Duration,
-}
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum AgentError {
-    #[error("tool failed")]
-    #[category(transient)]
-    Tool,
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
-}
-
-impl Agent {
-    #[timeout(layer = "task", total = self.max_duration)]
-    async fn run(&self, turn: Duration) -> Result<u32, AgentError> {
-        loop {
-            let n = self.turns.fetch_add(1, Ordering::SeqCst) + 1;
-            sleep(turn).await;
-            if n == 100 {
-                return Err(AgentError::Tool);
-            }
-        }
-    }
-}
-
-#[timeout(layer = "task", total = "1s")]
-async fn task_body(runs: &AtomicU32) -> Result<(), AgentError> {
-    runs.fetch_add(1, Ordering::SeqCst);
-    sleep(Duration::from_secs(3600)).await;
-    Ok(())
-}
-
-#[tokio::test(start_paused = true)]
-async fn timeout_alone_runs_once_even_in_a_task_scope_that_retries() {
-    let runs = AtomicU32::new(0);
-    let policy = TaskPolicy::new().with_retry(three_attempts());
-    let start = Instant::now();
-    let err = scope(policy, task_body(&runs)).await.unwrap_err();
-    let AgentError::Timeout(t) = &err else {
-        panic!("{err:?}")
-    };
-    assert_eq!(
-        t,
-        &TimeoutError::new(Boundary::Total, ms(1000), Layer::Task)
-    );
-    assert_eq!(err.category(), ErrorCategory::Permanent);
-    assert_eq!(
-        (runs.load(Ordering::SeqCst), start.elapsed()),
-        (1, ms(1000))
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_agent_loop_is_bounded_in_total_and_its_own_error_is_not_retried() {
-    let agent = Agent {
-        turns: AtomicU32::new(0),
-        max_duration: Duration::from_secs(10),
-    };
-    let err = agent.run(Duration::from_secs(3)).await.unwrap_err();
-    assert!(matches!(err, AgentError::Timeout(ref t) if t.boundary() == Boundary::Total));
-    assert_eq!(agent.turns.load(Ordering::SeqCst), 4);
-
-    // The body's own transient error comes back after one run: no retry.
-    let agent = Agent {
-        turns: AtomicU32::new(0),
-        max_duration: Duration::from_secs(1000),
-    };
-    let policy = TaskPolicy::new().with_retry(three_attempts());
-    let err = scope(policy, agent.run(ms(1))).await.unwrap_err();
-    assert!(matches!(err, AgentError::Tool), "{err:?}");
-    assert_eq!(agent.turns.load(Ordering::SeqCst), 100);
-}
-
-/// A tool fn with its own per-call timeout and no retry, returning io::Error.
-struct Command {
-    timeout: Duration,
-}
-
-impl Command {
-    #[timeout(layer = "tool", attempt = self.timeout)]
-    async fn exec(&self, script: String) -> Result<usize, io::Error> {
-        // Moves an argument: fine, the body runs once.
-        let owned: String = script;
-        sleep(ms(owned.len() as u64 * 100)).await;
-        Ok(owned.len())
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_tool_fn_alone_returns_an_io_error_holding_an_attempt_timeout() {
-    let cmd = Command { timeout: ms(500) };
-    assert_eq!(cmd.exec("ls".into()).await.unwrap(), 2);
-    let err = cmd.exec("sleep 10".into()).await.unwrap_err();
-    assert_eq!(
-        held(&err),
-        Some(&TimeoutError::new(Boundary::Attempt, ms(500), Layer::Tool))
-    );
-    assert_eq!(err.category(), ErrorCategory::Transient);
-}
+// ---- `connect` through a real reqwest client.
 
 /// A loopback listener that never accepts, its accept queue filled until a
 /// connect to it hangs (the kernel drops the SYN); the probes that filled it
@@ -432,84 +534,6 @@ async fn a_hanging_connect_through_reqwest_times_out_at_the_connect_limit_and_is
     );
     // Two attempts cut at 200 ms, not the kernel's SYN retries (a minute and more).
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
-}
-
-/// `#[timeout]` alone on the shapes `#[retry]` takes.
-mod shapes {
-    use super::*;
-
-    type Res<T> = Result<T, io::Error>;
-
-    pub struct Counter {
-        pub n: u32,
-    }
-
-    impl Counter {
-        /// `&mut self`, a `Result` alias, `?` and an early `return`.
-        #[timeout(layer = "tool", attempt = "1s")]
-        pub async fn bump(&mut self, by: u32) -> Res<u32> {
-            if by == 0 {
-                return Err(io::Error::other("zero"));
-            }
-            let parsed: u32 = "1".parse().map_err(io::Error::other)?;
-            self.n += by * parsed;
-            Ok(self.n)
-        }
-
-        /// A coercing return: `&String` to `&str`.
-        #[timeout(layer = "tool", attempt = "1s")]
-        pub async fn name(&self, names: &[String]) -> Res<usize> {
-            let first: &str = names.first().map_or("", |s| s);
-            Ok(first.len())
-        }
-    }
-
-    /// Generics with a where-clause.
-    #[timeout(layer = "task", total = "1s")]
-    pub async fn sum<T>(items: Vec<T>) -> Res<u64>
-    where
-        T: Into<u64> + Send,
-    {
-        Ok(items.into_iter().map(Into::into).sum())
-    }
-
-    #[async_trait::async_trait]
-    pub trait Tool {
-        async fn call(&self, input: String) -> Res<String>;
-    }
-
-    pub struct Echo;
-
-    #[async_trait::async_trait]
-    impl Tool for Echo {
-        #[timeout(layer = "tool", attempt = "100ms")]
-        async fn call(&self, input: String) -> Res<String> {
-            if input == "slow" {
-                sleep(Duration::from_secs(5)).await;
-            }
-            Ok(input)
-        }
-    }
-
-    fn assert_send<F: std::future::Future + Send>(f: F) -> F {
-        f
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn timeout_alone_keeps_the_fn_as_written() {
-        let mut c = Counter { n: 0 };
-        assert_eq!(assert_send(c.bump(2)).await.unwrap(), 2);
-        assert!(c.bump(0).await.is_err());
-        assert_eq!(c.name(&["abc".to_owned()]).await.unwrap(), 3);
-        assert_eq!(assert_send(sum(vec![1u8, 2, 3])).await.unwrap(), 6);
-        let tool: &dyn Tool = &Echo;
-        assert_eq!(tool.call("hi".into()).await.unwrap(), "hi");
-        let err = tool.call("slow".into()).await.unwrap_err();
-        assert_eq!(
-            held(&err).map(TimeoutError::boundary),
-            Some(Boundary::Attempt)
-        );
-    }
 }
 
 /// `(attempt, category, outcome)` of each event in `log`.

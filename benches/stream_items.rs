@@ -1,0 +1,155 @@
+//! The per-item cost of a started stream (issue #19; results in
+//! BENCHMARKS.md, "Streamed responses"): 1000 items that are all ready at
+//! once, drained in one poll, through
+//!
+//! - `raw`: the stream itself;
+//! - `started`: `nika_retry::stream::started` outside an annotated fn (no limit);
+//! - `started_read`: `started` in a `#[retry] #[timeout(read = "120s")]` fn,
+//!   so that the `Started` carries a read limit;
+//! - `tokio_stream_timeout`: `tokio_stream::StreamExt::timeout(120 s)`, the
+//!   peer adapter for a per-item limit.
+//!
+//! Each iteration builds the stream (and, for `started*`, awaits its first
+//! item), so the per-call set-up is in the figure, spread over 1000 items.
+//!
+//! ```sh
+//! cargo bench --bench stream_items -- --warm-up-time 1 --measurement-time 3
+//! ```
+
+use std::hint::black_box;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group};
+use futures_core::Stream;
+use nika_retry::stream::{self, Started};
+use nika_retry::{Classify, TimeoutError, retry, timeout};
+
+/// Items per iteration.
+const ITEMS: u32 = 1000;
+/// The read limit of the limited contenders: never reached.
+const READ: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Classify)]
+#[category(transparent)]
+struct Error(TimeoutError);
+
+impl From<TimeoutError> for Error {
+    fn from(e: TimeoutError) -> Error {
+        Error(e)
+    }
+}
+
+/// `0..end`, every item ready at once.
+struct Ready {
+    next: u32,
+    end: u32,
+}
+
+impl Stream for Ready {
+    type Item = Result<u32, Error>;
+    #[inline]
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let n = self.next;
+        self.next += 1;
+        Poll::Ready((n < self.end).then_some(Ok(black_box(n))))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.end.saturating_sub(self.next) as usize;
+        (left, Some(left))
+    }
+}
+
+fn ready() -> Ready {
+    Ready {
+        next: 0,
+        end: ITEMS,
+    }
+}
+
+/// Polls `stream` until it ends, in one poll when every item is ready;
+/// returns how many items it yielded.
+async fn drain<S: Stream>(stream: S) -> u32 {
+    let mut stream = std::pin::pin!(stream);
+    let mut n = 0;
+    core::future::poll_fn(|cx| {
+        loop {
+            match stream.as_mut().poll_next(cx) {
+                Poll::Ready(Some(item)) => {
+                    black_box(item);
+                    n += 1;
+                }
+                Poll::Ready(None) => return Poll::Ready(n),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    })
+    .await
+}
+
+#[retry(layer = "provider")]
+#[timeout(read = "120s")]
+async fn open() -> Result<Started<Ready>, Error> {
+    stream::started(ready()).await
+}
+
+fn per_item(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let mut group = c.benchmark_group("stream_items");
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(50)
+        .throughput(Throughput::Elements(u64::from(ITEMS)));
+    group.bench_function("raw", |b| b.to_async(&rt).iter(|| drain(ready())));
+    group.bench_function("started", |b| {
+        b.to_async(&rt).iter(|| async {
+            let started = stream::started(ready()).await.expect("no error");
+            drain(started).await
+        })
+    });
+    group.bench_function("started_read", |b| {
+        b.to_async(&rt).iter(|| async {
+            let started = open().await.expect("no error");
+            drain(started).await
+        })
+    });
+    group.bench_function("tokio_stream_timeout", |b| {
+        b.to_async(&rt).iter(|| async {
+            let timed = tokio_stream::StreamExt::timeout(ready(), READ);
+            drain(timed).await
+        })
+    });
+    group.finish();
+}
+
+/// What each contender yields, checked before measuring: the same items.
+fn check() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        assert_eq!(drain(ready()).await, ITEMS);
+        let started = stream::started(ready()).await.expect("no error");
+        assert_eq!(drain(started).await, ITEMS);
+        let started = open().await.expect("no error");
+        assert!(format!("{started:?}").contains("read: Some(120s)"));
+        assert_eq!(drain(started).await, ITEMS);
+        let timed = tokio_stream::StreamExt::timeout(ready(), READ);
+        assert_eq!(drain(timed).await, ITEMS);
+    });
+}
+
+criterion_group!(benches, per_item);
+
+fn main() {
+    check();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

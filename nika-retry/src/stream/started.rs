@@ -1,0 +1,296 @@
+//! [`Started`]: a stream past its first content, under `read` and `total`.
+
+use core::fmt;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use futures_core::{FusedStream, Stream};
+use tokio::time::{Instant, Sleep};
+
+use super::StreamError;
+use super::limits::Limits;
+use crate::{Boundary, TimeoutError};
+
+pin_project_lite::pin_project! {
+    /// A stream past its first content: the items held before it, replayed
+    /// once and in order, then the rest of the stream, under the fn's `read`
+    /// limit and the call's `total` deadline.
+    ///
+    /// Nothing here is retried: a failure is an `Err` item for the caller.
+    /// When `read` (inactivity: every item restarts it) or `total` expires,
+    /// it yields one `Err(E::from(TimeoutError))` with that
+    /// [`Boundary`], drops the stream (the connection closes), and ends for
+    /// good. Items that arrive ready touch neither the clock nor a timer;
+    /// the first time the stream waits under a limit, one timer is
+    /// allocated, and reused to the end. Dropping a `Started` drops the
+    /// stream. It is `Send` and `Unpin` when the stream is.
+    ///
+    /// ```
+    /// use core::pin::Pin;
+    /// use core::task::{Context, Poll};
+    /// use std::time::Duration;
+    /// use futures_core::Stream;
+    /// use nika_retry::stream::{self, Started};
+    /// use nika_retry::{retry, timeout, Boundary, Classify, TimeoutError};
+    ///
+    /// #[derive(Debug, thiserror::Error, Classify)]
+    /// enum Error {
+    ///     #[error(transparent)]
+    ///     #[category(transparent)]
+    ///     Timeout(#[from] TimeoutError),
+    /// }
+    ///
+    /// /// One token, then silence.
+    /// struct Stalls(bool);
+    /// impl Stream for Stalls {
+    ///     type Item = Result<&'static str, Error>;
+    ///     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+    ///         if core::mem::replace(&mut self.0, true) { Poll::Pending } else { Poll::Ready(Some(Ok("Hi"))) }
+    ///     }
+    /// }
+    ///
+    /// #[retry(layer = "provider")]
+    /// #[timeout(read = "120s")]
+    /// async fn complete() -> Result<Started<Stalls>, Error> {
+    ///     stream::started(Stalls(false)).await
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let mut events = complete().await.unwrap();
+    /// assert_eq!(next(&mut events).await.unwrap().unwrap(), "Hi");
+    /// let Some(Err(Error::Timeout(cut))) = next(&mut events).await else { panic!("cut by read") };
+    /// assert_eq!((cut.boundary(), cut.limit()), (Boundary::Read, Duration::from_secs(120)));
+    /// assert!(next(&mut events).await.is_none(), "and then it ends");
+    /// # }
+    ///
+    /// /// What `StreamExt::next` of futures-util or tokio-stream does.
+    /// async fn next<S: Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
+    ///     core::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx)).await
+    /// }
+    /// ```
+    pub struct Started<S: Stream> {
+        // `None` once it has ended or expired.
+        #[pin]
+        stream: Option<S>,
+        held: std::vec::IntoIter<S::Item>,
+        // The content item, after the held ones.
+        content: Option<S::Item>,
+        // Whether `held` or `content` has an item left.
+        replaying: bool,
+        limits: Limits,
+        // Armed the first time the stream waits under a limit; boxed so that
+        // `Started` stays `Unpin` when the stream is.
+        timer: Option<Pin<Box<Sleep>>>,
+        // An item arrived since the timer was armed.
+        moved: bool,
+        time_to_first_content: Duration,
+    }
+}
+
+impl<S: Stream> Started<S> {
+    pub(super) fn new(
+        stream: Option<S>,
+        held: Vec<S::Item>,
+        content: Option<S::Item>,
+        limits: Limits,
+        time_to_first_content: Duration,
+    ) -> Started<S> {
+        Started {
+            replaying: !held.is_empty() || content.is_some(),
+            stream,
+            held: held.into_iter(),
+            content,
+            limits,
+            timer: None,
+            moved: false,
+            time_to_first_content,
+        }
+    }
+
+    /// How long the first content took, counted from the start of the call
+    /// of the annotated fn (its first attempt), so that the retries it took
+    /// are in it. Outside an annotated fn, from the first poll of
+    /// [`started`](super::started). For a stream that ended (or reached
+    /// [`MAX_HELD`](super::MAX_HELD) items) without content, until then.
+    ///
+    /// ```
+    /// use core::pin::Pin;
+    /// use core::task::{Context, Poll};
+    /// use std::time::Duration;
+    /// use futures_core::Stream;
+    /// use nika_retry::stream;
+    ///
+    /// /// Its first item after a second.
+    /// struct Slow(Pin<Box<tokio::time::Sleep>>);
+    /// impl Stream for Slow {
+    ///     type Item = Result<u8, std::io::Error>;
+    ///     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+    ///         self.0.as_mut().poll(cx).map(|()| Some(Ok(1)))
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let slow = Slow(Box::pin(tokio::time::sleep(Duration::from_secs(1))));
+    /// let started = stream::started(slow).await.unwrap();
+    /// assert_eq!(started.time_to_first_content(), Duration::from_secs(1));
+    /// # }
+    /// ```
+    pub fn time_to_first_content(&self) -> Duration {
+        self.time_to_first_content
+    }
+
+    /// Whether a timer has been allocated.
+    #[cfg(test)]
+    pub(super) fn has_timer(&self) -> bool {
+        self.timer.is_some()
+    }
+}
+
+impl<S, T, E> Stream for Started<S>
+where
+    S: Stream<Item = Result<T, E>>,
+    E: StreamError,
+{
+    type Item = Result<T, E>;
+
+    #[inline]
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.replaying {
+            let this = self.project();
+            return Poll::Ready(replay(this.held, this.content, this.replaying));
+        }
+        let this = self.as_mut().project();
+        let Some(stream) = this.stream.as_pin_mut() else {
+            return Poll::Ready(None);
+        };
+        match stream.poll_next(cx) {
+            Poll::Ready(Some(item)) => {
+                *this.moved = true;
+                Poll::Ready(Some(item))
+            }
+            Poll::Ready(None) => {
+                self.project().stream.set(None);
+                Poll::Ready(None)
+            }
+            Poll::Pending if !this.limits.any() => Poll::Pending,
+            Poll::Pending => self.wait(cx),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let replay = self.held.len() + usize::from(self.content.is_some());
+        let Some(stream) = &self.stream else {
+            return (replay, Some(replay));
+        };
+        let (low, high) = stream.size_hint();
+        if !self.limits.any() {
+            return (
+                low.saturating_add(replay),
+                high.and_then(|h| h.checked_add(replay)),
+            );
+        }
+        // An expiry may cut the stream at any item, with one item of its own.
+        (
+            replay + low.min(1),
+            high.and_then(|h| h.checked_add(replay + 1)),
+        )
+    }
+}
+
+impl<S, T, E> Started<S>
+where
+    S: Stream<Item = Result<T, E>>,
+    E: StreamError,
+{
+    /// The stream waits under a limit: arms the timer (or sets it again if
+    /// an item arrived since it was armed) and polls it.
+    #[cold]
+    fn wait(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T, E>>> {
+        let mut this = self.project();
+        let limits = *this.limits;
+        let timer = match this.timer {
+            Some(timer) => {
+                if core::mem::take(this.moved) && limits.read.is_some() {
+                    timer.as_mut().reset(end(&limits));
+                }
+                timer
+            }
+            None => {
+                *this.moved = false;
+                let end = end(&limits);
+                this.timer.insert(Box::pin(tokio::time::sleep_until(end)))
+            }
+        };
+        if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let at = timer.deadline();
+        let error = match limits.total {
+            Some((total_at, limit)) if total_at <= at => {
+                TimeoutError::new(Boundary::Total, limit, limits.layer)
+            }
+            _ => TimeoutError::new(
+                Boundary::Read,
+                limits.read.unwrap_or_default(),
+                limits.layer,
+            ),
+        };
+        // Ends for good; the connection closes now, not when the caller drops it.
+        this.stream.set(None);
+        *this.timer = None;
+        Poll::Ready(Some(Err(E::from_timeout(error))))
+    }
+}
+
+/// The next held item, then the content item.
+#[cold]
+fn replay<I>(
+    held: &mut std::vec::IntoIter<I>,
+    content: &mut Option<I>,
+    replaying: &mut bool,
+) -> Option<I> {
+    let item = held.next().or_else(|| content.take());
+    *replaying = held.len() > 0 || content.is_some();
+    item
+}
+
+/// The end of an inactivity starting now, or the total deadline if sooner.
+fn end(limits: &Limits) -> Instant {
+    match (limits.read.map(crate::time_limits::from_now), limits.total) {
+        (Some(read), Some((total, _))) => read.min(total),
+        (Some(read), None) => read,
+        (None, Some((total, _))) => total,
+        // `wait` runs only under a limit.
+        (None, None) => Instant::now(),
+    }
+}
+
+impl<S, T, E> FusedStream for Started<S>
+where
+    S: Stream<Item = Result<T, E>>,
+    E: StreamError,
+{
+    fn is_terminated(&self) -> bool {
+        !self.replaying && self.stream.is_none()
+    }
+}
+
+impl<S: Stream> fmt::Debug for Started<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Started")
+            .field("stream", &core::any::type_name::<S>())
+            .field(
+                "to_replay",
+                &(self.held.len() + usize::from(self.content.is_some())),
+            )
+            .field("read", &self.limits.read)
+            .field("total", &self.limits.total.map(|(_, limit)| limit))
+            .field("layer", &self.limits.layer)
+            .field("time_to_first_content", &self.time_to_first_content)
+            .field("ended", &self.stream.is_none())
+            .finish_non_exhaustive()
+    }
+}

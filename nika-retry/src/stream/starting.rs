@@ -1,0 +1,147 @@
+//! [`Starting`]: the future that awaits a stream's first content.
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+
+use futures_core::Stream;
+use tokio::time::Instant;
+
+use super::limits::Limits;
+use super::{MAX_HELD, Started, StreamError};
+use crate::context::{self, FrameInForce};
+
+/// The future [`started`](super::started) and
+/// [`started_when`](super::started_when) return: it polls the stream until
+/// its first content, holding the `Ok` items before it, and gives a
+/// [`Started`], or the first `Err` item.
+///
+/// The held items live in a `Vec` allocated at the first one (none for
+/// [`started`](super::started), whose first `Ok` item is the content), and
+/// at most [`MAX_HELD`] are held. It reads the limits in force, and the
+/// clock, on its first poll, and the clock again when content arrives.
+///
+/// ```
+/// use core::pin::Pin;
+/// use core::task::{Context, Poll};
+/// use futures_core::Stream;
+/// use nika_retry::stream::{self, Started, Starting};
+///
+/// struct Once(Option<u8>);
+/// impl Stream for Once {
+///     type Item = Result<u8, std::io::Error>;
+///     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+///         Poll::Ready(self.0.take().map(Ok))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let starting: Starting<Once, fn(&u8) -> bool> = stream::started(Once(Some(1)));
+/// let started: Started<Once> = starting.await.unwrap();
+/// # let _ = started;
+/// # }
+/// ```
+#[must_use = "futures do nothing unless polled"]
+pub struct Starting<S: Stream, P> {
+    /// `None` once the output is given.
+    stream: Option<S>,
+    is_content: P,
+    held: Vec<S::Item>,
+    /// The limits to carry, read on the first poll.
+    limits: Option<Limits>,
+    /// Where time to first content counts from.
+    start: Option<Instant>,
+}
+
+impl<S: Stream, P> Starting<S, P> {
+    pub(super) fn new(stream: S, is_content: P) -> Starting<S, P> {
+        Starting {
+            stream: Some(stream),
+            is_content,
+            held: Vec::new(),
+            limits: None,
+            start: None,
+        }
+    }
+}
+
+// No field is pinned: the stream is `Unpin` (polled through `Pin::new`),
+// the rest is plain data.
+impl<S: Stream, P> Unpin for Starting<S, P> {}
+
+impl<S, T, E, P> Future for Starting<S, P>
+where
+    S: Stream<Item = Result<T, E>> + Unpin,
+    E: StreamError,
+    P: FnMut(&T) -> bool,
+{
+    type Output = Result<Started<S>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if this.limits.is_none() {
+            let (limits, start) = match context::stream_frame() {
+                FrameInForce::Outside => (Limits::NONE, None),
+                FrameInForce::Frame(frame) => (Limits::from(frame), frame.start),
+                // The innermost call puts its frame in force on its next
+                // poll, which this wake-up asks for at once.
+                FrameInForce::NotYet => {
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+            };
+            this.limits = Some(limits);
+            this.start = Some(start.unwrap_or_else(Instant::now));
+        }
+        let Some(stream) = this.stream.as_mut() else {
+            panic!("`Starting` polled after it completed");
+        };
+        loop {
+            match Pin::new(&mut *stream).poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(item))) => {
+                    if (this.is_content)(&item) || this.held.len() + 1 >= MAX_HELD {
+                        return Poll::Ready(Ok(this.finish(Some(Ok(item)))));
+                    }
+                    this.held.push(Ok(item));
+                }
+                Poll::Ready(Some(Err(error))) => {
+                    // The attempt fails: what it held is not the caller's.
+                    this.stream = None;
+                    this.held = Vec::new();
+                    return Poll::Ready(Err(error));
+                }
+                Poll::Ready(None) => {
+                    this.stream = None;
+                    return Poll::Ready(Ok(this.finish(None)));
+                }
+            }
+        }
+    }
+}
+
+impl<S: Stream, P> Starting<S, P> {
+    /// The stream as started, with `content` (if any) after the held items.
+    fn finish(&mut self, content: Option<S::Item>) -> Started<S> {
+        let start = self.start.unwrap_or_else(Instant::now);
+        Started::new(
+            self.stream.take(),
+            core::mem::take(&mut self.held),
+            content,
+            self.limits.unwrap_or(Limits::NONE),
+            start.elapsed(),
+        )
+    }
+}
+
+impl<S: Stream, P> fmt::Debug for Starting<S, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Starting")
+            .field("stream", &core::any::type_name::<S>())
+            .field("held", &self.held.len())
+            .field("done", &self.stream.is_none())
+            .finish_non_exhaustive()
+    }
+}
