@@ -723,7 +723,7 @@ mod tests {
         }
         assert_eq!(stream_frame(), FrameInForce::NotYet, "unmarked again");
         assert!(CONTEXT.with(|c| c.attempt.get().has_key()));
-        restore(outer, &mut key, true, "t");
+        restore(outer, &mut key, true, &TEST_SITE);
         {
             // A call past its first poll, with its frame in force.
             let outer = install(None, slot.with_stream(), &mut key);
@@ -732,9 +732,9 @@ mod tests {
             {
                 let inner = install(None, slot, &mut key);
                 assert_eq!(stream_frame(), FrameInForce::NotYet, "an inner call's turn");
-                restore(inner, &mut key, false, "t");
+                restore(inner, &mut key, false, &TEST_SITE);
             }
-            restore(outer, &mut key, false, "t");
+            restore(outer, &mut key, false, &TEST_SITE);
         }
         assert_eq!(stream_frame(), FrameInForce::Outside);
     }
