@@ -20,6 +20,7 @@ use core::time::Duration;
 use std::thread::LocalKey;
 
 use crate::Layer;
+use crate::engine::site::Site;
 use crate::key::IdempotencyKey;
 
 /// The connect limit of an attempt, and whether the attempt has reached a
@@ -356,14 +357,15 @@ pub(crate) fn install(
 
 /// Puts back what [`install`] replaced, and the call's key (drawn during
 /// the poll, perhaps) in `key`; reports the loops that broke the
-/// stratification inside the poll, as started inside `operation`; returns
-/// the call's budget as the nested loops left it, if it owns it.
+/// stratification inside the poll, as started inside an attempt of `site`
+/// (a reference to the call's, so that the fast path does not load it);
+/// returns the call's budget as the nested loops left it, if it owns it.
 #[inline(always)]
 pub(crate) fn restore(
     outer: Outer,
     key: &mut IdempotencyKey,
     owns_budget: bool,
-    operation: &'static str,
+    site: &&'static Site,
 ) -> Option<Budget> {
     let (ours, budget) = CONTEXT.with(|c| {
         let ours = c.attempt.replace(outer.attempt);
@@ -377,7 +379,7 @@ pub(crate) fn restore(
     // One test for both, as for the key alone: a call that is not nested
     // has no outer attempt, and nothing nested broke the stratification.
     if (ours.0 | outer.attempt.0) & (HAS_KEY | VIOLATIONS) != 0 {
-        settle(ours, outer.attempt, key, operation);
+        settle(ours, outer.attempt, key, site);
     }
     budget
 }
@@ -385,17 +387,12 @@ pub(crate) fn restore(
 /// The rare part of [`restore`]: the keys to swap back, the violations to report.
 #[cold]
 #[inline(never)]
-fn settle(
-    ours: AttemptSlot,
-    outer: AttemptSlot,
-    key: &mut IdempotencyKey,
-    operation: &'static str,
-) {
+fn settle(ours: AttemptSlot, outer: AttemptSlot, key: &mut IdempotencyKey, site: &&'static Site) {
     if (ours.0 | outer.0) & HAS_KEY != 0 {
         swap_key(key);
     }
     if ours.violations() != 0 {
-        crate::stratification::report(ours.layer(), operation, ours.violations());
+        crate::stratification::report(ours.layer(), site.operation, ours.violations());
     }
 }
 
@@ -529,6 +526,8 @@ impl<T: 'static, F: Future> Future for Scoped<T, F> {
 mod tests {
     use super::*;
 
+    static TEST_SITE: &Site = &crate::__private::Overrides::NONE.site(Layer::Http, "t");
+
     std::thread_local! {
         static NAME: RefCell<Option<&'static str>> = const { RefCell::new(None) };
     }
@@ -587,16 +586,16 @@ mod tests {
         assert_eq!(inner.attempt, seen.with_key());
         let inner_drawn = attempt(IdempotencyKey::draw).unwrap().1;
         assert_ne!(inner_drawn, drawn);
-        assert_eq!(restore(inner, &mut inner_key, false, "t"), None);
+        assert_eq!(restore(inner, &mut inner_key, false, &TEST_SITE), None);
         assert_eq!(inner_key, inner_drawn, "the inner call keeps what it drew");
         assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
         // Its next attempt brings its own key back, and hides the outer one again.
         let inner = install(None, inner_slot.with_key(), &mut inner_key);
         assert_eq!(attempt(|| unreachable!("its own")).unwrap().1, inner_drawn);
-        restore(inner, &mut inner_key, false, "t");
+        restore(inner, &mut inner_key, false, &TEST_SITE);
         assert_eq!(inner_key, inner_drawn);
         assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
-        let back = restore(outer, &mut outer_key, true, "t");
+        let back = restore(outer, &mut outer_key, true, &TEST_SITE);
         assert_eq!((back, outer_key), (Some(Budget::new(9, 2)), drawn));
         assert_eq!(attempt(IdempotencyKey::draw), None);
         assert_eq!(budget(), None);
@@ -612,7 +611,7 @@ mod tests {
         let inner = install(Some(Budget::explicit(3, 1)), slot, &mut key);
         take_from_budget();
         assert_eq!(
-            restore(inner, &mut key, true, "t"),
+            restore(inner, &mut key, true, &TEST_SITE),
             Some(Budget::explicit(3, 2))
         );
         assert_eq!(
@@ -620,7 +619,10 @@ mod tests {
             Some(Budget::new(9, 4)),
             "the outer budget is back"
         );
-        assert_eq!(restore(outer, &mut key, true, "t"), Some(Budget::new(9, 4)));
+        assert_eq!(
+            restore(outer, &mut key, true, &TEST_SITE),
+            Some(Budget::new(9, 4))
+        );
         assert_eq!(budget(), None);
     }
 
@@ -644,7 +646,7 @@ mod tests {
         assert_eq!((counted.max_attempts(), counted.has_key()), (3, false));
         // Its restore reports them (none were left to complete here) and
         // puts the outer context back.
-        restore(outer, &mut key, false, "t");
+        restore(outer, &mut key, false, &TEST_SITE);
         assert_eq!(CONTEXT.with(|c| c.attempt.get()), AttemptSlot::NONE);
     }
 
@@ -678,7 +680,7 @@ mod tests {
             (super::budget(), around()),
             (Some(Budget::new(9, 3)), (false, true))
         );
-        restore(outer, &mut key, true, "t");
+        restore(outer, &mut key, true, &TEST_SITE);
         assert_eq!(super::budget(), None);
 
         let scoped = || CONTEXT.with(|c| c.scoped.get());
@@ -721,7 +723,7 @@ mod tests {
         }
         assert_eq!(stream_frame(), FrameInForce::NotYet, "unmarked again");
         assert!(CONTEXT.with(|c| c.attempt.get().has_key()));
-        restore(outer, &mut key, true, "t");
+        restore(outer, &mut key, true, &TEST_SITE);
         {
             // A call past its first poll, with its frame in force.
             let outer = install(None, slot.with_stream(), &mut key);
@@ -730,9 +732,9 @@ mod tests {
             {
                 let inner = install(None, slot, &mut key);
                 assert_eq!(stream_frame(), FrameInForce::NotYet, "an inner call's turn");
-                restore(inner, &mut key, false, "t");
+                restore(inner, &mut key, false, &TEST_SITE);
             }
-            restore(outer, &mut key, false, "t");
+            restore(outer, &mut key, false, &TEST_SITE);
         }
         assert_eq!(stream_frame(), FrameInForce::Outside);
     }

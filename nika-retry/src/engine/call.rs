@@ -382,8 +382,8 @@ impl Drop for InForce<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         let call = &mut *self.call;
-        let owns_budget = call.budget.is_some();
-        let budget = context::restore(self.outer, &mut call.key, owns_budget, call.site.operation);
+        // The site by reference: read only if the poll has violations to report.
+        let budget = context::restore(self.outer, &mut call.key, call.budget.is_some(), &call.site);
         if budget.is_some() {
             call.budget = budget;
         }
