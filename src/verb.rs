@@ -11,7 +11,7 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
 use nika_retry::stream::{Started, started_when};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Classify, RetryConfig, TimeoutError, retry, timeout};
+use nika_retry::{Classify, Layer, RetryConfig, TimeoutError, retry, timeout};
 
 /// Per-request options of the transport (the http layer, L1, is configured per request).
 #[derive(Clone, Debug)]
@@ -30,6 +30,23 @@ impl Default for RequestOptions {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(120),
             retry: None,
+        }
+    }
+}
+
+impl RequestOptions {
+    /// Http-layer retries 10 ms apart, exactly (no jitter), and a 5 s read
+    /// timeout, out of reach of a loaded machine: for tests that count
+    /// requests and read outlines.
+    pub fn fast_retries() -> RequestOptions {
+        let retry = RetryConfig::for_layer(Layer::Http)
+            .with_initial_backoff(Duration::from_millis(10))
+            .and_then(|c| c.with_jitter(0.0))
+            .expect("10 ms and no jitter are valid");
+        RequestOptions {
+            read_timeout: Duration::from_secs(5),
+            retry: Some(retry),
+            ..RequestOptions::default()
         }
     }
 }

@@ -77,19 +77,6 @@ async fn a_lone_loop_makes_its_own_attempts_and_a_task_budget_always_holds() {
     assert_eq!(script.attempts(), 10);
 }
 
-/// Http-layer retries 10 ms apart, exactly.
-fn fast_http() -> RequestOptions {
-    let retry = RetryConfig::for_layer(Layer::Http)
-        .with_initial_backoff(ms(10))
-        .and_then(|c| c.with_jitter(0.0))
-        .unwrap();
-    RequestOptions {
-        read_timeout: secs(5),
-        retry: Some(retry),
-        ..RequestOptions::default()
-    }
-}
-
 // ---- (2) A server hint survives the layer that gave up on it.
 
 #[tokio::test(start_paused = true)]
@@ -133,7 +120,7 @@ async fn the_provider_waits_a_45s_retry_after_that_the_http_layer_gave_up_on() {
 #[tokio::test]
 async fn a_connection_closed_mid_response_is_retried() {
     let server = FaultServer::start([Fault::Truncated, Fault::ok("whole")]).await;
-    let transport = Transport::new(server.url(""), fast_http());
+    let transport = Transport::new(server.url(""), RequestOptions::fast_retries());
     let log = Arc::new(EventLog::default());
     let body = observe(log.clone(), transport.post("/", "x"))
         .await
@@ -151,7 +138,7 @@ async fn a_connection_closed_mid_response_is_retried() {
 async fn retry_after_too_large_for_the_clock_gives_up_and_before_1970_is_now() {
     let server =
         FaultServer::start([Fault::UnavailableRaw("99999999999999999999999".into())]).await;
-    let transport = Transport::new(server.url(""), fast_http());
+    let transport = Transport::new(server.url(""), RequestOptions::fast_retries());
     let err = transport.post("/", "x").await.unwrap_err();
     assert!(
         matches!(err, HttpError::Status { retry_after: Some(d), .. } if d == Duration::MAX),
@@ -164,7 +151,7 @@ async fn retry_after_too_large_for_the_clock_gives_up_and_before_1970_is_now() {
         Fault::ok("at once"),
     ])
     .await;
-    let transport = Transport::new(server.url(""), fast_http());
+    let transport = Transport::new(server.url(""), RequestOptions::fast_retries());
     let log = Arc::new(EventLog::default());
     assert_eq!(
         observe(log.clone(), transport.post("/", "x"))

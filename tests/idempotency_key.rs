@@ -6,35 +6,13 @@
 //! and a nested call, has a key of its own.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
-use nika_retry::{AttemptInfo, Layer, RetryConfig, current_attempt, retry};
+use nika_retry::{AttemptInfo, Layer, current_attempt, retry};
 use nika_retry_tests::Script;
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::verb::{RequestOptions, Transport};
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
 type ScriptError = nika_retry_tests::ProviderError;
-
-/// Http-layer retries 10 ms apart, exactly.
-fn fast_http() -> RequestOptions {
-    let retry = RetryConfig::for_layer(Layer::Http)
-        .with_initial_backoff(ms(10))
-        .and_then(|c| c.with_jitter(0.0))
-        .unwrap();
-    RequestOptions {
-        read_timeout: secs(5),
-        retry: Some(retry),
-        ..RequestOptions::default()
-    }
-}
 
 #[tokio::test]
 async fn every_attempt_of_a_call_sends_its_key_and_the_next_call_a_new_one() {
@@ -45,7 +23,7 @@ async fn every_attempt_of_a_call_sends_its_key_and_the_next_call_a_new_one() {
         Fault::ok("second"),
     ])
     .await;
-    let transport = Transport::new(server.url(""), fast_http());
+    let transport = Transport::new(server.url(""), RequestOptions::fast_retries());
     assert_eq!(transport.post("/", "x").await.unwrap(), "first");
     assert_eq!(transport.post("/", "x").await.unwrap(), "second");
     let hits = server.hits();

@@ -12,15 +12,11 @@ use std::time::Duration;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::observe;
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Classify, Layer, RetryConfig, TimeoutError, TokenBucket, retry, timeout};
+use nika_retry::{Classify, Layer, TimeoutError, TokenBucket, retry, timeout};
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::verb::{Provider, RequestOptions, Transport};
 use nika_retry_tests::{EventLog, Script};
 use tokio::time::Instant;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
@@ -91,19 +87,6 @@ async fn the_bucket_gives_back_a_successful_retry_and_adds_one_on_a_first_attemp
     assert_eq!(log.take()[0].reason, Some(GiveUp::TokenBucketEmpty));
 }
 
-/// Http-layer retries 10 ms apart, exactly.
-fn fast_http() -> RequestOptions {
-    let retry = RetryConfig::for_layer(Layer::Http)
-        .with_initial_backoff(ms(10))
-        .and_then(|c| c.with_jitter(0.0))
-        .unwrap();
-    RequestOptions {
-        read_timeout: secs(5),
-        retry: Some(retry),
-        ..RequestOptions::default()
-    }
-}
-
 /// The outage recovers on every call's retry: the bucket gets each retry
 /// back, so it never runs dry and retries stay on. (Under the old rule, a
 /// success refilling one token, 26 of these 100 calls failed.)
@@ -114,7 +97,10 @@ async fn a_recovering_outage_keeps_the_bucket_full_and_retries_on() {
         .flat_map(|_| [Fault::Status(503), Fault::ok("fine")])
         .collect();
     let server = FaultServer::start(script).await;
-    let provider = Provider::new(Transport::new(server.url(""), fast_http()));
+    let provider = Provider::new(Transport::new(
+        server.url(""),
+        RequestOptions::fast_retries(),
+    ));
     let bucket = TokenBucket::new(100);
     let policy = TaskPolicy::new()
         .with_token_bucket(Layer::Http, bucket.clone())
@@ -199,7 +185,7 @@ async fn a_full_outage_drains_the_bucket_after_20_retries() {
     // would cost 10 tokens instead of 5.
     let http = RequestOptions {
         read_timeout: secs(30),
-        ..fast_http()
+        ..RequestOptions::fast_retries()
     };
     let provider = Arc::new(Provider::new(Transport::new(server.url(""), http)));
     let bucket = TokenBucket::new(100);
