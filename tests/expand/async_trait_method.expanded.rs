@@ -22,7 +22,7 @@ where
         let input = input;
         #[allow(unused_imports)]
         use retry as _;
-        let mut __nika_call = ::nika_retry::__private::Call::new(
+        let mut __nika_call = ::nika_retry::__private::TimedCall::new(
             {
                 const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides::NONE
                     .site(

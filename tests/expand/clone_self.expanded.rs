@@ -1,15 +1,12 @@
 async fn run(self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderError> {
-    let mut __nika_call = nr::__private::Call::new(
-        {
-            const __NIKA_SITE: &nr::__private::Site = &nr::__private::Overrides::NONE
-                .site(
-                    nr::Layer::Provider,
-                    ::core::concat!(::core::module_path!(), "::", "run"),
-                );
-            __NIKA_SITE
-        },
-        ::core::option::Option::None,
-    );
+    let mut __nika_call = nr::__private::Call::new({
+        const __NIKA_SITE: &nr::__private::Site = &nr::__private::Overrides::NONE
+            .site(
+                nr::Layer::Provider,
+                ::core::concat!(::core::module_path!(), "::", "run"),
+            );
+        __NIKA_SITE
+    });
     loop {
         let __nika_delay = {
             let mut __nika_self = ::core::clone::Clone::clone(&self);

@@ -1,15 +1,12 @@
 async fn name(&self) -> Result<&str, ProviderError> {
-    let mut __nika_call = ::nika_retry::__private::Call::new(
-        {
-            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides::NONE
-                .site(
-                    ::nika_retry::Layer::Provider,
-                    ::core::concat!(::core::module_path!(), "::", "name"),
-                );
-            __NIKA_SITE
-        },
-        ::core::option::Option::None,
-    );
+    let mut __nika_call = ::nika_retry::__private::Call::new({
+        const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides::NONE
+            .site(
+                ::nika_retry::Layer::Provider,
+                ::core::concat!(::core::module_path!(), "::", "name"),
+            );
+        __NIKA_SITE
+    });
     loop {
         let __nika_delay = {
             let __nika_result = __nika_call

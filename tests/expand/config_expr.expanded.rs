@@ -1,18 +1,15 @@
 async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
-    let mut __nika_call = ::nika_retry::__private::Call::new(
-        {
-            const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
-                max_attempts: ::core::option::Option::Some(5u32),
-                ..::nika_retry::__private::Overrides::NONE
-            }
-                .site(
-                    ::nika_retry::Layer::Provider,
-                    ::core::concat!(::core::module_path!(), "::", "complete"),
-                );
-            __NIKA_SITE
-        },
-        ::core::option::Option::None,
-    );
+    let mut __nika_call = ::nika_retry::__private::Call::new({
+        const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides {
+            max_attempts: ::core::option::Option::Some(5u32),
+            ..::nika_retry::__private::Overrides::NONE
+        }
+            .site(
+                ::nika_retry::Layer::Provider,
+                ::core::concat!(::core::module_path!(), "::", "complete"),
+            );
+        __NIKA_SITE
+    });
     loop {
         let __nika_delay = {
             let __nika_result = __nika_call

@@ -3,7 +3,7 @@
 pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
     #[allow(unused_imports)]
     use timeout as _;
-    let mut __nika_call = ::nika_retry::__private::Call::new(
+    let mut __nika_call = ::nika_retry::__private::TimedCall::new(
         {
             const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides::NONE
                 .site(

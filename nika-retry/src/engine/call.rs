@@ -20,21 +20,22 @@ use crate::time_limits::{Progress, TimeLimited, total_from_now};
 use crate::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, TokenBucket};
 use crate::{stratification, task};
 
-/// One call of an annotated fn: its retry state, its deadline, and its
-/// place among the retry loops around it.
+/// One call of a `#[retry]` fn: its attempt, and its place among the retry
+/// loops around it.
 ///
 /// Kept small, since it lives in the fn's future: the config is the site's
 /// `const` unless a task scope or `config = …` replaces it, and those are
 /// only looked up when an attempt fails; per-attempt limits are passed to
-/// each attempt rather than stored. What the loops around it say (the
+/// each attempt rather than stored, and what only `#[timeout]` needs is in
+/// [`TimedCall`]. Jitter is drawn from the thread's generator, so the call
+/// holds no generator of its own. What the loops around it say (the
 /// shared budget, a task scope) is read on the first poll of the first
 /// attempt, in the same exchange that puts the call's own context in force.
 #[derive(Debug)]
 pub struct Call {
     site: &'static Site,
-    state: RetryState,
-    /// The total deadline, and the limit it came from (for the error).
-    deadline: Option<(Instant, Duration)>,
+    /// The 1-based number of the attempt running (or just ended).
+    attempt: u32,
     /// `Some` for the outermost retried call, which owns the shared budget.
     budget: Option<Budget>,
     bucket: Option<TokenBucket>,
@@ -45,10 +46,8 @@ pub struct Call {
     /// Whether the last attempt failed on one of the call's own time limits.
     timed_out: bool,
     key: IdempotencyKey,
-    /// Tells the attempts' own wake-ups from others', for `read`: allocated
-    /// once an attempt with a `read` limit has gone pending.
-    progress: Option<Arc<Progress>>,
-    first_failure: Option<Instant>,
+    /// When the first failure was, after `start` (which it implies).
+    first_failure: Since,
     last_category: ErrorCategory,
     /// When the call started, for a stream its attempts await
     /// ([`stream`](crate::stream)): set when the first attempt first goes
@@ -59,22 +58,40 @@ pub struct Call {
     start: Option<Instant>,
 }
 
+/// A moment of the call, as nanoseconds after its start plus one (0: none
+/// yet): 8 bytes where an `Option<Instant>` takes 16, in every call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Since(u64);
+
+impl Since {
+    /// `at`, a moment at or after `start`.
+    fn new(start: Instant, at: Instant) -> Since {
+        let ns = at.saturating_duration_since(start).as_nanos();
+        // Saturates some 580 years in.
+        Since(u64::try_from(ns).unwrap_or(u64::MAX - 1) + 1)
+    }
+
+    /// The moment, if there is one, given the start it counts from.
+    fn at(self, start: Instant) -> Option<Instant> {
+        let ns = self.0.checked_sub(1)?;
+        Some(start + Duration::from_nanos(ns))
+    }
+}
+
 impl Call {
-    /// A call of `site`, bounded in all by `total` if given.
+    /// A call of `site`.
     #[inline(always)]
-    pub fn new(site: &'static Site, total: Option<Duration>) -> Call {
+    pub fn new(site: &'static Site) -> Call {
         Call {
             site,
-            state: RetryState::new(),
-            deadline: total_from_now(total),
+            attempt: 1,
             budget: None,
             bucket: None,
             bucket_taken: 0,
             max_attempts: 0,
             timed_out: false,
             key: IdempotencyKey::UNDRAWN,
-            progress: None,
-            first_failure: None,
+            first_failure: Since(0),
             last_category: ErrorCategory::Transient,
             start: None,
         }
@@ -98,7 +115,7 @@ impl Call {
         }
         let mut slot = AttemptSlot::new(
             self.site.layer,
-            self.state.attempt(),
+            self.attempt,
             self.max_attempts,
             self.key != IdempotencyKey::UNDRAWN,
         );
@@ -110,15 +127,20 @@ impl Call {
     }
 
     /// The call's frame for the streams its attempt awaits, with the
-    /// attempt's `read` limit, in force until the guard drops. Only once
-    /// the call has a start: never on a first attempt ready at once.
+    /// attempt's `read` limit and the call's `total` deadline, in force
+    /// until the guard drops. Only once the call has a start: never on a
+    /// first attempt ready at once.
     #[cold]
     #[inline(never)]
-    fn stream_in_force(&self, read: Option<Duration>) -> StreamScope {
+    fn stream_in_force(
+        &self,
+        read: Option<Duration>,
+        total: Option<(Instant, Duration)>,
+    ) -> StreamScope {
         context::enter_stream(StreamFrame {
             start: self.start,
             read,
-            total: self.deadline,
+            total,
             layer: self.site.layer,
         })
     }
@@ -169,29 +191,6 @@ impl Call {
             .unwrap_or_else(|| self.site.config.effective_attempts());
     }
 
-    /// Runs one attempt under `limits` and the call's total deadline.
-    /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
-    /// the fn's error type (as for [`once`](super::once::once)), so that a
-    /// missing `From<TimeoutError>` is reported there and nowhere in here.
-    #[inline]
-    pub fn timed<F, T, E>(
-        &mut self,
-        limits: Timeouts,
-        fut: F,
-        into_error: fn(TimeoutError) -> E,
-    ) -> Timed<'_, F, E>
-    where
-        F: Future<Output = Result<T, E>>,
-    {
-        let (inner, connect) = limits.arm(fut, self.site.layer);
-        Timed {
-            inner,
-            connect,
-            call: self,
-            into_error,
-        }
-    }
-
     /// After an attempt: the delay before the next one, or `None` to return
     /// `result`. `config` is the attribute's `config = …`, evaluated only if
     /// the attempt failed; `self_type` names the impl's type of a method, for
@@ -208,14 +207,34 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
+        self.next_within(None, result, config, self_type)
+    }
+
+    /// [`next`](Call::next), for a call bounded by `deadline`.
+    #[inline(always)]
+    fn next_within<R, C>(
+        &mut self,
+        deadline: Option<(Instant, Duration)>,
+        result: &R,
+        config: C,
+        self_type: Option<fn() -> &'static str>,
+    ) -> Option<Duration>
+    where
+        R: RetryResult,
+        R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
+    {
         match result.error() {
             // A first attempt that succeeds, outside any token bucket: done.
-            None if self.state.attempt() == 1 && self.bucket.is_none() => None,
+            None if self.attempt == 1 && self.bucket.is_none() => None,
             None => {
                 self.succeeded(self_type);
                 None
             }
-            Some(error) => self.failed(Failure::of(error), &mut lazy(config), self_type),
+            Some(error) => {
+                let failure = Failure::of(error);
+                self.failed(failure, deadline, &mut lazy(config), self_type)
+            }
         }
     }
 
@@ -230,20 +249,20 @@ impl Call {
     /// After a success that a token bucket counts, or that took retries.
     #[cold]
     fn succeeded(&mut self, self_type: Option<fn() -> &'static str>) {
-        let retried = self.state.attempt() > 1;
+        let retried = self.attempt > 1;
         match &self.bucket {
             Some(bucket) if retried => bucket.release(self.bucket_taken),
             Some(bucket) => bucket.refill(),
             None => {}
         }
-        if !retried || !events::listening(events::level(Outcome::Recovered, self.state.attempt())) {
+        if !retried || !events::listening(events::level(Outcome::Recovered, self.attempt)) {
             return;
         }
         // As the failed attempts left it: `config = …` is not evaluated again.
         let event = self.event(
             Instant::now(),
             self_type,
-            self.state.attempt(),
+            self.attempt,
             self.max_attempts,
             self.last_category,
             Outcome::Recovered,
@@ -255,31 +274,33 @@ impl Call {
     fn failed(
         &mut self,
         failure: Failure,
+        deadline: Option<(Instant, Duration)>,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Duration> {
         // One of the attempt's own limits, or a timeout in the error itself
         // (a connect limit, an inner fn's limit): the bucket charges more.
         let timed_out = core::mem::take(&mut self.timed_out) | failure.timed_out;
-        let now = self.deadline.is_some().then(Instant::now);
-        if self.start.is_none() {
-            // A first attempt that failed at once: the call started now.
-            self.start = Some(now.unwrap_or_else(Instant::now));
-        }
+        let now = deadline.is_some().then(Instant::now);
+        // A first attempt that failed at once: the call started now.
+        let start = *self
+            .start
+            .get_or_insert_with(|| now.unwrap_or_else(Instant::now));
         self.last_category = failure.category;
         let config = self.config(config);
         let max_attempts = config.effective_attempts();
         self.max_attempts = max_attempts;
         let budget = self.budget_in_force();
         let limits = Limits {
-            time_left: self
-                .deadline
+            time_left: deadline
                 .zip(now)
                 .map(|((at, _), now)| at.saturating_duration_since(now)),
             budget_left: budget.map(|b| b.left(max_attempts)),
         };
-        let attempt = self.state.attempt();
-        let mut decision = self.state.decide(&config, failure, limits);
+        let attempt = self.attempt;
+        let mut state = RetryState::at(attempt);
+        let mut decision = state.decide(&config, failure, limits);
+        self.attempt = state.attempt();
         if matches!(decision, Decision::Retry { .. }) {
             match self.bucket.as_ref().map(|b| b.acquire(timed_out)) {
                 Some(None) => decision = Decision::GiveUp(GiveUp::TokenBucketEmpty),
@@ -309,7 +330,9 @@ impl Call {
             return delay;
         }
         let now = now.unwrap_or_else(Instant::now);
-        self.first_failure.get_or_insert(now);
+        if self.first_failure == Since(0) {
+            self.first_failure = Since::new(start, now);
+        }
         let mut event = self.event(
             now,
             self_type,
@@ -364,7 +387,8 @@ impl Call {
             outcome,
             reason: None,
             since_first_failure: self
-                .first_failure
+                .start
+                .and_then(|start| self.first_failure.at(start))
                 .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
             total_attempts: budget.map_or(attempt, |b| b.used()),
         }
@@ -437,9 +461,73 @@ impl<F: Future> Future for Attempt<'_, F> {
             }
             return polled;
         }
-        let _stream = call.stream_in_force(None);
+        let _stream = call.stream_in_force(None, None);
         let _in_force = call.in_force(true);
         this.fut.poll(cx)
+    }
+}
+
+/// One call of a fn with `#[retry]` and `#[timeout]`: the [`Call`], and
+/// what its time limits share across attempts.
+#[derive(Debug)]
+pub struct TimedCall {
+    call: Call,
+    /// The total deadline, and the limit it came from (for the error).
+    deadline: Option<(Instant, Duration)>,
+    /// Tells the attempts' own wake-ups from others', for `read`: allocated
+    /// once an attempt with a `read` limit has gone pending.
+    progress: Option<Arc<Progress>>,
+}
+
+impl TimedCall {
+    /// A call of `site`, bounded in all by `total` if given.
+    #[inline(always)]
+    pub fn new(site: &'static Site, total: Option<Duration>) -> TimedCall {
+        TimedCall {
+            call: Call::new(site),
+            deadline: total_from_now(total),
+            progress: None,
+        }
+    }
+
+    /// Runs one attempt under `limits` and the call's total deadline.
+    /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
+    /// the fn's error type (as for [`once`](super::once::once)), so that a
+    /// missing `From<TimeoutError>` is reported there and nowhere in here.
+    #[inline]
+    pub fn timed<F, T, E>(
+        &mut self,
+        limits: Timeouts,
+        fut: F,
+        into_error: fn(TimeoutError) -> E,
+    ) -> Timed<'_, F, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let (inner, connect) = limits.arm(fut, self.call.site.layer);
+        Timed {
+            inner,
+            connect,
+            call: self,
+            into_error,
+        }
+    }
+
+    /// [`Call::next`], under the call's total deadline.
+    #[inline(always)]
+    pub fn next<R, C>(
+        &mut self,
+        result: &R,
+        config: C,
+        self_type: Option<fn() -> &'static str>,
+    ) -> Option<Duration>
+    where
+        R: RetryResult,
+        R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
+    {
+        self.call
+            .next_within(self.deadline, result, config, self_type)
     }
 }
 
@@ -450,7 +538,7 @@ pin_project_lite::pin_project! {
         inner: TimeLimited<F>,
         connect: Option<ConnectLimit>,
         // For its total deadline, its budget and its attempt's context.
-        call: &'a mut Call,
+        call: &'a mut TimedCall,
         // A fn pointer rather than an `E: FromTimeout` bound here, so that a
         // missing `From<TimeoutError>` is reported once, where the expansion
         // names `FromTimeout::from_timeout`.
@@ -468,23 +556,22 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let into_error = *this.into_error;
-        let (inner, call) = (this.inner, this.call);
+        let TimedCall {
+            call,
+            deadline,
+            progress,
+        } = this.call;
+        let inner = this.inner;
         connect::poll_under(this.connect, call.site.operation, || {
             let framed = call.start.is_some();
-            let _stream = framed.then(|| call.stream_in_force(inner.read_limit()));
+            let _stream = framed.then(|| call.stream_in_force(inner.read_limit(), *deadline));
             let in_force = call.in_force(framed);
             let call = &mut *in_force.call;
             let timed_out = &mut call.timed_out;
-            let polled = inner.poll_with(
-                cx,
-                &call.deadline,
-                &mut call.progress,
-                core::convert::identity,
-                |e| {
-                    *timed_out = true;
-                    Err(into_error(e))
-                },
-            );
+            let polled = inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
+                *timed_out = true;
+                Err(into_error(e))
+            });
             if !framed && polled.is_pending() {
                 call.went_pending();
             }
@@ -497,6 +584,7 @@ where
 mod tests {
     use std::sync::Mutex;
 
+    use super::Since;
     use crate::engine::GiveUp;
     use crate::events::{Outcome, RetryEvent, RetryObserver, observe};
     use crate::task::{TaskPolicy, scope};
@@ -533,6 +621,19 @@ mod tests {
         let mut events = log.0.lock().unwrap().split_off(0);
         assert_eq!(events.len(), 1, "{events:?}");
         events.remove(0)
+    }
+
+    #[test]
+    fn a_moment_after_the_start_comes_back_to_the_nanosecond() {
+        let start = tokio::time::Instant::now();
+        assert_eq!(Since(0).at(start), None, "none yet");
+        for ns in [0, 1, 999_999_999, 86_400_000_000_123] {
+            let at = start + std::time::Duration::from_nanos(ns);
+            assert_eq!(Since::new(start, at).at(start), Some(at), "{ns} ns");
+        }
+        // A moment before the start (not one of the call's) counts as the start.
+        let early = Since::new(start + std::time::Duration::from_secs(1), start);
+        assert_eq!(early.at(start), Some(start));
     }
 
     #[tokio::test(start_paused = true)]

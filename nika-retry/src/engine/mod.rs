@@ -205,6 +205,16 @@ impl RetryState {
         }
     }
 
+    /// A state on attempt `attempt`, drawing jitter from the thread's
+    /// generator: what a call keeps is its attempt number alone.
+    pub(crate) const fn at(attempt: u32) -> RetryState {
+        RetryState {
+            attempt,
+            seeded: false,
+            rng: 0,
+        }
+    }
+
     /// A state on its first attempt whose jitter is drawn from `seed`: the same
     /// seed and failures give the same schedule.
     pub fn with_seed(seed: u64) -> RetryState {

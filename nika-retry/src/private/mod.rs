@@ -9,7 +9,7 @@ mod probe;
 #[cfg(test)]
 mod renamed;
 
-pub use crate::engine::call::{Attempt, Call, NO_CONFIG, Timed, sleep};
+pub use crate::engine::call::{Attempt, Call, NO_CONFIG, Timed, TimedCall, sleep};
 pub use crate::engine::once::{Once, once};
 pub use crate::engine::site::{Overrides, Site, Timeouts};
 pub use bounds::{

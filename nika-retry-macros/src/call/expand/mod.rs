@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! async fn f(args) -> R {
-//!     let mut call = Call::new({ const SITE: &Site = &Overrides { .., ..NONE }.site(layer, "f"); SITE }, total);
+//!     let mut call = Call::new({ const SITE: &Site = &Overrides { .., ..NONE }.site(layer, "f"); SITE });
+//!     // with #[timeout]: TimedCall::new(SITE, total), which adds what the limits share
 //!     loop {
 //!         let delay = {
 //!             let arg = arg.clone();                  // for each clone(arg)
@@ -148,14 +149,21 @@ fn retry_loop(
     // The receiver is located at the error type too: a method call's error
     // is reported at its first token.
     let call_at = Ident::new("__nika_call", Span::mixed_site().located_at(at));
-    let total = literals::limit(krate, timeouts.and_then(|t| t.total.as_ref()));
-    let attempt = match timeouts {
+    // Only a fn with `#[timeout]` holds what its time limits share.
+    let (new_call, attempt) = match timeouts {
         Some(timeouts) => {
+            let total = literals::limit(krate, timeouts.total.as_ref());
             let limits = literals::attempt_limits(krate, timeouts);
             let into_error = into_error(krate, at);
-            quote_spanned!(at=> #call_at.timed(#limits, #attempt, #into_error))
+            (
+                quote!(#krate::__private::TimedCall::new(#site, #total)),
+                quote_spanned!(at=> #call_at.timed(#limits, #attempt, #into_error)),
+            )
         }
-        None => quote_spanned!(at=> #call_at.attempt(#attempt)),
+        None => (
+            quote!(#krate::__private::Call::new(#site)),
+            quote_spanned!(at=> #call_at.attempt(#attempt)),
+        ),
     };
     // Evaluated only when an attempt fails, in a closure handed to `next`.
     let config = match &settings.config {
@@ -176,7 +184,7 @@ fn retry_loop(
     // A braced argument: its span is the user's, where rustc reports a bound on it.
     let next = quote_spanned!(at=> #call_at.next({ &#result }, #config, #self_type));
     quote! {
-        let mut #call = #krate::__private::Call::new(#site, #total);
+        let mut #call = #new_call;
         loop {
             let #delay = {
                 #(#clones)*

@@ -1,0 +1,68 @@
+//! The size of an annotated fn's future: every layer's future is embedded
+//! in the one above it (task → provider → http), for every concurrent
+//! call, so growth here is paid fleet-wide (issue 22; figures and what
+//! each byte pays for in BENCHMARKS.md). Bounds, not exact sizes, so that
+//! a compiler's better layout does not fail them.
+
+use std::mem::size_of_val;
+use std::time::Duration;
+
+use nika_retry::{Classify, TimeoutError, retry, timeout};
+
+#[derive(Debug, Classify)]
+#[category(transient)]
+struct Busy;
+
+impl From<TimeoutError> for Busy {
+    fn from(_: TimeoutError) -> Busy {
+        Busy
+    }
+}
+
+/// An attempt whose future is as small as a future gets.
+async fn op(n: u32) -> Result<u32, Busy> {
+    Ok(n)
+}
+
+#[retry(layer = "provider")]
+async fn retried(n: u32) -> Result<u32, Busy> {
+    op(n).await
+}
+
+#[retry(layer = "provider")]
+#[timeout(attempt = "30s")]
+async fn retried_timed(n: u32) -> Result<u32, Busy> {
+    op(n).await
+}
+
+/// The simplest correct loop by hand: a counter and a growing delay.
+async fn by_hand(n: u32) -> Result<u32, Busy> {
+    let mut delay = Duration::from_secs(1);
+    let mut attempt = 1;
+    loop {
+        match op(n).await {
+            Err(_) if attempt < 3 => {
+                tokio::time::sleep(delay).await;
+                delay *= 4;
+                attempt += 1;
+            }
+            result => return result,
+        }
+    }
+}
+
+#[test]
+fn a_retry_loop_stays_within_its_bound() {
+    // The backoff's `tokio::time::Sleep` (112 bytes) is most of either;
+    // the call's state (its site, attempt, budget, bucket, key, start and
+    // first failure) is 80 bytes of ours.
+    let (ours, hand) = (size_of_val(&retried(1)), size_of_val(&by_hand(1)));
+    assert!(ours <= 208, "#[retry]: {ours} bytes (by hand: {hand})");
+    assert!(ours <= hand + 80, "#[retry]: {ours} bytes, by hand: {hand}");
+}
+
+#[test]
+fn a_timeout_beside_the_retry_stays_within_its_bound() {
+    let ours = size_of_val(&retried_timed(1));
+    assert!(ours <= 400, "#[retry] + #[timeout]: {ours} bytes");
+}
