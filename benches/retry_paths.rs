@@ -577,7 +577,52 @@ fn cpu_times(calls: u32) {
     failure_contenders!(row_failure);
 }
 
+/// `RETRY_PATHS_RUN=group/name:calls` (`success/retry:100000`): only
+/// `calls` calls of that one contender, in one `block_on`, and nothing
+/// else, for `benches/instructions.sh`, which runs it under cachegrind
+/// with `calls` and with 0: the difference over `calls` is the contender's
+/// instructions per call, a count that no other process can disturb.
+fn run_one(spec: &str) {
+    let (contender, calls) = spec
+        .split_once(':')
+        .unwrap_or_else(|| panic!("RETRY_PATHS_RUN={spec}: want group/name:calls"));
+    let calls: u32 = calls
+        .parse()
+        .unwrap_or_else(|e| panic!("RETRY_PATHS_RUN={spec}: calls: {e}"));
+    let (live, paused) = (live_runtime(), paused_runtime());
+    let mut found = false;
+    macro_rules! run {
+        ($rt:expr, $group:literal, $name:expr, $f:ident) => {
+            if contender == concat!($group, "/", $name) {
+                found = true;
+                $rt.block_on(async {
+                    for _ in 0..calls {
+                        black_box($f(black_box(1)).await).ok();
+                    }
+                });
+            }
+        };
+    }
+    macro_rules! run_success {
+        ($name:expr, $f:ident) => {
+            run!(live, "success", $name, $f);
+        };
+    }
+    macro_rules! run_failure {
+        ($name:expr, $f:ident) => {
+            run!(paused, "failure", $name, $f);
+        };
+    }
+    success_contenders!(run_success);
+    failure_contenders!(run_failure);
+    assert!(found, "RETRY_PATHS_RUN={spec}: no contender {contender}");
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("RETRY_PATHS_RUN") {
+        run_one(&spec);
+        return;
+    }
     if let Some(calls) = std::env::var("RETRY_PATHS_CPU")
         .ok()
         .and_then(|n| n.parse().ok())

@@ -62,8 +62,8 @@ pub(crate) struct StreamFrame {
 pub(crate) enum FrameInForce {
     /// No annotated fn: no limit applies.
     Outside,
-    /// The innermost call is in the first poll of its first attempt and has
-    /// not put its frame in force: it does from its next poll on.
+    /// The innermost call has not put its frame in force: this lookup asked
+    /// it to ([`restore`] tells it), and it does from its next poll on.
     NotYet,
     /// The frame of the innermost annotated fn.
     Frame(StreamFrame),
@@ -140,6 +140,10 @@ const PRESENT: u64 = 1 << 63;
 const HAS_KEY: u64 = 1 << 62;
 /// The stream cell holds the frame of this attempt's fn.
 const HAS_STREAM: u64 = 1 << 61;
+/// A stream polled in this attempt asked for its fn's frame, which the fn
+/// then puts in force from its next poll on: a call whose body awaits no
+/// stream never does.
+const WANTS_STREAM: u64 = 1 << 39;
 /// How many loops that break the stratification started inside this
 /// attempt during its poll (bits 42–60), each waiting in
 /// [`stratification`](crate::stratification) for the outer call's name,
@@ -147,7 +151,9 @@ const HAS_STREAM: u64 = 1 << 61;
 const VIOLATIONS: u64 = ((1 << 19) - 1) << VIOLATIONS_SHIFT;
 const VIOLATIONS_SHIFT: u32 = 42;
 // The flags and the counter each have bits of their own.
-const _: () = assert!(VIOLATIONS & (HAS_STREAM | HAS_KEY | PRESENT) == 0);
+const _: () = assert!(VIOLATIONS & (WANTS_STREAM | HAS_STREAM | HAS_KEY | PRESENT) == 0);
+// Below the layer's two bits (40–41), above the counts (0–31).
+const _: () = assert!(WANTS_STREAM >> 32 == 1 << 7);
 
 impl AttemptSlot {
     const NONE: AttemptSlot = AttemptSlot(0);
@@ -312,13 +318,40 @@ pub(crate) fn count_violation(breaks: impl FnOnce(Layer) -> bool) -> Option<Laye
     })
 }
 
-/// What the loops and the scope around a call being polled for the first
-/// time say: whether a task policy is in force, and whether a budget is
-/// (then the call is nested in a retried call).
+/// What the loops and the scope around a call at `inner` being polled for
+/// the first time say: whether a task policy is in force, whether a budget
+/// is (then the call is nested in a retried call), and whether the attempt
+/// it is nested in is at a layer that `inner` breaks the stratification
+/// under (one bit test: the report is the rare path).
 #[inline]
-pub(crate) fn around() -> (bool, bool) {
-    CONTEXT.with(|c| (c.scoped.get(), c.budget.get().is_some()))
+pub(crate) fn around(inner: Layer) -> (bool, bool, bool) {
+    CONTEXT.with(|c| {
+        let slot = c.attempt.get();
+        let breaks = slot.present() && BREAKS >> ((slot.0 >> 40 & 3) * 4 + inner as u64) & 1 != 0;
+        (c.scoped.get(), c.budget.get().is_some(), breaks)
+    })
 }
+
+/// [`LayerViolation::breaks`](crate::events::LayerViolation::breaks) as a
+/// table: bit `outer * 4 + inner`, the layers as the slot numbers them.
+const BREAKS: u64 = {
+    let mut table = 0;
+    let mut outer = 0;
+    while outer < 4 {
+        let mut inner = 0;
+        while inner < 4 {
+            let (o, i) = (Layer::ALL[outer], Layer::ALL[inner]);
+            // The slot numbers a layer as its discriminant, `inner` too.
+            assert!(o as usize == outer && i as usize == inner);
+            if crate::events::LayerViolation::breaks(o, i) {
+                table |= 1 << (outer * 4 + inner);
+            }
+            inner += 1;
+        }
+        outer += 1;
+    }
+    table
+};
 
 /// What [`install`] replaced, for [`restore`] to put back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -359,6 +392,7 @@ pub(crate) fn install(
 /// the poll, perhaps) in `key`; reports the loops that broke the
 /// stratification inside the poll, as started inside an attempt of `site`
 /// (a reference to the call's, so that the fast path does not load it);
+/// sets `streams` if a stream in the poll asked for the call's frame;
 /// returns the call's budget as the nested loops left it, if it owns it.
 #[inline(always)]
 pub(crate) fn restore(
@@ -366,6 +400,7 @@ pub(crate) fn restore(
     key: &mut IdempotencyKey,
     owns_budget: bool,
     site: &&'static Site,
+    streams: &mut bool,
 ) -> Option<Budget> {
     let (ours, budget) = CONTEXT.with(|c| {
         let ours = c.attempt.replace(outer.attempt);
@@ -376,21 +411,30 @@ pub(crate) fn restore(
         };
         (ours, budget)
     });
-    // One test for both, as for the key alone: a call that is not nested
-    // has no outer attempt, and nothing nested broke the stratification.
-    if (ours.0 | outer.attempt.0) & (HAS_KEY | VIOLATIONS) != 0 {
-        settle(ours, outer.attempt, key, site);
+    // One test for all, as for the key alone: a call that is not nested
+    // has no outer attempt, nothing nested broke the stratification, and
+    // no stream asked for a frame.
+    if (ours.0 | outer.attempt.0) & (HAS_KEY | VIOLATIONS | WANTS_STREAM) != 0 {
+        settle(ours, outer.attempt, key, site, streams);
     }
     budget
 }
 
-/// The rare part of [`restore`]: the keys to swap back, the violations to report.
+/// The rare part of [`restore`]: the keys to swap back, the violations to
+/// report, a stream's request for the frame.
 #[cold]
 #[inline(never)]
-fn settle(ours: AttemptSlot, outer: AttemptSlot, key: &mut IdempotencyKey, site: &&'static Site) {
+fn settle(
+    ours: AttemptSlot,
+    outer: AttemptSlot,
+    key: &mut IdempotencyKey,
+    site: &&'static Site,
+    streams: &mut bool,
+) {
     if (ours.0 | outer.0) & HAS_KEY != 0 {
         swap_key(key);
     }
+    *streams |= ours.0 & WANTS_STREAM != 0;
     if ours.violations() != 0 {
         crate::stratification::report(ours.layer(), site.operation, ours.violations());
     }
@@ -402,10 +446,18 @@ fn swap_key(key: &mut IdempotencyKey) {
 }
 
 /// What a stream polled now finds around it: the frame of the innermost
-/// annotated fn, or that it has none yet, or that there is none.
+/// annotated fn, or that it has none yet (then asks for it), or that there
+/// is none.
 pub(crate) fn stream_frame() -> FrameInForce {
-    let slot = CONTEXT.with(|c| c.attempt.get());
-    if slot.present() && !slot.has_stream() {
+    let asked = CONTEXT.with(|c| {
+        let slot = c.attempt.get();
+        let asked = slot.present() && !slot.has_stream();
+        if asked {
+            c.attempt.set(AttemptSlot(slot.0 | WANTS_STREAM));
+        }
+        asked
+    });
+    if asked {
         return FrameInForce::NotYet;
     }
     match STREAM.with(Cell::get) {
@@ -586,16 +638,19 @@ mod tests {
         assert_eq!(inner.attempt, seen.with_key());
         let inner_drawn = attempt(IdempotencyKey::draw).unwrap().1;
         assert_ne!(inner_drawn, drawn);
-        assert_eq!(restore(inner, &mut inner_key, false, &TEST_SITE), None);
+        assert_eq!(
+            restore(inner, &mut inner_key, false, &TEST_SITE, &mut false),
+            None
+        );
         assert_eq!(inner_key, inner_drawn, "the inner call keeps what it drew");
         assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
         // Its next attempt brings its own key back, and hides the outer one again.
         let inner = install(None, inner_slot.with_key(), &mut inner_key);
         assert_eq!(attempt(|| unreachable!("its own")).unwrap().1, inner_drawn);
-        restore(inner, &mut inner_key, false, &TEST_SITE);
+        restore(inner, &mut inner_key, false, &TEST_SITE, &mut false);
         assert_eq!(inner_key, inner_drawn);
         assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
-        let back = restore(outer, &mut outer_key, true, &TEST_SITE);
+        let back = restore(outer, &mut outer_key, true, &TEST_SITE, &mut false);
         assert_eq!((back, outer_key), (Some(Budget::new(9, 2)), drawn));
         assert_eq!(attempt(IdempotencyKey::draw), None);
         assert_eq!(budget(), None);
@@ -611,7 +666,7 @@ mod tests {
         let inner = install(Some(Budget::explicit(3, 1)), slot, &mut key);
         take_from_budget();
         assert_eq!(
-            restore(inner, &mut key, true, &TEST_SITE),
+            restore(inner, &mut key, true, &TEST_SITE, &mut false),
             Some(Budget::explicit(3, 2))
         );
         assert_eq!(
@@ -620,7 +675,7 @@ mod tests {
             "the outer budget is back"
         );
         assert_eq!(
-            restore(outer, &mut key, true, &TEST_SITE),
+            restore(outer, &mut key, true, &TEST_SITE, &mut false),
             Some(Budget::new(9, 4))
         );
         assert_eq!(budget(), None);
@@ -646,7 +701,7 @@ mod tests {
         assert_eq!((counted.max_attempts(), counted.has_key()), (3, false));
         // Its restore reports them (none were left to complete here) and
         // puts the outer context back.
-        restore(outer, &mut key, false, &TEST_SITE);
+        restore(outer, &mut key, false, &TEST_SITE, &mut false);
         assert_eq!(CONTEXT.with(|c| c.attempt.get()), AttemptSlot::NONE);
     }
 
@@ -677,10 +732,10 @@ mod tests {
         let mut key = IdempotencyKey::UNDRAWN;
         let outer = install(Some(Budget::new(9, 3)), slot, &mut key);
         assert_eq!(
-            (super::budget(), around()),
-            (Some(Budget::new(9, 3)), (false, true))
+            (super::budget(), around(Layer::Http)),
+            (Some(Budget::new(9, 3)), (false, true, true))
         );
-        restore(outer, &mut key, true, &TEST_SITE);
+        restore(outer, &mut key, true, &TEST_SITE, &mut false);
         assert_eq!(super::budget(), None);
 
         let scoped = || CONTEXT.with(|c| c.scoped.get());
@@ -693,6 +748,26 @@ mod tests {
             assert!(scoped(), "the inner mark put the outer one back");
         }
         assert!(!scoped());
+    }
+
+    #[test]
+    fn the_table_of_breaks_is_the_rule_for_all_sixteen_pairs() {
+        for outer in Layer::ALL {
+            for inner in Layer::ALL {
+                let mut key = IdempotencyKey::UNDRAWN;
+                let slot = AttemptSlot::new(outer, 1, 3, false);
+                let installed = install(Some(Budget::new(9, 1)), slot, &mut key);
+                let (_, nested, breaks) = around(inner);
+                restore(installed, &mut key, true, &TEST_SITE, &mut false);
+                assert!(nested);
+                let rule = crate::events::LayerViolation::breaks(outer, inner);
+                assert_eq!(breaks, rule, "{inner} inside {outer}");
+            }
+        }
+        assert!(
+            !around(Layer::Http).2,
+            "no attempt around: nothing to break"
+        );
     }
 
     #[test]
@@ -723,7 +798,9 @@ mod tests {
         }
         assert_eq!(stream_frame(), FrameInForce::NotYet, "unmarked again");
         assert!(CONTEXT.with(|c| c.attempt.get().has_key()));
-        restore(outer, &mut key, true, &TEST_SITE);
+        let mut streams = false;
+        restore(outer, &mut key, true, &TEST_SITE, &mut streams);
+        assert!(streams, "the call is told a stream asked for its frame");
         {
             // A call past its first poll, with its frame in force.
             let outer = install(None, slot.with_stream(), &mut key);
@@ -732,9 +809,13 @@ mod tests {
             {
                 let inner = install(None, slot, &mut key);
                 assert_eq!(stream_frame(), FrameInForce::NotYet, "an inner call's turn");
-                restore(inner, &mut key, false, &TEST_SITE);
+                let mut streams = false;
+                restore(inner, &mut key, false, &TEST_SITE, &mut streams);
+                assert!(streams, "the inner call is the one asked");
             }
-            restore(outer, &mut key, false, &TEST_SITE);
+            let mut streams = false;
+            restore(outer, &mut key, false, &TEST_SITE, &mut streams);
+            assert!(!streams, "the outer call had its frame in force");
         }
         assert_eq!(stream_frame(), FrameInForce::Outside);
     }

@@ -50,12 +50,15 @@ pub struct Call {
     first_failure: Since,
     last_category: ErrorCategory,
     /// When the call started, for a stream its attempts await
-    /// ([`stream`](crate::stream)): set when the first attempt first goes
-    /// pending or when an attempt fails, so it is `None` only during the
-    /// first poll of the first attempt, when "now" is the start. From then
-    /// on every poll of an attempt puts the call's frame in force; a first
-    /// attempt ready at once never reads the clock for it.
+    /// ([`stream`](crate::stream)) and for the events: set when the first
+    /// attempt first goes pending or when an attempt fails, so it is `None`
+    /// only during the first poll of the first attempt, when "now" is the
+    /// start. A first attempt ready at once never reads the clock for it.
     start: Option<Instant>,
+    /// A stream in the body asked for the call's frame: from then on every
+    /// poll of an attempt puts it in force. A call that awaits no stream
+    /// never pays for one.
+    streams: bool,
 }
 
 /// A moment of the call, as nanoseconds after its start plus one (0: none
@@ -94,6 +97,7 @@ impl Call {
             first_failure: Since(0),
             last_category: ErrorCategory::Transient,
             start: None,
+            streams: false,
         }
     }
 
@@ -128,8 +132,7 @@ impl Call {
 
     /// The call's frame for the streams its attempt awaits, with the
     /// attempt's `read` limit and the call's `total` deadline, in force
-    /// until the guard drops. Only once the call has a start: never on a
-    /// first attempt ready at once.
+    /// until the guard drops. Only once a stream has asked for it.
     #[cold]
     #[inline(never)]
     fn stream_in_force(
@@ -145,10 +148,18 @@ impl Call {
         })
     }
 
-    /// The first attempt went pending on its first poll: the call started then.
+    /// An attempt went pending: if it is the call's first to, the call
+    /// started then.
+    #[inline(always)]
+    fn went_pending(&mut self) {
+        if self.start.is_none() {
+            self.start_now();
+        }
+    }
+
     #[cold]
     #[inline(never)]
-    fn went_pending(&mut self) {
+    fn start_now(&mut self) {
         self.start = Some(Instant::now());
     }
 
@@ -159,13 +170,14 @@ impl Call {
     /// the site's).
     #[inline(always)]
     fn resolve(&mut self) {
-        let (scoped, nested) = context::around();
+        let (scoped, nested, breaks) = context::around(self.site.layer);
         if scoped {
-            return self.resolve_in_scope(nested);
+            return self.resolve_in_scope(nested, breaks);
         }
         if nested {
-            // Only a nested call pays for the check (ADR-006).
-            stratification::check(self.site);
+            if breaks {
+                stratification::check(self.site);
+            }
         } else {
             self.budget = Some(Budget::new(task::DEFAULT_BUDGET, 1));
         }
@@ -175,10 +187,12 @@ impl Call {
     /// [`resolve`](Call::resolve) under a task policy.
     #[cold]
     #[inline(never)]
-    fn resolve_in_scope(&mut self, nested: bool) {
+    fn resolve_in_scope(&mut self, nested: bool, breaks: bool) {
         let scope = task::in_force(self.site.layer);
         if nested {
-            stratification::check(self.site);
+            if breaks {
+                stratification::check(self.site);
+            }
         } else {
             self.budget = Some(match scope.budget {
                 Some(total) => Budget::explicit(total, 1),
@@ -407,7 +421,14 @@ impl Drop for InForce<'_> {
     fn drop(&mut self) {
         let call = &mut *self.call;
         // The site by reference: read only if the poll has violations to report.
-        let budget = context::restore(self.outer, &mut call.key, call.budget.is_some(), &call.site);
+        let owns_budget = call.budget.is_some();
+        let budget = context::restore(
+            self.outer,
+            &mut call.key,
+            owns_budget,
+            &call.site,
+            &mut call.streams,
+        );
         if budget.is_some() {
             call.budget = budget;
         }
@@ -451,19 +472,18 @@ impl<F: Future> Future for Attempt<'_, F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let call = this.call;
-        if call.start.is_none() {
-            let polled = {
-                let _in_force = call.in_force(false);
-                this.fut.poll(cx)
-            };
-            if polled.is_pending() {
-                call.went_pending();
-            }
-            return polled;
+        let polled = if call.streams {
+            let _stream = call.stream_in_force(None, None);
+            let _in_force = call.in_force(true);
+            this.fut.poll(cx)
+        } else {
+            let _in_force = call.in_force(false);
+            this.fut.poll(cx)
+        };
+        if polled.is_pending() {
+            call.went_pending();
         }
-        let _stream = call.stream_in_force(None, None);
-        let _in_force = call.in_force(true);
-        this.fut.poll(cx)
+        polled
     }
 }
 
@@ -563,7 +583,7 @@ where
         } = this.call;
         let inner = this.inner;
         connect::poll_under(this.connect, call.site.operation, || {
-            let framed = call.start.is_some();
+            let framed = call.streams;
             let _stream = framed.then(|| call.stream_in_force(inner.read_limit(), *deadline));
             let in_force = call.in_force(framed);
             let call = &mut *in_force.call;
@@ -572,7 +592,7 @@ where
                 *timed_out = true;
                 Err(into_error(e))
             });
-            if !framed && polled.is_pending() {
+            if polled.is_pending() {
                 call.went_pending();
             }
             polled

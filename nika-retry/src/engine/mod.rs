@@ -314,8 +314,8 @@ pub fn backoff(cfg: &RetryConfig, n: u32) -> Duration {
         Growth::Exponential => effective_multiplier(cfg.multiplier).powi(n as i32 - 1),
         Growth::Linear => f64::from(n),
     };
-    let ns = initial.as_nanos() as f64 * factor;
-    if !ns.is_finite() || ns >= cap.as_nanos() as f64 {
+    let ns = nanos_f64(initial) * factor;
+    if !ns.is_finite() || ns >= nanos_f64(cap) {
         return cap;
     }
     // `ns` is finite, non-negative and below `cap`.
@@ -325,6 +325,22 @@ pub fn backoff(cfg: &RetryConfig, n: u32) -> Duration {
         Duration::try_from_secs_f64(ns / 1e9).unwrap_or(cap)
     };
     d.min(cap)
+}
+
+/// `d` in nanoseconds as an `f64`, through a `u64` when it fits (every
+/// duration under 584 years): a `u128` to `f64` conversion is a call into
+/// a software routine, on every failed attempt.
+fn nanos_f64(d: Duration) -> f64 {
+    // Computed in `u64` rather than narrowed from `as_nanos`, which the
+    // optimizer sees through and converts from `u128` all the same.
+    let ns = d
+        .as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(u64::from(d.subsec_nanos())));
+    match ns {
+        Some(ns) => ns as f64,
+        None => d.as_nanos() as f64,
+    }
 }
 
 fn effective_multiplier(m: f64) -> f64 {
