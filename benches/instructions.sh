@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
-# Instructions per call of the contenders of benches/retry_paths.rs, counted
-# by cachegrind (issue 22): a count, not a time, so that neither the other
-# processes on the machine nor the timer's wall-clock jitter move it. Each
-# contender runs twice under cachegrind (RETRY_PATHS_RUN=group/name:calls,
-# then :0); the difference over `calls` is its instructions per call, the
-# runtime's set-up cancelling out.
+# Instructions per call of the contenders of benches/retry_paths.rs (or per
+# iteration of benches/stream_items.rs), counted by cachegrind (issues 22
+# and 19): a count, not a time, so that neither the other processes on the
+# machine nor the timer's wall-clock jitter move it. Each contender runs
+# twice under cachegrind (BENCH_RUN=group/name:calls, then :0); the
+# difference over `calls` is its instructions per call, the runtime's
+# set-up cancelling out.
 #
 #   bash benches/instructions.sh [binary] [contender ...]
+#   BENCH=stream_items bash benches/instructions.sh '' stream_items/raw
 #
-# binary: a built retry_paths bench (default: build it, then the newest one);
+# binary: a built bench (default: build $BENCH, then the newest one);
 # contenders: group/name (default: the success and failure ones compared in
-# BENCHMARKS.md). Needs valgrind. Environment: CALLS (success-path calls,
-# default 20000; the failure path runs a tenth as many).
+# BENCHMARKS.md). Needs valgrind. Environment: BENCH (retry_paths or
+# stream_items), CALLS (calls per run, default 20000; the failure path and
+# stream_items, whose iteration is 1000 items, run a tenth as many).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CALLS=${CALLS:-20000}
+BENCH=${BENCH:-retry_paths}
 BIN=${1:-}
 if [[ -z $BIN ]]; then
-    cargo bench --manifest-path "$REPO/Cargo.toml" --bench retry_paths --no-run >/dev/null 2>&1
-    BIN=$(ls -t "${CARGO_TARGET_DIR:-$REPO/target}"/release/deps/retry_paths-* | grep -v '\.d$' | head -1)
+    cargo bench --manifest-path "$REPO/Cargo.toml" --bench "$BENCH" --no-run >/dev/null 2>&1
+    BIN=$(ls -t "${CARGO_TARGET_DIR:-$REPO/target}"/release/deps/"$BENCH"-* | grep -v '\.d$' | head -1)
 fi
 shift || true
 CONTENDERS=("$@")
@@ -29,11 +33,11 @@ if [[ ${#CONTENDERS[@]} -eq 0 ]]; then
         failure/minimal failure/hand_loop failure/retry failure/retry_timeout)
 fi
 
-# The instructions cachegrind counted in a run of `$BIN` with RETRY_PATHS_RUN=$1.
+# The instructions cachegrind counted in a run of `$BIN` with BENCH_RUN=$1.
 count() {
     local out
     out=$(mktemp)
-    RETRY_PATHS_RUN=$1 valgrind --tool=cachegrind --cache-sim=no \
+    BENCH_RUN=$1 valgrind --tool=cachegrind --cache-sim=no \
         --cachegrind-out-file=/dev/null "$BIN" 2>"$out" >/dev/null
     grep -E "I\s+refs:" "$out" | tr -d ',' | awk '{print $NF}'
     rm -f "$out"
@@ -42,7 +46,7 @@ count() {
 printf '| contender | instructions per call |\n|---|---:|\n'
 for c in "${CONTENDERS[@]}"; do
     n=$CALLS
-    [[ $c == failure/* ]] && n=$((CALLS / 10))
+    [[ $c == failure/* || $c == stream_items/* ]] && n=$((CALLS / 10))
     with=$(count "$c:$n")
     without=$(count "$c:0")
     awk -v c="$c" -v a="$with" -v b="$without" -v n="$n" \

@@ -577,7 +577,7 @@ fn cpu_times(calls: u32) {
     failure_contenders!(row_failure);
 }
 
-/// `RETRY_PATHS_RUN=group/name:calls` (`success/retry:100000`): only
+/// `BENCH_RUN=group/name:calls` (`success/retry:100000`): only
 /// `calls` calls of that one contender, in one `block_on`, and nothing
 /// else, for `benches/instructions.sh`, which runs it under cachegrind
 /// with `calls` and with 0: the difference over `calls` is the contender's
@@ -585,10 +585,10 @@ fn cpu_times(calls: u32) {
 fn run_one(spec: &str) {
     let (contender, calls) = spec
         .split_once(':')
-        .unwrap_or_else(|| panic!("RETRY_PATHS_RUN={spec}: want group/name:calls"));
+        .unwrap_or_else(|| panic!("BENCH_RUN={spec}: want group/name:calls"));
     let calls: u32 = calls
         .parse()
-        .unwrap_or_else(|e| panic!("RETRY_PATHS_RUN={spec}: calls: {e}"));
+        .unwrap_or_else(|e| panic!("BENCH_RUN={spec}: calls: {e}"));
     let (live, paused) = (live_runtime(), paused_runtime());
     let mut found = false;
     macro_rules! run {
@@ -615,11 +615,11 @@ fn run_one(spec: &str) {
     }
     success_contenders!(run_success);
     failure_contenders!(run_failure);
-    assert!(found, "RETRY_PATHS_RUN={spec}: no contender {contender}");
+    assert!(found, "BENCH_RUN={spec}: no contender {contender}");
 }
 
 fn main() {
-    if let Ok(spec) = std::env::var("RETRY_PATHS_RUN") {
+    if let Ok(spec) = std::env::var("BENCH_RUN") {
         run_one(&spec);
         return;
     }

@@ -7,7 +7,11 @@
 //! - `started_read`: `started` in a `#[retry] #[timeout(read = "120s")]` fn,
 //!   so that the `Started` carries a read limit;
 //! - `tokio_stream_timeout`: `tokio_stream::StreamExt::timeout(120 s)`, the
-//!   peer adapter for a per-item limit.
+//!   peer adapter for a per-item limit;
+//! - `sse_raw` / `sse_started`: what a provider's stream is made of, 1000
+//!   server-sent events (one chunk each, ready) parsed by
+//!   `eventsource-stream`, as `verb::Provider::stream` does, bare and
+//!   through `started`: the cost of `Started` beside an item's real work.
 //!
 //! Each iteration builds the stream (and, for `started*`, awaits its first
 //! item), so the per-call set-up is in the figure, spread over 1000 items.
@@ -22,7 +26,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group};
+use eventsource_stream::{Event, Eventsource};
 use futures_core::Stream;
+use futures_util::StreamExt as _;
 use nika_retry::stream::{self, Started};
 use nika_retry::{Classify, TimeoutError, retry, timeout};
 
@@ -95,6 +101,31 @@ async fn open() -> Result<Started<Ready>, Error> {
     stream::started(ready()).await
 }
 
+/// One server-sent event per chunk, as an LLM provider streams its tokens.
+fn sse_chunks() -> &'static [String] {
+    static CHUNKS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    CHUNKS.get_or_init(|| {
+        (0..ITEMS)
+            .map(|n| format!("data: {{\"token\":\"t{n}\"}}\n\n"))
+            .collect()
+    })
+}
+
+/// The chunks, every one ready, parsed into events.
+fn sse() -> impl Stream<Item = Result<Event, Error>> + Unpin {
+    let chunks =
+        futures_util::stream::iter(sse_chunks().iter().map(|c| Ok::<_, Error>(c.as_bytes())));
+    chunks.eventsource().map(|event| {
+        event.map_err(|_| {
+            Error(TimeoutError::new(
+                nika_retry::Boundary::Read,
+                READ,
+                nika_retry::Layer::Provider,
+            ))
+        })
+    })
+}
+
 fn per_item(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -125,6 +156,13 @@ fn per_item(c: &mut Criterion) {
             drain(timed).await
         })
     });
+    group.bench_function("sse_raw", |b| b.to_async(&rt).iter(|| drain(sse())));
+    group.bench_function("sse_started", |b| {
+        b.to_async(&rt).iter(|| async {
+            let started = stream::started(sse()).await.expect("no error");
+            drain(started).await
+        })
+    });
     group.finish();
 }
 
@@ -143,12 +181,52 @@ fn check() {
         assert_eq!(drain(started).await, ITEMS);
         let timed = tokio_stream::StreamExt::timeout(ready(), READ);
         assert_eq!(drain(timed).await, ITEMS);
+        assert_eq!(drain(sse()).await, ITEMS);
+        let started = stream::started(sse()).await.expect("no error");
+        assert_eq!(drain(started).await, ITEMS);
     });
 }
 
 criterion_group!(benches, per_item);
 
+/// `BENCH_RUN=stream_items/name:n`: only `n` iterations of that contender,
+/// in one `block_on`, and nothing else, for `benches/instructions.sh`.
+fn run_one(spec: &str) {
+    let (contender, n) = spec
+        .split_once(':')
+        .unwrap_or_else(|| panic!("BENCH_RUN={spec}: want stream_items/name:n"));
+    let n: u32 = n
+        .parse()
+        .unwrap_or_else(|e| panic!("BENCH_RUN={spec}: n: {e}"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        for _ in 0..n {
+            let items = match contender {
+                "stream_items/raw" => drain(ready()).await,
+                "stream_items/started" => drain(stream::started(ready()).await.expect("ok")).await,
+                "stream_items/started_read" => drain(open().await.expect("ok")).await,
+                "stream_items/tokio_stream_timeout" => {
+                    drain(tokio_stream::StreamExt::timeout(ready(), READ)).await
+                }
+                "stream_items/sse_raw" => drain(sse()).await,
+                "stream_items/sse_started" => {
+                    drain(stream::started(sse()).await.expect("ok")).await
+                }
+                _ => panic!("BENCH_RUN={spec}: no contender {contender}"),
+            };
+            assert_eq!(items, ITEMS);
+        }
+    });
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("BENCH_RUN") {
+        run_one(&spec);
+        return;
+    }
     check();
     benches();
     Criterion::default().configure_from_args().final_summary();
