@@ -29,7 +29,7 @@ pub(crate) fn total_from_now(total: Option<Duration>) -> Option<(Instant, Durati
 }
 
 /// `at + limit`, saturating as [`from_now`] does.
-fn later(at: Instant, limit: Duration) -> Instant {
+pub(crate) fn later(at: Instant, limit: Duration) -> Instant {
     at.checked_add(limit)
         .unwrap_or_else(|| at + Duration::from_secs(30 * 365 * 86_400))
 }

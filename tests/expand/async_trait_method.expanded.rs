@@ -34,7 +34,7 @@ where
             ::core::option::Option::Some(::core::time::Duration::new(300u64, 0u32)),
         );
         loop {
-            let __nika_delay = {
+            let __nika_until = {
                 let __nika_result = __nika_call
                     .timed(
                         ::nika_retry::__private::Timeouts::NONE,
@@ -59,11 +59,11 @@ where
                         ),
                     )
                 {
-                    ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                    ::core::option::Option::Some(__nika_until) => __nika_until,
                     ::core::option::Option::None => return __nika_result,
                 }
             };
-            ::nika_retry::__private::sleep(__nika_delay).await;
+            ::nika_retry::__private::sleep(__nika_until).await;
         }
     })
 }

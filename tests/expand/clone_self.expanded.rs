@@ -8,7 +8,7 @@ async fn run(self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderErro
         __NIKA_SITE
     });
     loop {
-        let __nika_delay = {
+        let __nika_until = {
             let mut __nika_self = ::core::clone::Clone::clone(&self);
             let a = ::core::clone::Clone::clone(&a);
             let __nika_result = __nika_call
@@ -31,10 +31,10 @@ async fn run(self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderErro
                     ),
                 )
             {
-                ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                ::core::option::Option::Some(__nika_until) => __nika_until,
                 ::core::option::Option::None => return __nika_result,
             }
         };
-        nr::__private::sleep(__nika_delay).await;
+        nr::__private::sleep(__nika_until).await;
     }
 }

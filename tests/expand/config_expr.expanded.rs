@@ -11,7 +11,7 @@ async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
         __NIKA_SITE
     });
     loop {
-        let __nika_delay = {
+        let __nika_until = {
             let __nika_result = __nika_call
                 .attempt(async {
                     if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
@@ -33,10 +33,10 @@ async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                     ),
                 )
             {
-                ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                ::core::option::Option::Some(__nika_until) => __nika_until,
                 ::core::option::Option::None => return __nika_result,
             }
         };
-        ::nika_retry::__private::sleep(__nika_delay).await;
+        ::nika_retry::__private::sleep(__nika_until).await;
     }
 }

@@ -19,7 +19,7 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
         __NIKA_SITE
     });
     loop {
-        let __nika_delay = {
+        let __nika_until = {
             let body = ::core::clone::Clone::clone(&body);
             let __nika_result = __nika_call
                 .attempt(async {
@@ -38,10 +38,10 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
                     ::core::option::Option::None,
                 )
             {
-                ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                ::core::option::Option::Some(__nika_until) => __nika_until,
                 ::core::option::Option::None => return __nika_result,
             }
         };
-        ::nika_retry::__private::sleep(__nika_delay).await;
+        ::nika_retry::__private::sleep(__nika_until).await;
     }
 }

@@ -15,7 +15,7 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
         ::core::option::Option::None,
     );
     loop {
-        let __nika_delay = {
+        let __nika_until = {
             let __nika_result = __nika_call
                 .timed(
                     ::nika_retry::__private::Timeouts {
@@ -44,10 +44,10 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                     ),
                 )
             {
-                ::core::option::Option::Some(__nika_delay) => __nika_delay,
+                ::core::option::Option::Some(__nika_until) => __nika_until,
                 ::core::option::Option::None => return __nika_result,
             }
         };
-        ::nika_retry::__private::sleep(__nika_delay).await;
+        ::nika_retry::__private::sleep(__nika_until).await;
     }
 }

@@ -16,7 +16,7 @@ use crate::connect;
 use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer, StreamFrame, StreamScope};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
-use crate::time_limits::{Progress, TimeLimited, total_from_now};
+use crate::time_limits::{Progress, TimeLimited, later, total_from_now};
 use crate::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, TokenBucket};
 use crate::{stratification, task};
 
@@ -205,8 +205,9 @@ impl Call {
             .unwrap_or_else(|| self.site.config.effective_attempts());
     }
 
-    /// After an attempt: the delay before the next one, or `None` to return
-    /// `result`. `config` is the attribute's `config = …`, evaluated only if
+    /// After an attempt: when to start the next one (the backoff from now),
+    /// or `None` to return `result`. An instant rather than the delay, so
+    /// that the clock read that timed the failure serves the sleep too. `config` is the attribute's `config = …`, evaluated only if
     /// the attempt failed; `self_type` names the impl's type of a method, for
     /// the events.
     #[inline(always)]
@@ -215,7 +216,7 @@ impl Call {
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
-    ) -> Option<Duration>
+    ) -> Option<Instant>
     where
         R: RetryResult,
         R::Error: Classify,
@@ -232,7 +233,7 @@ impl Call {
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
-    ) -> Option<Duration>
+    ) -> Option<Instant>
     where
         R: RetryResult,
         R::Error: Classify,
@@ -291,24 +292,21 @@ impl Call {
         deadline: Option<(Instant, Duration)>,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
-    ) -> Option<Duration> {
+    ) -> Option<Instant> {
         // One of the attempt's own limits, or a timeout in the error itself
         // (a connect limit, an inner fn's limit): the bucket charges more.
         let timed_out = core::mem::take(&mut self.timed_out) | failure.timed_out;
-        let now = deadline.is_some().then(Instant::now);
+        // One clock read: the deadline, the start, the event, the sleep.
+        let now = Instant::now();
         // A first attempt that failed at once: the call started now.
-        let start = *self
-            .start
-            .get_or_insert_with(|| now.unwrap_or_else(Instant::now));
+        let start = *self.start.get_or_insert(now);
         self.last_category = failure.category;
         let config = self.config(config);
         let max_attempts = config.effective_attempts();
         self.max_attempts = max_attempts;
         let budget = self.budget_in_force();
         let limits = Limits {
-            time_left: deadline
-                .zip(now)
-                .map(|((at, _), now)| at.saturating_duration_since(now)),
+            time_left: deadline.map(|(at, _)| at.saturating_duration_since(now)),
             budget_left: budget.map(|b| b.left(max_attempts)),
         };
         let attempt = self.attempt;
@@ -340,10 +338,10 @@ impl Call {
             }
             Decision::GiveUp(why) => (Outcome::GaveUp, None, false, Some(why)),
         };
+        let wake = delay.map(|delay| later(now, delay));
         if !events::listening(events::level(outcome, attempt)) {
-            return delay;
+            return wake;
         }
-        let now = now.unwrap_or_else(Instant::now);
         if self.first_failure == Since(0) {
             self.first_failure = Since::new(start, now);
         }
@@ -361,7 +359,7 @@ impl Call {
         event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
         event.reason = reason;
         events::emit(&event);
-        delay
+        wake
     }
 
     /// The budget of the outermost call: this call's, or the one in force.
@@ -435,10 +433,10 @@ impl Drop for InForce<'_> {
     }
 }
 
-/// The sleep between attempts.
+/// The sleep between attempts, until the instant [`Call::next`] gave.
 #[inline]
-pub fn sleep(delay: Duration) -> tokio::time::Sleep {
-    tokio::time::sleep(delay)
+pub fn sleep(until: Instant) -> tokio::time::Sleep {
+    tokio::time::sleep_until(until)
 }
 
 pin_project_lite::pin_project! {
@@ -540,7 +538,7 @@ impl TimedCall {
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
-    ) -> Option<Duration>
+    ) -> Option<Instant>
     where
         R: RetryResult,
         R::Error: Classify,

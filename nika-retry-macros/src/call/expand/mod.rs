@@ -8,18 +8,18 @@
 //!     let mut call = Call::new({ const SITE: &Site = &Overrides { .., ..NONE }.site(layer, "f"); SITE });
 //!     // with #[timeout]: TimedCall::new(SITE, total), which adds what the limits share
 //!     loop {
-//!         let delay = {
+//!         let until = {
 //!             let arg = arg.clone();                  // for each clone(arg)
 //!             let result = call.attempt(async {       // or call.timed(limits, …, from_timeout)
 //!                 if let Some(ret) = None::<R> { return ret; } // pins the output to R
 //!                 body
 //!             }).await;
 //!             match call.next(&result, || config, self_type) {
-//!                 Some(delay) => delay,
+//!                 Some(until) => until,                // the backoff from the failure's clock read
 //!                 None => return result,
 //!             }
 //!         };
-//!         sleep(delay).await;
+//!         sleep(until).await;
 //!     }
 //! }
 //! ```
@@ -144,7 +144,7 @@ fn retry_loop(
         attempt,
     } = common;
     let call = Ident::new("__nika_call", Span::mixed_site());
-    let delay = Ident::new("__nika_delay", Span::mixed_site());
+    let until = Ident::new("__nika_until", Span::mixed_site());
     let result = Ident::new("__nika_result", Span::mixed_site().located_at(at));
     // The receiver is located at the error type too: a method call's error
     // is reported at its first token.
@@ -186,15 +186,15 @@ fn retry_loop(
     quote! {
         let mut #call = #new_call;
         loop {
-            let #delay = {
+            let #until = {
                 #(#clones)*
                 let #result = #attempt.await;
                 match #next {
-                    ::core::option::Option::Some(#delay) => #delay,
+                    ::core::option::Option::Some(#until) => #until,
                     ::core::option::Option::None => return #result,
                 }
             };
-            #krate::__private::sleep(#delay).await;
+            #krate::__private::sleep(#until).await;
         }
     }
 }
