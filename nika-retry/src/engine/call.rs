@@ -174,12 +174,11 @@ impl Call {
         if scoped {
             return self.resolve_in_scope(nested, breaks);
         }
-        if nested {
-            if breaks {
-                stratification::check(self.site);
-            }
-        } else {
+        if !nested {
             self.budget = Some(Budget::new(task::DEFAULT_BUDGET, 1));
+        } else if breaks {
+            // Only a nested call that breaks the rule leaves this path (ADR-006).
+            stratification::check(self.site);
         }
         self.max_attempts = self.site.config.effective_attempts();
     }
@@ -189,15 +188,13 @@ impl Call {
     #[inline(never)]
     fn resolve_in_scope(&mut self, nested: bool, breaks: bool) {
         let scope = task::in_force(self.site.layer);
-        if nested {
-            if breaks {
-                stratification::check(self.site);
-            }
-        } else {
+        if !nested {
             self.budget = Some(match scope.budget {
                 Some(total) => Budget::explicit(total, 1),
                 None => Budget::new(task::DEFAULT_BUDGET, 1),
             });
+        } else if breaks {
+            stratification::check(self.site);
         }
         self.bucket = scope.bucket;
         self.max_attempts = scope
@@ -206,9 +203,10 @@ impl Call {
     }
 
     /// After an attempt: when to start the next one (the backoff from now),
-    /// or `None` to return `result`. An instant rather than the delay, so
-    /// that the clock read that timed the failure serves the sleep too. `config` is the attribute's `config = …`, evaluated only if
-    /// the attempt failed; `self_type` names the impl's type of a method, for
+    /// or `None` to return `result`; an instant rather than the delay, so
+    /// that the clock read that timed the failure serves the sleep too.
+    /// `config` is the attribute's `config = …`, evaluated only if the
+    /// attempt failed; `self_type` names the impl's type of a method, for
     /// the events.
     #[inline(always)]
     pub fn next<R, C>(
