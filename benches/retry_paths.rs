@@ -37,6 +37,8 @@ use nika_retry_tests::ProviderError;
 use tokio::runtime::Runtime;
 use tokio_retry::strategy::ExponentialBackoff;
 
+#[path = "support/bench_run.rs"]
+mod bench_run;
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
 use counting_alloc::ALLOCS;
@@ -582,13 +584,7 @@ fn cpu_times(calls: u32) {
 /// else, for `benches/instructions.sh`, which runs it under cachegrind
 /// with `calls` and with 0: the difference over `calls` is the contender's
 /// instructions per call, a count that no other process can disturb.
-fn run_one(spec: &str) {
-    let (contender, calls) = spec
-        .split_once(':')
-        .unwrap_or_else(|| panic!("BENCH_RUN={spec}: want group/name:calls"));
-    let calls: u32 = calls
-        .parse()
-        .unwrap_or_else(|e| panic!("BENCH_RUN={spec}: calls: {e}"));
+fn run_one(contender: &str, calls: u32) {
     let (live, paused) = (live_runtime(), paused_runtime());
     let mut found = false;
     macro_rules! run {
@@ -615,12 +611,12 @@ fn run_one(spec: &str) {
     }
     success_contenders!(run_success);
     failure_contenders!(run_failure);
-    assert!(found, "BENCH_RUN={spec}: no contender {contender}");
+    assert!(found, "BENCH_RUN: no contender {contender}");
 }
 
 fn main() {
-    if let Ok(spec) = std::env::var("BENCH_RUN") {
-        run_one(&spec);
+    if let Some((contender, calls)) = bench_run::requested() {
+        run_one(&contender, calls);
         return;
     }
     if let Some(calls) = std::env::var("RETRY_PATHS_CPU")

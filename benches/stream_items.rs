@@ -32,6 +32,9 @@ use futures_util::StreamExt as _;
 use nika_retry::stream::{self, Started};
 use nika_retry::{Classify, TimeoutError, retry, timeout};
 
+#[path = "support/bench_run.rs"]
+mod bench_run;
+
 /// Items per iteration.
 const ITEMS: u32 = 1000;
 /// The read limit of the limited contenders: never reached.
@@ -191,13 +194,7 @@ criterion_group!(benches, per_item);
 
 /// `BENCH_RUN=stream_items/name:n`: only `n` iterations of that contender,
 /// in one `block_on`, and nothing else, for `benches/instructions.sh`.
-fn run_one(spec: &str) {
-    let (contender, n) = spec
-        .split_once(':')
-        .unwrap_or_else(|| panic!("BENCH_RUN={spec}: want stream_items/name:n"));
-    let n: u32 = n
-        .parse()
-        .unwrap_or_else(|e| panic!("BENCH_RUN={spec}: n: {e}"));
+fn run_one(contender: &str, n: u32) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -215,7 +212,7 @@ fn run_one(spec: &str) {
                 "stream_items/sse_started" => {
                     drain(stream::started(sse()).await.expect("ok")).await
                 }
-                _ => panic!("BENCH_RUN={spec}: no contender {contender}"),
+                _ => panic!("BENCH_RUN: no contender {contender}"),
             };
             assert_eq!(items, ITEMS);
         }
@@ -223,8 +220,8 @@ fn run_one(spec: &str) {
 }
 
 fn main() {
-    if let Ok(spec) = std::env::var("BENCH_RUN") {
-        run_one(&spec);
+    if let Some((contender, n)) = bench_run::requested() {
+        run_one(&contender, n);
         return;
     }
     check();
