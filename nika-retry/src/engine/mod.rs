@@ -310,6 +310,35 @@ pub fn backoff(cfg: &RetryConfig, n: u32) -> Duration {
     let cap = cfg.max_backoff;
     let initial = cfg.initial_backoff.min(cap);
     let n = n.clamp(1, MAX_ATTEMPTS);
+    match whole_backoff(cfg, initial, n) {
+        Some(d) => d.min(cap),
+        None => float_backoff(cfg, initial, n, cap),
+    }
+}
+
+/// [`backoff`] in integers, for a whole multiplier (the layer defaults'
+/// ×4 and ×2) or linear growth, when the product is below 2^53 ns (about
+/// 104 days): there the `f64` computation is exact too, so both give the
+/// same duration, and this one costs a tenth of the instructions.
+fn whole_backoff(cfg: &RetryConfig, initial: Duration, n: u32) -> Option<Duration> {
+    let factor = match cfg.growth {
+        Growth::Exponential => {
+            let m = effective_multiplier(cfg.multiplier);
+            // Whole: compared through an integer (`fract` is a libm call).
+            let whole = m as u16;
+            if f64::from(whole) != m {
+                return None;
+            }
+            u32::from(whole).checked_pow(n - 1)?
+        }
+        Growth::Linear => n,
+    };
+    let d = initial.checked_mul(factor)?;
+    (d < Duration::from_nanos(1 << 53)).then_some(d)
+}
+
+/// [`backoff`] in `f64`, for any multiplier.
+fn float_backoff(cfg: &RetryConfig, initial: Duration, n: u32, cap: Duration) -> Duration {
     let factor = match cfg.growth {
         Growth::Exponential => effective_multiplier(cfg.multiplier).powi(n as i32 - 1),
         Growth::Linear => f64::from(n),
@@ -383,6 +412,44 @@ mod tests {
                 Decision::GiveUp(why) => return (delays, why),
             }
         }
+    }
+
+    #[test]
+    fn the_integer_backoff_is_the_float_one_wherever_it_applies() {
+        let mut compared = 0;
+        for growth in [Growth::Exponential, Growth::Linear] {
+            for multiplier in [1.0, 2.0, 3.0, 4.0, 10.0, 1000.0] {
+                for initial in [0, 1, 7, 250_000_000, 1_000_000_000, 86_400_000_000_000] {
+                    let cfg = RetryConfig {
+                        growth,
+                        multiplier,
+                        initial_backoff: Duration::from_nanos(initial),
+                        max_backoff: Duration::MAX,
+                        ..RetryConfig::for_layer(crate::Layer::Provider)
+                    };
+                    for n in 1..=12 {
+                        let initial = cfg.initial_backoff;
+                        if let Some(whole) = whole_backoff(&cfg, initial, n) {
+                            let float = float_backoff(&cfg, initial, n, cfg.max_backoff);
+                            assert_eq!(whole, float, "{growth:?} ×{multiplier} {initial:?} n={n}");
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(compared > 500, "{compared}");
+        // Not whole, or past 2^53 ns: the float path's alone.
+        let half = RetryConfig {
+            multiplier: 1.5,
+            ..RetryConfig::for_layer(crate::Layer::Http)
+        };
+        assert_eq!(whole_backoff(&half, Duration::from_secs(1), 2), None);
+        let long = RetryConfig {
+            multiplier: 2.0,
+            ..RetryConfig::for_layer(crate::Layer::Http)
+        };
+        assert_eq!(whole_backoff(&long, Duration::from_secs(1 << 40), 2), None);
     }
 
     #[test]
