@@ -152,8 +152,8 @@ const VIOLATIONS: u64 = ((1 << 19) - 1) << VIOLATIONS_SHIFT;
 const VIOLATIONS_SHIFT: u32 = 42;
 // The flags and the counter each have bits of their own.
 const _: () = assert!(VIOLATIONS & (WANTS_STREAM | HAS_STREAM | HAS_KEY | PRESENT) == 0);
-// Below the layer's two bits (40–41), above the counts (0–31).
-const _: () = assert!(WANTS_STREAM >> 32 == 1 << 7);
+// Clear of the counts (bits 0–31) and of the layer (40–41).
+const _: () = assert!(WANTS_STREAM & (0xffff_ffff | 3 << 40) == 0);
 
 impl AttemptSlot {
     const NONE: AttemptSlot = AttemptSlot(0);
@@ -174,7 +174,11 @@ impl AttemptSlot {
     pub(crate) fn layer(self) -> Layer {
         // Two bits hold the layer.
         const _: () = assert!(Layer::ALL.len() <= 4);
-        Layer::ALL[((self.0 >> 40) & 3) as usize]
+        Layer::ALL[self.layer_index() as usize]
+    }
+    /// The layer as its index in [`Layer::ALL`] (its discriminant).
+    fn layer_index(self) -> u64 {
+        (self.0 >> 40) & 3
     }
     pub(crate) fn attempt(self) -> u32 {
         (self.0 & 0xffff) as u32
@@ -327,7 +331,7 @@ pub(crate) fn count_violation(breaks: impl FnOnce(Layer) -> bool) -> Option<Laye
 pub(crate) fn around(inner: Layer) -> (bool, bool, bool) {
     CONTEXT.with(|c| {
         let slot = c.attempt.get();
-        let breaks = slot.present() && BREAKS >> ((slot.0 >> 40 & 3) * 4 + inner as u64) & 1 != 0;
+        let breaks = slot.present() && BREAKS >> (slot.layer_index() * 4 + inner as u64) & 1 != 0;
         (c.scoped.get(), c.budget.get().is_some(), breaks)
     })
 }
