@@ -319,7 +319,7 @@ pub fn backoff(cfg: &RetryConfig, n: u32) -> Duration {
 /// [`backoff`] in integers, for a whole multiplier (the layer defaults'
 /// ×4 and ×2) or linear growth, when the product is below 2^53 ns (about
 /// 104 days): there the `f64` computation is exact too, so both give the
-/// same duration, and this one costs a tenth of the instructions.
+/// same duration, and this one needs no power in `f64`.
 fn whole_backoff(cfg: &RetryConfig, initial: Duration, n: u32) -> Option<Duration> {
     let factor = match cfg.growth {
         Growth::Exponential => {
