@@ -14,7 +14,8 @@
 # contenders: group/name (default: the success and failure ones compared in
 # BENCHMARKS.md). Needs valgrind. Environment: BENCH (retry_paths or
 # stream_items), CALLS (calls per run, default 20000; the failure path and
-# stream_items, whose iteration is 1000 items, run a tenth as many).
+# stream_items, whose iteration is 1000 items, and the pending path run a
+# tenth as many).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,7 +47,7 @@ count() {
 printf '| contender | instructions per call |\n|---|---:|\n'
 for c in "${CONTENDERS[@]}"; do
     n=$CALLS
-    [[ $c == failure/* || $c == stream_items/* ]] && n=$((CALLS / 10))
+    [[ $c == failure/* || $c == pending/* || $c == stream_items/* ]] && n=$((CALLS / 10))
     with=$(count "$c:$n")
     without=$(count "$c:0")
     awk -v c="$c" -v a="$with" -v b="$without" -v n="$n" \

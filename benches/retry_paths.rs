@@ -609,8 +609,14 @@ fn run_one(contender: &str, calls: u32) {
             run!(paused, "failure", $name, $f);
         };
     }
+    macro_rules! run_pending {
+        ($name:expr, $f:ident) => {
+            run!(paused, "pending", $name, $f);
+        };
+    }
     success_contenders!(run_success);
     failure_contenders!(run_failure);
+    pending_contenders!(run_pending);
     assert!(found, "BENCH_RUN: no contender {contender}");
 }
 

@@ -63,6 +63,9 @@ fn a_retry_loop_stays_within_its_bound() {
 
 #[test]
 fn a_timeout_beside_the_retry_stays_within_its_bound() {
+    // The attempt's timer (a second `Sleep`, never alive beside the
+    // backoff's), what the limits share across attempts and each attempt's
+    // own bookkeeping: 344 bytes in all.
     let ours = size_of_val(&retried_timed(1));
-    assert!(ours <= 400, "#[retry] + #[timeout]: {ours} bytes");
+    assert!(ours <= 344, "#[retry] + #[timeout]: {ours} bytes");
 }

@@ -158,7 +158,7 @@ fn never_reached(limit: ConnectLimit, operation: &'static str) {
          `nika_retry::http::client_builder()` (reqwest has no connect step of its own to wrap); \
          build the client with that helper, wrap the connection set-up in `nika_retry::connect`, \
          or remove `connect` from #[timeout]",
-        humantime::format_duration(limit.limit)
+        humantime::format_duration(limit.limit())
     );
     #[cfg(feature = "tracing")]
     tracing::warn!(target: "nika_retry", layer = %limit.layer, "{message}");
@@ -202,7 +202,10 @@ mod tests {
         // up none; only an attempt that reaches the limit settles the fn.
         CONNECTOR_USED.store(true, Ordering::Relaxed);
         let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
-        let reached = limit.map(|l| ConnectLimit { reached: true, ..l });
+        let reached = limit.map(|mut l| {
+            l.reached = true;
+            l
+        });
         let settled = |op| SETTLED.read().unwrap().contains(&op);
         attempt_ended(limit, "tests::pooled");
         assert!(!settled("tests::pooled"), "neither reported nor settled");
@@ -213,7 +216,10 @@ mod tests {
     #[test]
     fn a_fn_is_settled_by_an_attempt_that_reaches_its_connect_boundary() {
         let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
-        let reached = limit.map(|l| ConnectLimit { reached: true, ..l });
+        let reached = limit.map(|mut l| {
+            l.reached = true;
+            l
+        });
         let settled = |op| SETTLED.read().unwrap().contains(&op);
         let seen_here = |op| SEEN_SETTLED.with(|local| local.borrow().contains(&op));
         attempt_ended(reached, "tests::reaches");

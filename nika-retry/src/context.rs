@@ -22,12 +22,15 @@ use std::thread::LocalKey;
 use crate::Layer;
 use crate::engine::site::Site;
 use crate::key::IdempotencyKey;
+use crate::nanos::Nanos;
 
 /// The connect limit of an attempt, and whether the attempt has reached a
 /// connect boundary with it (so that a limit never reached can be reported).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ConnectLimit {
-    pub(crate) limit: Duration,
+    // 8 bytes rather than a `Duration`'s 16: it is held in every attempt's
+    // future. Never none: `new` makes it from a limit.
+    limit: Nanos,
     pub(crate) layer: Layer,
     /// Set by the connect boundaries that read it.
     pub(crate) reached: bool,
@@ -37,10 +40,15 @@ impl ConnectLimit {
     /// `limit` of `layer`, not reached yet.
     pub(crate) fn new(limit: Option<Duration>, layer: Layer) -> Option<ConnectLimit> {
         limit.map(|limit| ConnectLimit {
-            limit,
+            limit: Nanos::new(Some(limit)),
             layer,
             reached: false,
         })
+    }
+
+    /// The limit.
+    pub(crate) fn limit(self) -> Duration {
+        self.limit.get().unwrap_or_default()
     }
 }
 
@@ -53,7 +61,7 @@ impl ConnectLimit {
 pub(crate) struct StreamFrame {
     pub(crate) start: Option<tokio::time::Instant>,
     pub(crate) read: Option<Duration>,
-    pub(crate) total: Option<(tokio::time::Instant, Duration)>,
+    pub(crate) total: Option<crate::time_limits::Total>,
     pub(crate) layer: Layer,
 }
 
@@ -251,7 +259,7 @@ pub(crate) fn connect_limit() -> Option<(Duration, Layer)> {
         let mut connect = c.connect.get()?;
         connect.reached = true;
         c.connect.set(Some(connect));
-        Some((connect.limit, connect.layer))
+        Some((connect.limit(), connect.layer))
     })
 }
 

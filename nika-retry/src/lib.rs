@@ -95,6 +95,7 @@ pub mod events;
 pub mod http;
 mod key;
 mod layer;
+mod nanos;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 pub mod schema;

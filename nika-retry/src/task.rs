@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use crate::context::{self, Scoped};
 use crate::events::{self, RetryObserver};
-use crate::time_limits::{TimeLimited, total_from_now};
+use crate::time_limits::{TimeLimited, Total};
 use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
 
 /// The attempt budget nested retry loops share by default: ADR-019's 3 × 3
@@ -262,7 +262,7 @@ where
     F: Future<Output = Result<T, E>>,
     E: From<TimeoutError>,
 {
-    let deadline = total_from_now(policy.timeout);
+    let deadline = Total::from_now(policy.timeout);
     TaskScope {
         inner: TimeLimited::new(Scoped::new(&POLICY, Some(policy), fut), Layer::Task),
         deadline,
@@ -276,7 +276,7 @@ pin_project_lite::pin_project! {
     pub struct TaskScope<F, E> {
         #[pin]
         inner: TimeLimited<Scoped<TaskPolicy, F>>,
-        deadline: Option<(tokio::time::Instant, Duration)>,
+        deadline: Option<Total>,
         _error: core::marker::PhantomData<fn() -> E>,
     }
 }

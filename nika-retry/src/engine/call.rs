@@ -16,7 +16,8 @@ use crate::connect;
 use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer, StreamFrame, StreamScope};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
-use crate::time_limits::{Progress, TimeLimited, later, total_from_now};
+use crate::nanos::Nanos;
+use crate::time_limits::{Progress, TimeLimited, Total, later};
 use crate::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, TokenBucket};
 use crate::{stratification, task};
 
@@ -47,7 +48,7 @@ pub struct Call {
     timed_out: bool,
     key: IdempotencyKey,
     /// When the first failure was, after `start` (which it implies).
-    first_failure: Since,
+    first_failure: Nanos,
     last_category: ErrorCategory,
     /// When the call started, for a stream its attempts await
     /// ([`stream`](crate::stream)) and for the events: set when the first
@@ -59,26 +60,6 @@ pub struct Call {
     /// poll of an attempt puts it in force. A call that awaits no stream
     /// never pays for one.
     streams: bool,
-}
-
-/// A moment of the call, as nanoseconds after its start plus one (0: none
-/// yet): 8 bytes where an `Option<Instant>` takes 16, in every call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Since(u64);
-
-impl Since {
-    /// `at`, a moment at or after `start`.
-    fn new(start: Instant, at: Instant) -> Since {
-        let ns = at.saturating_duration_since(start).as_nanos();
-        // Saturates some 580 years in.
-        Since(u64::try_from(ns).unwrap_or(u64::MAX - 1) + 1)
-    }
-
-    /// The moment, if there is one, given the start it counts from.
-    fn at(self, start: Instant) -> Option<Instant> {
-        let ns = self.0.checked_sub(1)?;
-        Some(start + Duration::from_nanos(ns))
-    }
 }
 
 impl Call {
@@ -94,7 +75,7 @@ impl Call {
             max_attempts: 0,
             timed_out: false,
             key: IdempotencyKey::UNDRAWN,
-            first_failure: Since(0),
+            first_failure: Nanos::NONE,
             last_category: ErrorCategory::Transient,
             start: None,
             streams: false,
@@ -135,11 +116,7 @@ impl Call {
     /// until the guard drops. Only once a stream has asked for it.
     #[cold]
     #[inline(never)]
-    fn stream_in_force(
-        &self,
-        read: Option<Duration>,
-        total: Option<(Instant, Duration)>,
-    ) -> StreamScope {
+    fn stream_in_force(&self, read: Option<Duration>, total: Option<Total>) -> StreamScope {
         context::enter_stream(StreamFrame {
             start: self.start,
             read,
@@ -227,7 +204,7 @@ impl Call {
     #[inline(always)]
     fn next_within<R, C>(
         &mut self,
-        deadline: Option<(Instant, Duration)>,
+        deadline: Option<Total>,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -287,7 +264,7 @@ impl Call {
     fn failed(
         &mut self,
         failure: Failure,
-        deadline: Option<(Instant, Duration)>,
+        deadline: Option<Total>,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Instant> {
@@ -304,7 +281,7 @@ impl Call {
         self.max_attempts = max_attempts;
         let budget = self.budget_in_force();
         let limits = Limits {
-            time_left: deadline.map(|(at, _)| at.saturating_duration_since(now)),
+            time_left: deadline.map(|total| total.at.saturating_duration_since(now)),
             budget_left: budget.map(|b| b.left(max_attempts)),
         };
         let attempt = self.attempt;
@@ -340,8 +317,8 @@ impl Call {
         if !events::listening(events::level(outcome, attempt)) {
             return wake;
         }
-        if self.first_failure == Since(0) {
-            self.first_failure = Since::new(start, now);
+        if self.first_failure.is_none() {
+            self.first_failure = Nanos::between(start, now);
         }
         let mut event = self.event(
             now,
@@ -398,7 +375,7 @@ impl Call {
             reason: None,
             since_first_failure: self
                 .start
-                .and_then(|start| self.first_failure.at(start))
+                .and_then(|start| self.first_failure.after(start))
                 .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
             total_attempts: budget.map_or(attempt, |b| b.used()),
         }
@@ -489,7 +466,7 @@ impl<F: Future> Future for Attempt<'_, F> {
 pub struct TimedCall {
     call: Call,
     /// The total deadline, and the limit it came from (for the error).
-    deadline: Option<(Instant, Duration)>,
+    deadline: Option<Total>,
     /// Tells the attempts' own wake-ups from others', for `read`: allocated
     /// once an attempt with a `read` limit has gone pending.
     progress: Option<Arc<Progress>>,
@@ -501,7 +478,7 @@ impl TimedCall {
     pub fn new(site: &'static Site, total: Option<Duration>) -> TimedCall {
         TimedCall {
             call: Call::new(site),
-            deadline: total_from_now(total),
+            deadline: Total::from_now(total),
             progress: None,
         }
     }
@@ -555,9 +532,11 @@ pin_project_lite::pin_project! {
         connect: Option<ConnectLimit>,
         // For its total deadline, its budget and its attempt's context.
         call: &'a mut TimedCall,
-        // A fn pointer rather than an `E: FromTimeout` bound here, so that a
-        // missing `From<TimeoutError>` is reported once, where the expansion
-        // names `FromTimeout::from_timeout`.
+        // A fn pointer rather than an `E: FromTimeout` bound here or the fn
+        // item the expansion names (which would save its 8 bytes), so that
+        // a missing `From<TimeoutError>` is reported once, where the
+        // expansion names `FromTimeout::from_timeout`: a bound on `Fn`
+        // would check the fn item's own bound again at each use.
         into_error: fn(TimeoutError) -> E,
     }
 }
@@ -600,7 +579,6 @@ where
 mod tests {
     use std::sync::Mutex;
 
-    use super::Since;
     use crate::engine::GiveUp;
     use crate::events::{Outcome, RetryEvent, RetryObserver, observe};
     use crate::task::{TaskPolicy, scope};
@@ -637,19 +615,6 @@ mod tests {
         let mut events = log.0.lock().unwrap().split_off(0);
         assert_eq!(events.len(), 1, "{events:?}");
         events.remove(0)
-    }
-
-    #[test]
-    fn a_moment_after_the_start_comes_back_to_the_nanosecond() {
-        let start = tokio::time::Instant::now();
-        assert_eq!(Since(0).at(start), None, "none yet");
-        for ns in [0, 1, 999_999_999, 86_400_000_000_123] {
-            let at = start + std::time::Duration::from_nanos(ns);
-            assert_eq!(Since::new(start, at).at(start), Some(at), "{ns} ns");
-        }
-        // A moment before the start (not one of the call's) counts as the start.
-        let early = Since::new(start + std::time::Duration::from_secs(1), start);
-        assert_eq!(early.at(start), Some(start));
     }
 
     #[tokio::test(start_paused = true)]

@@ -12,7 +12,7 @@ use super::site::{Site, Timeouts};
 use crate::TimeoutError;
 use crate::connect;
 use crate::context::{self, ConnectLimit, StreamFrame};
-use crate::time_limits::{Progress, TimeLimited, total_from_now};
+use crate::time_limits::{Progress, TimeLimited, Total};
 
 /// Runs `fut` once under `limits` and `total`: what `#[timeout(layer = …)]`
 /// without `#[retry]` expands to. There is no loop, so a task scope's
@@ -39,7 +39,7 @@ where
     let (inner, connect) = limits.arm(fut, site.layer);
     Once {
         inner,
-        deadline: total_from_now(total),
+        deadline: Total::from_now(total),
         connect,
         site,
         progress: None,
@@ -54,7 +54,7 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: TimeLimited<F>,
         // `total`, from the call: the instant and the limit.
-        deadline: Option<(Instant, Duration)>,
+        deadline: Option<Total>,
         connect: Option<ConnectLimit>,
         site: &'static Site,
         progress: Option<Arc<Progress>>,

@@ -3,16 +3,15 @@
 
 use core::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::Layer;
 use crate::context::StreamFrame;
+use crate::time_limits::Total;
 
 /// The limits a started stream carries after the first content.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Limits {
     pub(crate) read: Option<Duration>,
-    pub(crate) total: Option<(Instant, Duration)>,
+    pub(crate) total: Option<Total>,
     pub(crate) layer: Layer,
 }
 

@@ -10,6 +10,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::StreamError;
 use super::limits::Limits;
+use crate::time_limits::Total;
 use crate::{Boundary, TimeoutError};
 
 pin_project_lite::pin_project! {
@@ -227,8 +228,8 @@ where
         }
         let at = timer.deadline();
         let error = match limits.total {
-            Some((total_at, limit)) if total_at <= at => {
-                TimeoutError::new(Boundary::Total, limit, limits.layer)
+            Some(total) if total.at <= at => {
+                TimeoutError::new(Boundary::Total, total.limit(), limits.layer)
             }
             _ => TimeoutError::new(
                 Boundary::Read,
@@ -263,9 +264,9 @@ fn replay<I>(
 /// The end of an inactivity starting now, or the total deadline if sooner.
 fn end(limits: &Limits) -> Instant {
     match (limits.read.map(crate::time_limits::from_now), limits.total) {
-        (Some(read), Some((total, _))) => read.min(total),
+        (Some(read), Some(total)) => read.min(total.at),
         (Some(read), None) => read,
-        (None, Some((total, _))) => total,
+        (None, Some(total)) => total.at,
         // `wait` runs only under a limit.
         (None, None) => Instant::now(),
     }
@@ -290,7 +291,7 @@ impl<S: Stream> fmt::Debug for Started<S> {
                 &(self.held.len() + usize::from(self.content.is_some())),
             )
             .field("read", &self.limits.read)
-            .field("total", &self.limits.total.map(|(_, limit)| limit))
+            .field("total", &self.limits.total.map(Total::limit))
             .field("layer", &self.limits.layer)
             .field("time_to_first_content", &self.time_to_first_content)
             .field("ended", &self.stream.is_none())

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::limits::Limits;
 use super::{MAX_HELD, Started, started, started_when};
+use crate::time_limits::Total;
 use crate::{Boundary, Layer, TimeoutError};
 
 type Item = Result<u32, TimeoutError>;
@@ -119,7 +120,7 @@ async fn drain<S: Stream + Unpin>(stream: &mut S) -> (Vec<S::Item>, Instant) {
 fn limits(read: Option<Duration>, total: Option<Duration>) -> Limits {
     Limits {
         read,
-        total: total.map(|limit| (Instant::now() + limit, limit)),
+        total: total.map(|limit| Total::new(Instant::now() + limit, limit)),
         layer: Layer::Provider,
     }
 }

@@ -1,0 +1,110 @@
+//! [`Nanos`]: an optional span of time in 8 bytes, where an
+//! `Option<Duration>` takes 16. The limits and moments held in a call's
+//! future are stored this way, because every layer's future is embedded in
+//! the one above it, for every call in flight.
+
+use core::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::time_limits::later;
+
+/// An optional span of time: its nanoseconds plus one, 0 for none. It
+/// saturates some 584 years in. That is far past the 30 years at which
+/// [`later`] caps a deadline, so no limit or moment changes meaning here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Nanos(u64);
+
+impl Nanos {
+    /// No span.
+    pub(crate) const NONE: Nanos = Nanos(0);
+
+    /// `span`, saturating. Computed from seconds and nanoseconds rather than
+    /// through `Duration::as_nanos`, whose `u128` is a software routine.
+    #[inline]
+    pub(crate) const fn new(span: Option<Duration>) -> Nanos {
+        let Some(span) = span else {
+            return Nanos::NONE;
+        };
+        let nanos = match span.as_secs().checked_mul(1_000_000_000) {
+            Some(whole) => whole.saturating_add(span.subsec_nanos() as u64),
+            None => u64::MAX,
+        };
+        Nanos(nanos.saturating_add(1))
+    }
+
+    /// The span from `start` to `at`; a moment before `start` counts as it.
+    #[inline]
+    pub(crate) fn between(start: Instant, at: Instant) -> Nanos {
+        Nanos::new(Some(at.saturating_duration_since(start)))
+    }
+
+    /// The span, if there is one.
+    #[inline]
+    pub(crate) const fn get(self) -> Option<Duration> {
+        match self.0.checked_sub(1) {
+            Some(nanos) => Some(Duration::from_nanos(nanos)),
+            None => None,
+        }
+    }
+
+    /// Whether there is a span.
+    #[inline]
+    pub(crate) const fn is_some(self) -> bool {
+        self.0 != 0
+    }
+
+    /// Whether there is none.
+    #[inline]
+    pub(crate) const fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The moment this span after `start`, if there is a span (saturating as
+    /// [`later`] does).
+    #[inline]
+    pub(crate) fn after(self, start: Instant) -> Option<Instant> {
+        self.get().map(|span| later(start, span))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_comes_back_to_the_nanosecond() {
+        assert_eq!(Nanos::NONE.get(), None);
+        assert_eq!(Nanos::new(None), Nanos::NONE);
+        for ns in [0, 1, 999_999_999, 1_000_000_000, 86_400_000_000_123] {
+            let span = Duration::from_nanos(ns);
+            assert_eq!(Nanos::new(Some(span)).get(), Some(span), "{ns} ns");
+        }
+        // A zero span is a span, not none: a zero limit expires at once.
+        assert!(Nanos::new(Some(Duration::ZERO)).is_some());
+    }
+
+    #[test]
+    fn a_span_too_long_saturates_rather_than_wrapping() {
+        let most = Nanos::new(Some(Duration::from_nanos(u64::MAX - 1))).get();
+        for huge in [
+            Duration::MAX,
+            Duration::from_secs(u64::MAX / 1_000_000_000 + 1),
+        ] {
+            assert_eq!(Nanos::new(Some(huge)).get(), most, "{huge:?}");
+        }
+    }
+
+    #[test]
+    fn a_moment_after_the_start_comes_back_to_the_nanosecond() {
+        let start = Instant::now();
+        for ns in [0, 1, 999_999_999, 86_400_000_000_123] {
+            let at = start + Duration::from_nanos(ns);
+            assert_eq!(Nanos::between(start, at).after(start), Some(at), "{ns} ns");
+        }
+        // A moment before the start counts as the start.
+        let early = Nanos::between(start + Duration::from_secs(1), start);
+        assert_eq!(early.after(start), Some(start));
+        assert_eq!(Nanos::NONE.after(start), None);
+    }
+}
