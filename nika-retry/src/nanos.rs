@@ -12,7 +12,8 @@ use crate::time_limits::later;
 /// An optional span of time: its nanoseconds plus one, 0 for none. It
 /// saturates some 584 years in. That is far past the 30 years at which
 /// [`later`] caps a deadline, so no limit or moment changes meaning here.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Spans order as their lengths, after none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Nanos(u64);
 
 impl Nanos {
@@ -60,6 +61,16 @@ impl Nanos {
         self.0 == 0
     }
 
+    /// The two spans end to end, if both are spans (saturating).
+    #[inline]
+    pub(crate) const fn plus(self, other: Nanos) -> Nanos {
+        if self.is_none() || other.is_none() {
+            return Nanos::NONE;
+        }
+        // Each holds its nanoseconds plus one.
+        Nanos(self.0.saturating_add(other.0 - 1))
+    }
+
     /// The moment this span after `start`, if there is a span (saturating as
     /// [`later`] does).
     #[inline]
@@ -93,6 +104,17 @@ mod tests {
         ] {
             assert_eq!(Nanos::new(Some(huge)).get(), most, "{huge:?}");
         }
+    }
+
+    #[test]
+    fn spans_add_and_order_as_their_lengths() {
+        let span = |ns| Nanos::new(Some(Duration::from_nanos(ns)));
+        assert_eq!(span(0).plus(span(0)), span(0));
+        assert_eq!(span(3).plus(span(4)), span(7));
+        assert_eq!(span(3).plus(Nanos::NONE), Nanos::NONE);
+        assert_eq!(Nanos::NONE.plus(span(3)), Nanos::NONE);
+        assert_eq!(span(u64::MAX - 1).plus(span(5)), span(u64::MAX - 1));
+        assert!(span(0) < span(1) && span(1) < span(1_000_000_000));
     }
 
     #[test]

@@ -329,6 +329,8 @@ enum Expiring {
 
 /// The earliest end of the limits once the first pending poll has set
 /// `started`, and which limit it is; ties go to the per-attempt limits.
+/// The attempt's own ends are compared as spans after `started`, so that
+/// only the earlier becomes an instant.
 fn first_end(
     whole: Nanos,
     read: Nanos,
@@ -336,19 +338,13 @@ fn first_end(
     last: Nanos,
     at: &Option<Total>,
 ) -> Option<(Instant, Expiring)> {
-    let read = read
-        .get()
-        .zip(started.and_then(|start| last.after(start)))
-        .map(|(limit, last)| later(last, limit));
-    let whole = started.and_then(|start| whole.after(start));
-    [
-        (read, Expiring::Read),
-        (whole, Expiring::Whole),
-        (at.map(|total| total.at), Expiring::Total),
-    ]
-    .into_iter()
-    .filter_map(|(end, which)| end.map(|end| (end, which)))
-    .min()
+    let own = [(last.plus(read), Expiring::Read), (whole, Expiring::Whole)]
+        .into_iter()
+        .filter(|(end, _)| end.is_some())
+        .min()
+        .and_then(|(end, which)| Some((end.after(started?)?, which)));
+    let total = at.map(|total| (total.at, Expiring::Total));
+    own.into_iter().chain(total).min()
 }
 
 #[cfg(test)]
