@@ -20,6 +20,9 @@ impl Nanos {
     /// No span.
     pub(crate) const NONE: Nanos = Nanos(0);
 
+    /// A span of no time: a moment that is the start itself.
+    pub(crate) const ZERO: Nanos = Nanos(1);
+
     /// `span`, saturating. Computed from seconds and nanoseconds rather than
     /// through `Duration::as_nanos`, whose `u128` is a software routine.
     #[inline]
@@ -92,7 +95,8 @@ mod tests {
             assert_eq!(Nanos::new(Some(span)).get(), Some(span), "{ns} ns");
         }
         // A zero span is a span, not none: a zero limit expires at once.
-        assert!(Nanos::new(Some(Duration::ZERO)).is_some());
+        assert_eq!(Nanos::new(Some(Duration::ZERO)), Nanos::ZERO);
+        assert!(Nanos::ZERO.is_some());
     }
 
     #[test]

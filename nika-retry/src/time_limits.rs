@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::Waker;
 
 use futures_task::{ArcWake, waker_ref};
-
 use tokio::time::{Instant, Sleep};
 
 use crate::nanos::Nanos;
@@ -274,7 +273,7 @@ impl<F: Future> TimeLimited<F> {
             }
         }
         *this.started = Some(Instant::now());
-        *this.last = Nanos::new(Some(Duration::ZERO));
+        *this.last = Nanos::ZERO;
         // Some limit is set (checked above), so there is an end.
         if let Some((end, _)) = first_end(*this.whole, *this.read, *this.started, *this.last, at) {
             this.sleep.set(Some(tokio::time::sleep_until(end)));
@@ -403,7 +402,7 @@ mod tests {
     fn on_a_tie_read_wins_then_the_whole_duration_then_total() {
         let start = Instant::now();
         let (at, limit) = (Some(Total::new(start + secs(5), secs(5))), Some(secs(5)));
-        let (limit, none, now) = (Nanos::new(limit), Nanos::NONE, Nanos::new(Some(secs(0))));
+        let (limit, none, now) = (Nanos::new(limit), Nanos::NONE, Nanos::ZERO);
         let end = |whole, read| first_end(whole, read, Some(start), now, &at);
         assert_eq!(end(limit, limit), Some((start + secs(5), Expiring::Read)));
         assert_eq!(end(limit, none), Some((start + secs(5), Expiring::Whole)));
