@@ -5,7 +5,7 @@
 //! connections would explain an attempt that connects nowhere).
 
 use nika_retry::{Classify, TimeoutError, retry, timeout};
-use nika_retry_tests::logs::Captured;
+use nika_retry_tests::logs::{Clock, logged};
 
 #[derive(Debug, thiserror::Error, Classify)]
 enum HttpError {
@@ -37,26 +37,13 @@ async fn alone_connects_nowhere() -> Result<(), HttpError> {
 
 #[test]
 fn a_connect_limit_never_reached_is_reported_once_per_fn() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .finish();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(async {
-            for _ in 0..3 {
-                connects_nowhere().await.unwrap();
-                connects_through_the_boundary().await.unwrap();
-                alone_connects_nowhere().await.unwrap();
-            }
-        });
+    let ((), text) = logged(tracing::Level::WARN, Clock::Real, async {
+        for _ in 0..3 {
+            connects_nowhere().await.unwrap();
+            connects_through_the_boundary().await.unwrap();
+            alone_connects_nowhere().await.unwrap();
+        }
     });
-    let text = captured.text();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(

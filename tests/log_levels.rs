@@ -4,7 +4,7 @@
 //! binary: tracing caches callsite interest process-wide.
 
 use nika_retry::retry;
-use nika_retry_tests::logs::Captured;
+use nika_retry_tests::logs::{Clock, logged};
 use nika_retry_tests::{ProviderError, Script};
 
 #[retry(layer = "http", jitter = 0.0)]
@@ -19,19 +19,7 @@ async fn tool(script: &Script) -> Result<u32, ProviderError> {
 
 /// `(level, outcome)` of each line logged while `work` runs, at `max` and below.
 fn levels<F: std::future::Future>(max: tracing::Level, work: F) -> Vec<(String, String)> {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_max_level(max)
-        .with_ansi(false)
-        .finish();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    tracing::subscriber::with_default(subscriber, || runtime.block_on(work));
-    let text = captured.text();
+    let (_, text) = logged(max, Clock::Paused, work);
     text.lines()
         .map(|line| {
             let level = ["DEBUG", "WARN"]

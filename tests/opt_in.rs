@@ -10,7 +10,7 @@ use nika_retry::engine::GiveUp;
 use nika_retry::events::{Outcome, observe};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Layer, RetryConfig, retry};
-use nika_retry_tests::logs::Captured;
+use nika_retry_tests::logs::{Clock, logged};
 use nika_retry_tests::{EventLog, ProviderError, Script};
 
 #[retry(layer = "tool")]
@@ -46,27 +46,18 @@ type Seen = (Layer, u32, Outcome, Option<GiveUp>);
 /// Runs `work` under a DEBUG subscriber and an event log; the log lines and
 /// what each event says.
 fn run<F: Future>(work: F) -> (String, Vec<Seen>) {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .finish();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
     let log = Arc::new(EventLog::default());
-    tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(observe(log.clone(), work));
-    });
+    let (_, text) = logged(
+        tracing::Level::DEBUG,
+        Clock::Paused,
+        observe(log.clone(), work),
+    );
     let events = log
         .events()
         .iter()
         .map(|e| (e.layer, e.attempt, e.outcome, e.reason))
         .collect();
-    (captured.text(), events)
+    (text, events)
 }
 
 #[test]

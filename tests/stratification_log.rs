@@ -4,7 +4,7 @@
 //! are process-wide, and tracing caches callsite interest process-wide.
 
 use nika_retry::{Classify, retry};
-use nika_retry_tests::logs::Captured;
+use nika_retry_tests::logs::{Clock, logged};
 
 #[derive(Debug, Classify)]
 #[category(transient)]
@@ -40,25 +40,14 @@ async fn ask() -> Result<u32, Busy> {
 
 #[test]
 fn the_warning_is_said_once_per_pair_of_fns() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .finish();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
-    tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(async {
-            for _ in 0..3 {
-                assert_eq!(send().await.unwrap(), 1);
-                assert_eq!(fallback().await.unwrap(), 1);
-                assert_eq!(ask().await.unwrap(), 1);
-            }
-        });
+    // `fmt`'s own default level.
+    let ((), text) = logged(tracing::Level::INFO, Clock::Real, async {
+        for _ in 0..3 {
+            assert_eq!(send().await.unwrap(), 1);
+            assert_eq!(fallback().await.unwrap(), 1);
+            assert_eq!(ask().await.unwrap(), 1);
+        }
     });
-    let text = captured.text();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     for line in &lines {
