@@ -9,7 +9,7 @@
 //! holds; so the inner call counts the violation on the outer attempt (in
 //! its slot of the context) and leaves its half of the report here, and the
 //! outer call completes it with its name when the poll ends, in the rare
-//! part of its `restore`. Reports wait on a stack: a call's own are the
+//! part of its `restore` (`ambient::exchange`). Reports wait on a stack: a call's own are the
 //! last ones when its poll ends, those of the calls nested deeper having
 //! been completed by their own outer calls first.
 
@@ -17,9 +17,9 @@ use core::cell::RefCell;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::site::Site;
 use crate::Layer;
-use crate::context;
-use crate::engine::site::Site;
+use crate::ambient::exchange;
 use crate::events::{self, LayerViolation, RetryObserver};
 
 /// The inner half of a report, waiting for the outer call's name.
@@ -43,7 +43,7 @@ static WARNED: Mutex<BTreeSet<(&'static str, &'static str)>> = Mutex::new(BTreeS
 #[inline(never)]
 pub(crate) fn check(inner: &'static Site) {
     let Some(outer_layer) =
-        context::count_violation(|outer| LayerViolation::breaks(outer, inner.layer))
+        exchange::count_violation(|outer| LayerViolation::breaks(outer, inner.layer))
     else {
         return;
     };
