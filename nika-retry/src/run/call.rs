@@ -81,6 +81,18 @@ impl Call {
         }
     }
 
+    /// A call of `site` whose fn returns a stream it awaited with
+    /// [`started`](crate::stream::started) (its return type names
+    /// `Started`): its frame is in force from the first poll, so the stream
+    /// finds it at once rather than asking for it and waiting a poll.
+    #[inline(always)]
+    pub fn streamed(site: &'static Site) -> Call {
+        Call {
+            streams: true,
+            ..Call::new(site)
+        }
+    }
+
     /// Runs one attempt.
     #[inline]
     pub fn attempt<F: Future>(&mut self, fut: F) -> Attempt<'_, F> {

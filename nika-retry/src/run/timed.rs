@@ -40,6 +40,15 @@ impl TimedCall {
         }
     }
 
+    /// [`TimedCall::new`] for a fn whose return type names `Started` ([`Call::streamed`]).
+    #[inline(always)]
+    pub fn streamed(site: &'static Site, total: Option<Duration>) -> TimedCall {
+        TimedCall {
+            call: Call::streamed(site),
+            ..TimedCall::new(site, total)
+        }
+    }
+
     /// Runs one attempt under `limits` and the call's total deadline.
     /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
     /// the fn's error type (as for [`once`](super::once)), so that a
