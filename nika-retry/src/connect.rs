@@ -73,13 +73,14 @@ pub(crate) fn poll_under<R>(
     operation: &'static str,
     poll: impl FnOnce() -> Poll<R>,
 ) -> Poll<R> {
-    let polled = if limit.is_some() {
-        // Swapped back as the poll left it: marked if a boundary read it.
-        let _in = Swap::<ambient::Connect>::new(limit);
-        poll()
-    } else {
-        poll()
+    // Swapped back as the poll left it: marked if a boundary read it.
+    // `poll` is called in one place, so that it is inlined here.
+    let swapped = match limit {
+        Some(_) => Some(Swap::<ambient::Connect>::new(&mut *limit)),
+        None => None,
     };
+    let polled = poll();
+    drop(swapped);
     if polled.is_ready() {
         attempt_ended(*limit, operation);
     }

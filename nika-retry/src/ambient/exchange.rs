@@ -101,18 +101,20 @@ pub(crate) fn install(
 
 /// Puts back what [`install`] replaced, and the call's key (drawn during
 /// the poll, perhaps) in `key`; hands the loops that broke the
-/// stratification inside the poll to `report` (with the layer of the
-/// attempt they started in, for the call to name itself: the fast path
-/// never calls it); sets `streams` if a stream in the poll asked for the
-/// call's frame; returns the call's budget as the nested loops left it, if
-/// it owns it.
+/// stratification inside the poll to `report`, with `caller` (what the call
+/// names itself with: a plain value and a fn pointer rather than a closure,
+/// so that the fast path never even computes it) and the layer of the
+/// attempt they started in; sets `streams` if a stream in the poll asked
+/// for the call's frame; returns the call's budget as the nested loops
+/// left it, if it owns it.
 #[inline(always)]
-pub(crate) fn restore(
+pub(crate) fn restore<C>(
     outer: Outer,
     key: &mut IdempotencyKey,
     owns_budget: bool,
     streams: &mut bool,
-    report: impl FnOnce(Layer, u32),
+    caller: C,
+    report: fn(C, Layer, u32),
 ) -> Option<Budget> {
     let (ours, budget) = CONTEXT.with(|c| {
         let ours = c.attempt.replace(outer.attempt);
@@ -126,7 +128,7 @@ pub(crate) fn restore(
     if ours.to_settle(outer.attempt) {
         let violations = settle(ours, outer.attempt, key, streams);
         if violations != 0 {
-            report(ours.layer(), violations);
+            report(caller, ours.layer(), violations);
         }
     }
     budget

@@ -61,7 +61,10 @@ pub(crate) struct Frame;
 impl Ambient for Frame {
     type Value = Option<StreamFrame>;
 
-    #[inline]
+    // Out of line: only a call whose body awaits a stream swaps a frame,
+    // and its 64 bytes inline would crowd the registers of every poll.
+    #[cold]
+    #[inline(never)]
     fn swap(value: &mut Option<StreamFrame>) {
         STREAM.with(|c| *value = c.replace(*value));
     }

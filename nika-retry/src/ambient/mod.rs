@@ -21,7 +21,7 @@
 //! | `CONTEXT.key` | that attempt's idempotency key | the exchange (swap), `current_attempt` (draw) | a poll where either attempt has a key |
 //! | `CONTEXT.budget` ([`Budget`]) | the outermost call's attempt budget | the exchange of the call that owns it; nested calls' retries | each poll of the outermost call |
 //! | `CONTEXT.connect` ([`ConnectLimit`]) | the attempt's connect limit, and whether a boundary read it | a [`Swap`] in `connect::poll_under`; `connect()` and the reqwest connector mark it read | each poll of an attempt with `connect` |
-//! | `CONTEXT.policy` | the task policy in force, and `scoped`, whether there is one (kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |
+//! | `POLICY`, `CONTEXT.scoped` | the task policy in force, and whether there is one (`scoped`, kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |
 //! | `STREAM` ([`StreamFrame`]) | the limits a stream awaited in the innermost fn takes | a [`Swap`] in a call's poll (once a stream asked) or `#[timeout]` alone | each such poll |
 //! | `events::OBSERVERS` | the observers of the futures being polled, outermost first (a stack) | `events::observe`, `task::carry` | each poll of those |
 //! | `run::violation::PENDING` | a nested loop's half of a layer-violation report, until the outer call names itself | the nested call's first poll; the outer call's restore | only when the rule is broken |
@@ -94,11 +94,9 @@ struct Context {
     attempt: Cell<AttemptSlot>,
     /// Its key, when it has one (`HAS_KEY`).
     key: Cell<IdempotencyKey>,
-    /// Whether `policy` holds one: read with the rest on a call's first
-    /// poll, written only by the swap of `policy`.
+    /// Whether [`POLICY`] holds one: read with the rest on a call's first
+    /// poll, written only by the swap of the policy ([`Policy`]).
     scoped: Cell<bool>,
-    /// The task policy in force.
-    policy: RefCell<Option<TaskPolicy>>,
 }
 
 std::thread_local! {
@@ -109,9 +107,12 @@ std::thread_local! {
             attempt: Cell::new(AttemptSlot::NONE),
             key: Cell::new(IdempotencyKey::UNDRAWN),
             scoped: Cell::new(false),
-            policy: RefCell::new(None),
         }
     };
+    /// The task policy in force. A thread-local of its own: a value that
+    /// needs dropping would make every access to [`CONTEXT`] check that the
+    /// thread-local is alive, on every poll of every call.
+    static POLICY: RefCell<Option<TaskPolicy>> = const { RefCell::new(None) };
     /// The frame of the innermost annotated fn that has put one in force
     /// (the innermost attempt's when its slot says `HAS_STREAM`). A
     /// thread-local of its own: only calls past their first poll touch it,

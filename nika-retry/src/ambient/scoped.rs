@@ -5,7 +5,7 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
-use super::{Ambient, CONTEXT, Swap};
+use super::{Ambient, CONTEXT, POLICY, Swap};
 use crate::policy::TaskPolicy;
 
 pin_project_lite::pin_project! {
@@ -44,15 +44,16 @@ impl Ambient for Policy {
     type Value = Option<TaskPolicy>;
 
     fn swap(value: &mut Option<TaskPolicy>) {
-        CONTEXT.with(|c| {
-            let mut policy = c.policy.borrow_mut();
+        let scoped = POLICY.with(|p| {
+            let mut policy = p.borrow_mut();
             core::mem::swap(&mut *policy, value);
-            c.scoped.set(policy.is_some());
+            policy.is_some()
         });
+        CONTEXT.with(|c| c.scoped.set(scoped));
     }
 }
 
 /// `read` applied to the task policy in force, if any.
 pub(crate) fn with_policy<R>(read: impl FnOnce(Option<&TaskPolicy>) -> R) -> R {
-    CONTEXT.with(|c| read(c.policy.borrow().as_ref()))
+    POLICY.with(|p| read(p.borrow().as_ref()))
 }

@@ -30,7 +30,7 @@ fn current() -> Option<&'static str> {
 }
 
 /// What a restore hands to its report: nothing when it has none.
-fn no_report(layer: Layer, count: u32) {
+fn no_report((): (), layer: Layer, count: u32) {
     panic!("{count} violations reported at {layer}");
 }
 
@@ -85,7 +85,7 @@ fn a_poll_writes_its_changes_back_and_restores_the_outer_context() {
     let inner_drawn = attempt(IdempotencyKey::draw).unwrap().1;
     assert_ne!(inner_drawn, drawn);
     assert_eq!(
-        restore(inner, &mut inner_key, false, &mut false, no_report),
+        restore(inner, &mut inner_key, false, &mut false, (), no_report),
         None
     );
     assert_eq!(inner_key, inner_drawn, "the inner call keeps what it drew");
@@ -93,10 +93,10 @@ fn a_poll_writes_its_changes_back_and_restores_the_outer_context() {
     // Its next attempt brings its own key back, and hides the outer one again.
     let inner = install(None, inner_slot.with_key(), &mut inner_key);
     assert_eq!(attempt(|| unreachable!("its own")).unwrap().1, inner_drawn);
-    restore(inner, &mut inner_key, false, &mut false, no_report);
+    restore(inner, &mut inner_key, false, &mut false, (), no_report);
     assert_eq!(inner_key, inner_drawn);
     assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
-    let back = restore(outer, &mut outer_key, true, &mut false, no_report);
+    let back = restore(outer, &mut outer_key, true, &mut false, (), no_report);
     assert_eq!((back, outer_key), (Some(Budget::new(9, 2)), drawn));
     assert_eq!(attempt(IdempotencyKey::draw), None);
     assert_eq!(budget(), None);
@@ -112,7 +112,7 @@ fn an_owner_polled_inside_another_call_puts_that_calls_budget_back() {
     let inner = install(Some(Budget::explicit(3, 1)), slot, &mut key);
     take_from_budget();
     assert_eq!(
-        restore(inner, &mut key, true, &mut false, no_report),
+        restore(inner, &mut key, true, &mut false, (), no_report),
         Some(Budget::explicit(3, 2))
     );
     assert_eq!(
@@ -121,7 +121,7 @@ fn an_owner_polled_inside_another_call_puts_that_calls_budget_back() {
         "the outer budget is back"
     );
     assert_eq!(
-        restore(outer, &mut key, true, &mut false, no_report),
+        restore(outer, &mut key, true, &mut false, (), no_report),
         Some(Budget::new(9, 4))
     );
     assert_eq!(budget(), None);
@@ -147,11 +147,23 @@ fn violations_counted_on_an_attempt_leave_the_rest_of_it_alone() {
     assert_eq!((counted.max_attempts(), counted.has_key()), (3, false));
     // Its restore hands them to its report with the attempt's layer, and
     // puts the outer context back.
-    let mut reported = None;
-    restore(outer, &mut key, false, &mut false, |layer, count| {
-        reported = Some((layer, count));
-    });
-    assert_eq!(reported, Some((Layer::Tool, 2)));
+    std::thread_local! {
+        static REPORTED: Cell<Option<(&'static str, Layer, u32)>> = const { Cell::new(None) };
+    }
+    restore(
+        outer,
+        &mut key,
+        false,
+        &mut false,
+        "tools::run",
+        |caller, layer, count| {
+            REPORTED.with(|r| r.set(Some((caller, layer, count))));
+        },
+    );
+    assert_eq!(
+        REPORTED.with(Cell::get),
+        Some(("tools::run", Layer::Tool, 2))
+    );
     assert_eq!(CONTEXT.with(|c| c.attempt.get()), AttemptSlot::NONE);
 }
 
@@ -186,7 +198,7 @@ fn the_accessors_read_the_frame_in_force() {
         (budget(), around(Layer::Http)),
         (Some(Budget::new(9, 3)), (false, true, true))
     );
-    restore(outer, &mut key, true, &mut false, no_report);
+    restore(outer, &mut key, true, &mut false, (), no_report);
     assert_eq!(budget(), None);
 
     let scoped = || CONTEXT.with(|c| c.scoped.get());
@@ -221,7 +233,7 @@ fn the_table_of_breaks_is_the_rule_for_all_sixteen_pairs() {
             let slot = AttemptSlot::new(outer, 1, 3, false);
             let installed = install(Some(Budget::new(9, 1)), slot, &mut key);
             let (_, nested, breaks) = around(inner);
-            restore(installed, &mut key, true, &mut false, no_report);
+            restore(installed, &mut key, true, &mut false, (), no_report);
             assert!(nested);
             let rule = crate::events::LayerViolation::breaks(outer, inner);
             assert_eq!(breaks, rule, "{inner} inside {outer}");
@@ -264,7 +276,7 @@ fn a_stream_takes_the_innermost_frame_or_waits_for_it() {
     assert_eq!(stream_frame(), FrameInForce::NotYet, "unmarked again");
     assert!(CONTEXT.with(|c| c.attempt.get().has_key()));
     let mut streams = false;
-    restore(outer, &mut key, true, &mut streams, no_report);
+    restore(outer, &mut key, true, &mut streams, (), no_report);
     assert!(streams, "the call is told a stream asked for its frame");
     {
         // A call past its first poll, with its frame in force.
@@ -276,11 +288,11 @@ fn a_stream_takes_the_innermost_frame_or_waits_for_it() {
             let inner = install(None, slot, &mut key);
             assert_eq!(stream_frame(), FrameInForce::NotYet, "an inner call's turn");
             let mut streams = false;
-            restore(inner, &mut key, false, &mut streams, no_report);
+            restore(inner, &mut key, false, &mut streams, (), no_report);
             assert!(streams, "the inner call is the one asked");
         }
         let mut streams = false;
-        restore(outer, &mut key, false, &mut streams, no_report);
+        restore(outer, &mut key, false, &mut streams, (), no_report);
         assert!(!streams, "the outer call had its frame in force");
     }
     assert_eq!(stream_frame(), FrameInForce::Outside);

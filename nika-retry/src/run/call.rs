@@ -411,13 +411,13 @@ impl Drop for Entered<'_> {
         let call = &mut *self.call;
         let owns_budget = call.budget.is_some();
         // The site by reference: read only if the poll has violations to report.
-        let site = &call.site;
         let budget = exchange::restore(
             self.outer,
             &mut call.key,
             owns_budget,
             &mut call.streams,
-            |layer, count| violation::report(layer, site.operation, count),
+            &call.site,
+            |site, layer, count| violation::report(layer, site.operation, count),
         );
         if budget.is_some() {
             call.budget = budget;
@@ -463,10 +463,7 @@ impl<F: Future> Future for Attempt<'_, F> {
         let this = self.project();
         let call = this.call;
         let polled = if call.streams {
-            let mut frame = call.frame(None, None);
-            let _frame = Swap::<Frame>::new(&mut frame);
-            let _entered = call.enter(true);
-            this.fut.poll(cx)
+            poll_framed(call, this.fut, cx)
         } else {
             let _entered = call.enter(false);
             this.fut.poll(cx)
@@ -476,6 +473,22 @@ impl<F: Future> Future for Attempt<'_, F> {
         }
         polled
     }
+}
+
+/// A poll of an attempt whose call has its stream frame in force too: out
+/// of line, so that the polls of the calls that await no stream keep their
+/// registers.
+#[cold]
+#[inline(never)]
+fn poll_framed<F: Future>(
+    call: &mut Call,
+    fut: Pin<&mut F>,
+    cx: &mut Context<'_>,
+) -> Poll<F::Output> {
+    let mut frame = call.frame(None, None);
+    let _frame = Swap::<Frame>::new(&mut frame);
+    let _entered = call.enter(true);
+    fut.poll(cx)
 }
 
 #[cfg(test)]
