@@ -14,17 +14,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::task::Poll;
 
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
-use nika_retry::{Classify, TimeoutError, current_attempt, retry, timeout};
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum Error {
-    #[error("busy")]
-    #[category(transient)]
-    Busy,
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
-}
+use nika_retry::{current_attempt, retry, timeout};
+use nika_retry_tests::Error;
 
 type Res = Result<u32, Error>;
 

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Layer, TimeoutError, TokenBucket, retry, timeout};
 use nika_retry_tests::fault::HangingPort;
+use nika_retry_tests::verb::HttpError;
 
 /// What a retry costs in a fresh bucket of 100 with the AWS defaults.
 const ORDINARY: u32 = 100 - 5;
@@ -48,16 +49,6 @@ async fn a_connect_limit_through_nika_retry_connect_costs_the_timeout_cost() {
     let (bucket, policy) = bucket_on(Layer::Http);
     scope(policy, dial(false)).await.unwrap_err();
     assert_eq!(bucket.available(), ORDINARY);
-}
-
-#[derive(Debug, thiserror::Error, nika_retry::Classify)]
-enum HttpError {
-    #[error(transparent)]
-    #[category(transparent)]
-    Request(#[from] reqwest::Error),
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
 }
 
 #[retry(layer = "http", attempts = 2, backoff = "1ms", jitter = 0.0)]
