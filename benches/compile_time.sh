@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile-time cost of the macros (Issue 7; results in BENCHMARKS.md).
+# Compile-time cost of the macros (results in BENCHMARKS.md).
 #
 # Generates two throwaway crates that depend on nika-retry by path:
 #   annotated/   N async fns with #[retry(layer = "provider")]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per call of the contenders of benches/retry_paths.rs (or per
-# iteration of benches/stream_items.rs), counted by cachegrind (issues 22
-# and 19): a count, not a time, so that neither the other processes on the
+# iteration of benches/stream_items.rs), counted by cachegrind: a count,
+# not a time, so that neither the other processes on the
 # machine nor the timer's wall-clock jitter move it. Each contender runs
 # twice under cachegrind (BENCH_RUN=group/name:calls, then :0); the
 # difference over `calls` is its instructions per call, the runtime's

@@ -1,6 +1,6 @@
 //! What the events of `#[retry]` cost on the failure path (two transient
 //! failures then success: 2 events `retrying` and 1 `recovered` per call),
-//! on a paused, auto-advancing clock (Issue 7; results in BENCHMARKS.md):
+//! on a paused, auto-advancing clock (results in BENCHMARKS.md):
 //!
 //! - `bare`: no tracing subscriber, no observer;
 //! - `subscriber_filtered`: a `tracing_subscriber::fmt` subscriber at ERROR,

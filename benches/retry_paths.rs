@@ -1,5 +1,5 @@
 //! The cost of `#[retry]` and `#[timeout]` against the same loop written by
-//! hand, backon and tokio-retry (Issue 7; results in BENCHMARKS.md).
+//! hand, backon and tokio-retry (results in BENCHMARKS.md).
 //!
 //! Before criterion runs, the binary prints two tables: the size of each
 //! contender's future (`size_of_val`, not awaited) and the heap allocations
@@ -15,7 +15,7 @@
 //!   tells the attempt's own wake-ups from others') and `attempt` beside a
 //!   hand-written `tokio::time::timeout`.
 //!
-//! `minimal` is the simplest correct hand loop (issue 22: a counter, a
+//! `minimal` is the simplest correct hand loop (a counter, a
 //! growing delay, no category test); `nest` is a three-layer nest (task →
 //! provider → http), each layer annotated, beside `minimal_nest`, the same
 //! nest of minimal loops.
@@ -128,7 +128,7 @@ async fn hand_timeout_ok(n: u32) -> Res {
     hand_loop!(tokio_timeout!(op(n)), PROVIDER_BACKOFF)
 }
 
-/// The minimal hand loop of issue 22: no category test, no backoff
+/// The minimal hand loop: no category test, no backoff
 /// computation, only a counter and a delay that grows.
 macro_rules! minimal_loop {
     ($attempt:expr, $schedule:expr) => {{

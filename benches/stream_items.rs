@@ -1,4 +1,4 @@
-//! The per-item cost of a started stream (issue #19; results in
+//! The per-item cost of a started stream (results in
 //! BENCHMARKS.md, "Streamed responses"): 1000 items that are all ready at
 //! once, drained in one poll, through
 //!

@@ -1,6 +1,6 @@
 //! Shared pieces of the integration tests and examples of nika-retry: a
-//! loopback fault server, a verb crate written as a user would write it, an
-//! error type and an attempt counter.
+//! loopback fault server, a verb crate written as a user would write it, the
+//! error types the tests share, an attempt counter and an event log.
 #![forbid(unsafe_code)]
 
 pub mod doc;
@@ -14,11 +14,37 @@ pub mod verb;
 #[doc = include_str!("../docs/tools-and-tasks.md")]
 pub struct ToolsAndTasksDoctests;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use nika_retry::events::{Outcome, RetryEvent, RetryObserver};
+use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
 use nika_retry::{Classify, Layer, TimeoutError};
+
+/// The smallest error a retried fn can have: one transient failure, and the
+/// time limits (`From<TimeoutError>`, as `#[timeout]` needs).
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Classify)]
+pub enum Error {
+    /// A transient failure: retried on every layer that retries.
+    #[error("busy")]
+    #[category(transient)]
+    Busy,
+    /// A time limit expired.
+    #[error(transparent)]
+    #[category(transparent)]
+    Timeout(#[from] TimeoutError),
+}
+
+/// A fault server playing `script`, and a transport to it with `options`:
+/// the set-up of a test of the verb crate over loopback HTTP.
+pub async fn serve(
+    script: impl IntoIterator<Item = fault::Fault>,
+    options: verb::RequestOptions,
+) -> (fault::FaultServer, verb::Transport) {
+    let server = fault::FaultServer::start(script).await;
+    let transport = verb::Transport::new(server.url(""), options);
+    (server, transport)
+}
 
 /// A provider-style error, as an LLM provider crate's `ProviderError`: a 429
 /// with the provider's hint, other API failures by status, time limits.
@@ -131,6 +157,14 @@ impl RetryObserver for EventLog {
 }
 
 impl EventLog {
+    /// Runs `fut` observed by a new log: its output, and the log of its
+    /// events.
+    pub async fn record<F: Future>(fut: F) -> (F::Output, Arc<EventLog>) {
+        let log = Arc::new(EventLog::default());
+        let out = observe(log.clone(), fut).await;
+        (out, log)
+    }
+
     /// `(layer, outcome)` of every event so far.
     pub fn outline(&self) -> Vec<(Layer, Outcome)> {
         self.events().iter().map(|e| (e.layer, e.outcome)).collect()

@@ -49,6 +49,20 @@ impl RequestOptions {
             ..RequestOptions::default()
         }
     }
+
+    /// These options with a single http-layer attempt, to count the
+    /// retries of the layer above.
+    pub fn single_attempt(mut self) -> RequestOptions {
+        let once = RetryConfig::for_layer(Layer::Http).with_max_attempts(1);
+        self.retry = Some(once.expect("1 attempt is valid"));
+        self
+    }
+
+    /// These options with this read timeout.
+    pub fn with_read_timeout(mut self, read_timeout: Duration) -> RequestOptions {
+        self.read_timeout = read_timeout;
+        self
+    }
 }
 
 /// What the transport fails with.

@@ -1,30 +1,28 @@
 //! "No allocation per call and per attempt" (README, BENCHMARKS.md), pinned
-//! by a counting `#[global_allocator]`, and its one documented exception: a
-//! `read` limit, once an attempt has gone pending, allocates the attempt's
-//! own waker once per call, which the call's later attempts reuse. It counts
-//! the allocations of the thread that runs the calls only: the test
-//! harness's own thread may allocate at any moment on a loaded machine.
+//! by a counting `#[global_allocator]`: alone, nested provider over http, and
+//! inside a task scope; and its documented exceptions: a `read` limit, once an
+//! attempt has gone pending, allocates the attempt's own waker once per call,
+//! which the call's later attempts reuse, and a `Started` stream under `read`
+//! boxes its timer once, however many items it waits for. It counts the
+//! allocations of the thread that runs the calls only: the test harness's
+//! own thread may allocate at any moment on a loaded machine.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::task::Poll;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
+use futures_core::Stream;
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
-use nika_retry::{Classify, TimeoutError, current_attempt, retry, timeout};
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum Error {
-    #[error("busy")]
-    #[category(transient)]
-    Busy,
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
-}
+use nika_retry::stream::{Started, started};
+use nika_retry::task::{TaskPolicy, scope};
+use nika_retry::{Layer, RetryConfig, current_attempt, retry, timeout};
+use nika_retry_tests::Error;
 
 type Res = Result<u32, Error>;
 
@@ -62,6 +60,93 @@ async fn recovers(n: u32) -> Res {
 async fn recovers_timed(n: u32) -> Res {
     tokio::task::yield_now().await;
     flaky(n)
+}
+
+/// The normal nest: an http call (with the layer's time limits) in a
+/// provider call's attempt.
+#[retry(layer = "http", backoff = "2ms", jitter = 0.0)]
+#[timeout(connect = "10s", read = "120s")]
+async fn http_succeeds(n: u32) -> Res {
+    Ok(black_box(n))
+}
+
+#[retry(layer = "provider")]
+async fn provider_over_http(n: u32) -> Res {
+    http_succeeds(n).await
+}
+
+#[retry(layer = "http", backoff = "2ms", jitter = 0.0)]
+#[timeout(connect = "10s", read = "120s")]
+async fn http_recovers(n: u32) -> Res {
+    flaky(n)
+}
+
+#[retry(layer = "provider")]
+async fn provider_over_recovering_http(n: u32) -> Res {
+    http_recovers(n).await
+}
+
+/// A task's policy: its `retry:` for the provider layer, and a `timeout:`.
+fn task_policy() -> TaskPolicy {
+    let retry = RetryConfig::for_layer(Layer::Provider)
+        .with_initial_backoff(Duration::from_millis(2))
+        .unwrap();
+    TaskPolicy::new()
+        .with_retry(retry)
+        .with_timeout(Duration::from_secs(300))
+}
+
+/// Items of a streamed response.
+const ITEMS: u32 = 16;
+
+/// `ITEMS` items, the first at once and, with `gaps`, every later one
+/// after a pending poll (a gap in the stream, which wakes itself).
+struct Gaps {
+    gaps: bool,
+    left: u32,
+    waited: bool,
+}
+
+impl Stream for Gaps {
+    type Item = Result<u32, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.left == 0 {
+            return Poll::Ready(None);
+        }
+        if self.gaps && self.left < ITEMS && !self.waited {
+            self.waited = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.waited = false;
+        self.left -= 1;
+        Poll::Ready(Some(Ok(self.left)))
+    }
+}
+
+/// Opens a stream whose first item is ready.
+#[retry(layer = "provider")]
+#[timeout(read = "10s")]
+async fn opens(gaps: bool) -> Result<Started<Gaps>, Error> {
+    started(Gaps {
+        gaps,
+        left: ITEMS,
+        waited: false,
+    })
+    .await
+}
+
+/// One call of [`opens`], its stream read to the end.
+async fn streams(n: u32, gaps: bool) -> Res {
+    let mut stream = opens(gaps).await?;
+    let mut items = 0;
+    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
+        item?;
+        items += 1;
+    }
+    assert_eq!(items, ITEMS);
+    Ok(n)
 }
 
 /// The data pointer of the waker the current poll was given: for a waker
@@ -202,8 +287,13 @@ fn no_allocation_per_call_nor_per_attempt() {
     let success = [
         ("#[retry]", allocations(&live, succeeds)),
         ("#[retry] #[timeout]", allocations(&live, succeeds_timed)),
+        ("provider over http", allocations(&live, provider_over_http)),
+        (
+            "in a task scope",
+            allocations(&live, |n| scope(task_policy(), succeeds_timed(n))),
+        ),
     ];
-    assert_eq!(success.map(|(_, n)| n), [0, 0], "success path: {success:?}");
+    assert_eq!(success.map(|(_, n)| n), [0; 4], "success path: {success:?}");
 
     // Three attempts a call, two backoff sleeps, on a paused clock.
     let paused = runtime(true);
@@ -217,19 +307,24 @@ fn no_allocation_per_call_nor_per_attempt() {
             "observed",
             allocations(&paused, |n| observe(count.clone(), recovers(n))),
         ),
+        // The inner loop retries; the outer one's attempt succeeds.
+        (
+            "provider over http",
+            allocations(&paused, provider_over_recovering_http),
+        ),
+        (
+            "in a task scope",
+            allocations(&paused, |n| scope(task_policy(), recovers_timed(n))),
+        ),
     ];
     assert_eq!(
         ATTEMPTS.load(Ordering::SeqCst) - attempts_before,
-        3 * 3 * (WARM_UP + CALLS),
+        3 * failure.len() as u32 * (WARM_UP + CALLS),
         "every call made three attempts"
     );
     // Two retries and one recovery reported per observed call.
     assert_eq!(count.0.load(Ordering::SeqCst), 3 * (WARM_UP + CALLS));
-    assert_eq!(
-        failure.map(|(_, n)| n),
-        [0, 0, 0],
-        "failure path: {failure:?}"
-    );
+    assert_eq!(failure.map(|(_, n)| n), [0; 5], "failure path: {failure:?}");
 }
 
 #[test]
@@ -253,4 +348,18 @@ fn a_read_limit_allocates_once_per_call_and_its_later_attempts_reuse_it() {
         ),
         (2 * calls, 0)
     );
+}
+
+#[test]
+fn a_started_stream_under_read_boxes_its_timer_once_for_all_its_gaps() {
+    let paused = runtime(true);
+    // With gaps, every call's stream waits `ITEMS - 1` times, each wait after
+    // an item: the timer is boxed at the first and set again at the others.
+    let without_gaps = allocations(&paused, |n| streams(n, false));
+    let with_gaps = allocations(&paused, |n| streams(n, true));
+    // Without gaps, nothing: the fn returns a `Started`, so its limits are
+    // in force from the first poll and the attempt, ready at once, never
+    // needs the waker of `read`. With gaps: one timer, not one per gap.
+    let calls = CALLS as usize;
+    assert_eq!((without_gaps, with_gaps), (0, calls));
 }

@@ -1,5 +1,5 @@
 //! A retry after a timed-out attempt costs a token bucket its
-//! `timeout_retry_cost` (issue 20, item 4), whichever limit expired: the
+//! `timeout_retry_cost`, whichever limit expired: the
 //! attempt's own (`read`, `attempt`), its `connect` limit through
 //! `nika_retry::connect` or the reqwest connector, or a `TimeoutError` that
 //! comes back inside the fn's own error.
@@ -13,8 +13,9 @@ use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Layer, TimeoutError, TokenBucket, retry, timeout};
+use nika_retry::{Boundary, Layer, TimeoutError, TokenBucket, retry, timeout};
 use nika_retry_tests::fault::HangingPort;
+use nika_retry_tests::verb::HttpError;
 
 /// What a retry costs in a fresh bucket of 100 with the AWS defaults.
 const ORDINARY: u32 = 100 - 5;
@@ -48,16 +49,6 @@ async fn a_connect_limit_through_nika_retry_connect_costs_the_timeout_cost() {
     let (bucket, policy) = bucket_on(Layer::Http);
     scope(policy, dial(false)).await.unwrap_err();
     assert_eq!(bucket.available(), ORDINARY);
-}
-
-#[derive(Debug, thiserror::Error, nika_retry::Classify)]
-enum HttpError {
-    #[error(transparent)]
-    #[category(transparent)]
-    Request(#[from] reqwest::Error),
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
 }
 
 #[retry(layer = "http", attempts = 2, backoff = "1ms", jitter = 0.0)]
@@ -127,7 +118,7 @@ async fn a_timeout_inside_the_fns_own_error_costs_the_timeout_cost() {
     }
 }
 
-/// The path that already worked: the attempt's own limit.
+/// The attempt's own limits: `attempt`, the whole attempt's duration.
 #[retry(layer = "provider", attempts = 2, backoff = "1ms", jitter = 0.0)]
 #[timeout(attempt = "1s")]
 async fn stalls() -> Result<(), StepError> {
@@ -135,9 +126,34 @@ async fn stalls() -> Result<(), StepError> {
     Ok(())
 }
 
+/// And `read`, an attempt that goes a second without a wake-up.
+#[retry(layer = "provider", attempts = 2, backoff = "1ms", jitter = 0.0)]
+#[timeout(read = "1s")]
+async fn stalls_unread() -> Result<(), StepError> {
+    std::future::pending::<()>().await;
+    Ok(())
+}
+
 #[tokio::test(start_paused = true)]
-async fn the_attempts_own_limit_costs_the_timeout_cost() {
+async fn the_attempts_own_limits_cost_the_timeout_cost() {
+    for (boundary, (err, left)) in [
+        (Boundary::Attempt, with_bucket(stalls()).await),
+        (Boundary::Read, with_bucket(stalls_unread()).await),
+    ] {
+        assert!(
+            matches!(&err, StepError::Timeout(t) if t.boundary() == boundary),
+            "{err:?}"
+        );
+        assert_eq!(left, AFTER_TIMEOUT, "{boundary:?}");
+    }
+}
+
+/// The error of `call` under a fresh provider bucket, and what the bucket
+/// has left.
+async fn with_bucket(
+    call: impl std::future::Future<Output = Result<(), StepError>>,
+) -> (StepError, u32) {
     let (bucket, policy) = bucket_on(Layer::Provider);
-    scope(policy, stalls()).await.unwrap_err();
-    assert_eq!(bucket.available(), AFTER_TIMEOUT);
+    let err = scope(policy, call).await.unwrap_err();
+    (err, bucket.available())
 }

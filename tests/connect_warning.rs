@@ -4,34 +4,28 @@
 //! `nika_retry::http::client_builder` may connect here (its pooled
 //! connections would explain an attempt that connects nowhere).
 
-use nika_retry::{Classify, TimeoutError, retry, timeout};
+use nika_retry::{retry, timeout};
+use nika_retry_tests::Error;
 use nika_retry_tests::logs::{Clock, logged};
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum HttpError {
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
-}
 
 /// A connect limit and nothing that reads it (a plain client would be the same).
 #[retry(layer = "http", attempts = 1)]
 #[timeout(connect = "1s")]
-async fn connects_nowhere() -> Result<(), HttpError> {
+async fn connects_nowhere() -> Result<(), Error> {
     Ok(())
 }
 
 /// A connect limit that its connection set-up reads.
 #[retry(layer = "http", attempts = 1)]
 #[timeout(connect = "1s")]
-async fn connects_through_the_boundary() -> Result<(), HttpError> {
+async fn connects_through_the_boundary() -> Result<(), Error> {
     nika_retry::connect(async {}).await?;
     Ok(())
 }
 
 /// The same for `#[timeout]` alone.
 #[timeout(layer = "http", connect = "2s")]
-async fn alone_connects_nowhere() -> Result<(), HttpError> {
+async fn alone_connects_nowhere() -> Result<(), Error> {
     Ok(())
 }
 

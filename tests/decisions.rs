@@ -13,7 +13,7 @@ use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Classify, ErrorCategory, Layer, RetryConfig, retry};
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::verb::{HttpError, Provider, RequestOptions, Transport};
-use nika_retry_tests::{EventLog, Script};
+use nika_retry_tests::{EventLog, Script, serve};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -119,13 +119,10 @@ async fn the_provider_waits_a_45s_retry_after_that_the_http_layer_gave_up_on() {
 
 #[tokio::test]
 async fn a_connection_closed_mid_response_is_retried() {
-    let server = FaultServer::start([Fault::Truncated, Fault::ok("whole")]).await;
-    let transport = Transport::new(server.url(""), RequestOptions::fast_retries());
-    let log = Arc::new(EventLog::default());
-    let body = observe(log.clone(), transport.post("/", "x"))
-        .await
-        .unwrap();
-    assert_eq!(body, "whole");
+    let script = [Fault::Truncated, Fault::ok("whole")];
+    let (server, transport) = serve(script, RequestOptions::fast_retries()).await;
+    let (body, log) = EventLog::record(transport.post("/", "x")).await;
+    assert_eq!(body.unwrap(), "whole");
     assert_eq!(server.requests(), 2);
     let first = &log.events()[0];
     assert_eq!(
@@ -136,9 +133,8 @@ async fn a_connection_closed_mid_response_is_retried() {
 
 #[tokio::test]
 async fn retry_after_too_large_for_the_clock_gives_up_and_before_1970_is_now() {
-    let server =
-        FaultServer::start([Fault::UnavailableRaw("99999999999999999999999".into())]).await;
-    let transport = Transport::new(server.url(""), RequestOptions::fast_retries());
+    let script = [Fault::UnavailableRaw("99999999999999999999999".into())];
+    let (server, transport) = serve(script, RequestOptions::fast_retries()).await;
     let err = transport.post("/", "x").await.unwrap_err();
     assert!(
         matches!(err, HttpError::Status { retry_after: Some(d), .. } if d == Duration::MAX),
@@ -146,19 +142,13 @@ async fn retry_after_too_large_for_the_clock_gives_up_and_before_1970_is_now() {
     );
     assert_eq!(server.requests(), 1, "a hint too long: no retry");
 
-    let server = FaultServer::start([
+    let script = [
         Fault::UnavailableRaw("Wed, 31 Dec 1969 23:59:59 GMT".into()),
         Fault::ok("at once"),
-    ])
-    .await;
-    let transport = Transport::new(server.url(""), RequestOptions::fast_retries());
-    let log = Arc::new(EventLog::default());
-    assert_eq!(
-        observe(log.clone(), transport.post("/", "x"))
-            .await
-            .unwrap(),
-        "at once"
-    );
+    ];
+    let (_server, transport) = serve(script, RequestOptions::fast_retries()).await;
+    let (out, log) = EventLog::record(transport.post("/", "x")).await;
+    assert_eq!(out.unwrap(), "at once");
     let first = &log.events()[0];
     assert_eq!(
         (first.delay, first.from_hint),

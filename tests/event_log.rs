@@ -1,4 +1,4 @@
-//! `nika_retry::events::EventLog` (issue 23, item 2): the ready-made
+//! `nika_retry::events::EventLog`: the ready-made
 //! observer keeps every decision in order, shared by its clones and by the
 //! tasks a scope spawns, bounded, and prints one line per event.
 

@@ -1,6 +1,6 @@
 //! The size of an annotated fn's future: every layer's future is embedded
 //! in the one above it (task → provider → http), for every concurrent
-//! call, so growth here is paid fleet-wide (issue 22; figures and what
+//! call, so growth here is paid fleet-wide (figures and what
 //! each byte pays for in BENCHMARKS.md). Bounds, not exact sizes, so that
 //! a compiler's better layout does not fail them.
 

@@ -2,19 +2,18 @@
 //! sleep forever: property tests over the parsers, and hostile `Retry-After`
 //! values from a real server. Where a property checks a value, the expected
 //! one comes from how the input was generated (the number written, the
-//! instant formatted, the fields chosen), not from the parser's own steps;
-//! the `*_never_panics` properties check only that no input panics.
+//! instant formatted by hand, the fields chosen), not from the parser's own
+//! steps or dependencies; the `*_never_panics` properties check only that no
+//! input panics.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nika_retry::events::observe;
+use nika_retry::Growth;
 use nika_retry::http::{parse_retry_after, retry_hint};
 use nika_retry::task::TaskPolicy;
-use nika_retry::{Growth, Layer, RetryConfig};
-use nika_retry_tests::EventLog;
-use nika_retry_tests::fault::{Fault, FaultServer};
-use nika_retry_tests::verb::{HttpError, RequestOptions, Transport};
+use nika_retry_tests::fault::Fault;
+use nika_retry_tests::verb::{HttpError, RequestOptions};
+use nika_retry_tests::{EventLog, serve};
 use proptest::prelude::*;
 
 proptest! {
@@ -56,7 +55,7 @@ proptest! {
         } else {
             now.checked_sub(Duration::from_secs(offset.unsigned_abs())).filter(|t| *t >= UNIX_EPOCH).unwrap_or(UNIX_EPOCH)
         };
-        let date = httpdate::fmt_http_date(at);
+        let date = imf_fixdate(at);
         let expected = at.duration_since(now).unwrap_or(Duration::ZERO);
         prop_assert_eq!(parse_retry_after(&date, now), Some(expected));
     }
@@ -138,16 +137,56 @@ proptest! {
     }
 }
 
-fn fast() -> RequestOptions {
-    let retry = RetryConfig::for_layer(Layer::Http)
-        .with_initial_backoff(Duration::from_millis(10))
-        .and_then(|c| c.with_jitter(0.0))
-        .unwrap();
-    RequestOptions {
-        read_timeout: Duration::from_secs(5),
-        retry: Some(retry),
-        ..RequestOptions::default()
-    }
+/// `at` as an IMF-fixdate (RFC 9110 §5.6.7), written from the calendar by
+/// hand rather than by the `httpdate` crate the parser itself uses, so that
+/// a date the two got wrong alike would fail: days to a civil date by Howard
+/// Hinnant's `civil_from_days`.
+fn imf_fixdate(at: SystemTime) -> String {
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = at.duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let (days, time) = (secs / 86_400, secs % 86_400);
+    // 1970-01-01 was a Thursday.
+    let weekday = WEEKDAYS[(days % 7) as usize];
+    // Years counted from 0000-03-01, so that a leap day ends its year.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let march_based = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * march_based + 2) / 5 + 1;
+    let month = (march_based + 2) % 12;
+    let year = era * 400 + year_of_era + u64::from(month < 2);
+    format!(
+        "{weekday}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        MONTHS[month as usize],
+        time / 3_600,
+        time / 60 % 60,
+        time % 60
+    )
+}
+
+#[test]
+fn the_oracles_dates_are_the_calendars() {
+    let at = |secs| UNIX_EPOCH + Duration::from_secs(secs);
+    // RFC 9110's own example, a leap day, the epoch, the far end of the range above.
+    assert_eq!(
+        imf_fixdate(at(784_111_777)),
+        "Sun, 06 Nov 1994 08:49:37 GMT"
+    );
+    assert_eq!(
+        imf_fixdate(at(951_782_400)),
+        "Tue, 29 Feb 2000 00:00:00 GMT"
+    );
+    assert_eq!(imf_fixdate(at(0)), "Thu, 01 Jan 1970 00:00:00 GMT");
+    assert_eq!(
+        imf_fixdate(at(4_001_000_000)),
+        "Sat, 13 Oct 2096 20:53:20 GMT"
+    );
 }
 
 /// A server cannot make the client sleep forever, spin, or panic.
@@ -163,12 +202,10 @@ async fn hostile_retry_after_values_from_a_real_server() {
         ("far-future date", "Fri, 31 Dec 9999 23:59:59 GMT"),
     ];
     for (what, value) in cases {
-        let server = FaultServer::start([Fault::UnavailableRaw(value.to_owned())]).await;
-        let transport = Transport::new(server.url(""), fast());
-        let log = Arc::new(EventLog::default());
-        let err = observe(log.clone(), transport.post("/", "x"))
-            .await
-            .unwrap_err();
+        let script = [Fault::UnavailableRaw(value.to_owned())];
+        let (server, transport) = serve(script, RequestOptions::fast_retries()).await;
+        let (out, log) = EventLog::record(transport.post("/", "x")).await;
+        let err = out.unwrap_err();
         assert!(
             matches!(err, HttpError::Status { status: 503, .. }),
             "{what}: {err:?}"

@@ -5,42 +5,31 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
-use nika_retry::{Boundary, Classify, ErrorCategory, Layer, RetryConfig};
-use nika_retry_tests::EventLog;
+use nika_retry::{Boundary, Classify, ErrorCategory, Layer};
 use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
 use nika_retry_tests::verb::{
     HttpError, HttpTool, Provider, ProviderError, RequestOptions, Task, TaskError, ToolError,
     Transport, run_task,
 };
+use nika_retry_tests::{EventLog, serve};
 use tokio::time::Instant;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// Fast http-layer retries so the suite stays quick: 3 attempts, 20 ms apart.
-/// The read timeout is out of reach of a loaded machine (5 s), so that the
-/// exact outlines and request counts below do not depend on its speed.
+/// Fast http-layer retries, 10 ms apart, under a read timeout out of reach of
+/// a loaded machine (5 s): the exact outlines and request counts below do not
+/// depend on its speed.
 fn fast() -> RequestOptions {
-    let retry = RetryConfig::for_layer(Layer::Http)
-        .with_initial_backoff(ms(20))
-        .and_then(|c| c.with_jitter(0.0))
-        .unwrap();
-    RequestOptions {
-        read_timeout: Duration::from_secs(5),
-        retry: Some(retry),
-        ..RequestOptions::default()
-    }
+    RequestOptions::fast_retries()
 }
 
 /// [`fast`] with a read timeout short enough for a test to wait out, for
 /// the tests where the timeout is what they show: still 1 s, so that an
 /// answer on time is never cut on a loaded machine.
 fn cut_after_1s() -> RequestOptions {
-    RequestOptions {
-        read_timeout: Duration::from_secs(1),
-        ..fast()
-    }
+    fast().with_read_timeout(Duration::from_secs(1))
 }
 
 use Layer::{Http, Provider as P, Tool};
@@ -50,10 +39,8 @@ use Outcome::{GaveUp, Recovered, Retrying};
 async fn connection_refused_is_retried_at_the_http_layer() {
     let addr = closed_port().await;
     let transport = Transport::new(format!("http://{addr}"), fast());
-    let log = Arc::new(EventLog::default());
-    let err = observe(log.clone(), transport.post("/", "x"))
-        .await
-        .unwrap_err();
+    let (out, log) = EventLog::record(transport.post("/", "x")).await;
+    let err = out.unwrap_err();
     assert!(
         matches!(&err, HttpError::Request(e) if e.is_connect()),
         "{err:?}"
@@ -76,8 +63,7 @@ async fn connection_refused_is_retried_at_the_http_layer() {
 
 #[tokio::test]
 async fn a_503_waits_at_least_its_retry_after_in_seconds() {
-    let server = FaultServer::start([Fault::UnavailableFor(1), Fault::ok("fine")]).await;
-    let transport = Transport::new(server.url(""), fast());
+    let (server, transport) = serve([Fault::UnavailableFor(1), Fault::ok("fine")], fast()).await;
     assert_eq!(transport.post("/", "x").await.unwrap(), "fine");
     let hits = server.hits();
     assert_eq!(hits.len(), 2);
@@ -106,8 +92,8 @@ async fn a_503_waits_for_its_retry_after_date() {
     let before = SystemTime::now();
     let header = httpdate::fmt_http_date(before + Duration::from_secs(2));
     let date = httpdate::parse_http_date(&header).unwrap();
-    let server = FaultServer::start([Fault::UnavailableRaw(header), Fault::ok("fine")]).await;
-    let transport = Transport::new(server.url(""), fast());
+    let (server, transport) =
+        serve([Fault::UnavailableRaw(header), Fault::ok("fine")], fast()).await;
     let log = Arc::new(Stamped::default());
     assert_eq!(
         observe(log.clone(), transport.post("/", "x"))
@@ -131,43 +117,27 @@ async fn a_503_waits_for_its_retry_after_date() {
 
 #[tokio::test]
 async fn a_reset_mid_response_is_retried() {
-    let server = FaultServer::start([Fault::Reset, Fault::ok("whole")]).await;
-    let transport = Transport::new(server.url(""), fast());
-    let log = Arc::new(EventLog::default());
-    assert_eq!(
-        observe(log.clone(), transport.post("/", "x"))
-            .await
-            .unwrap(),
-        "whole"
-    );
+    let (server, transport) = serve([Fault::Reset, Fault::ok("whole")], fast()).await;
+    let (out, log) = EventLog::record(transport.post("/", "x")).await;
+    assert_eq!(out.unwrap(), "whole");
     assert_eq!(server.requests(), 2);
     assert_eq!(log.outline(), [(Http, Retrying), (Http, Recovered)]);
 }
 
 #[tokio::test]
 async fn a_stall_past_the_read_timeout_is_cut_and_retried() {
-    let server = FaultServer::start([
-        Fault::Stall(Duration::from_secs(30), "late".into()),
-        Fault::ok("on time"),
-    ])
-    .await;
-    let transport = Transport::new(server.url(""), cut_after_1s());
-    let log = Arc::new(EventLog::default());
+    let stall = Fault::Stall(Duration::from_secs(30), "late".into());
+    let (_server, transport) = serve([stall, Fault::ok("on time")], cut_after_1s()).await;
+    let (out, log) = EventLog::record(transport.post("/", "x")).await;
     // "on time" is the second answer: the first attempt was cut, not waited out.
-    assert_eq!(
-        observe(log.clone(), transport.post("/", "x"))
-            .await
-            .unwrap(),
-        "on time"
-    );
+    assert_eq!(out.unwrap(), "on time");
     assert_eq!(log.outline(), [(Http, Retrying), (Http, Recovered)]);
     assert_eq!(log.events()[0].category, ErrorCategory::Transient);
 }
 
 #[tokio::test]
 async fn a_server_that_never_answers_gives_read_timeouts() {
-    let server = FaultServer::start([Fault::Hang]).await;
-    let transport = Transport::new(server.url(""), cut_after_1s());
+    let (server, transport) = serve([Fault::Hang], cut_after_1s()).await;
     let err = transport.post("/", "x").await.unwrap_err();
     let HttpError::Timeout(timeout) = &err else {
         panic!("{err:?}")
@@ -189,11 +159,8 @@ async fn a_429_is_left_to_the_provider_which_waits_out_its_hint() {
     ])
     .await;
     let provider = Provider::new(Transport::new(server.url(""), fast()));
-    let log = Arc::new(EventLog::default());
-    assert_eq!(
-        observe(log.clone(), provider.complete("hi")).await.unwrap(),
-        "done"
-    );
+    let (out, log) = EventLog::record(provider.complete("hi")).await;
+    assert_eq!(out.unwrap(), "done");
     let events = log.events();
     assert_eq!(
         log.outline(),
@@ -238,21 +205,12 @@ fn task(yaml: &str) -> Task {
 
 #[tokio::test]
 async fn a_tool_failure_is_not_retried_until_the_task_opts_in() {
-    let server = FaultServer::start([Fault::Status(503)]).await;
-    let tool = HttpTool::new(Transport::new(
-        server.url(""),
-        RequestOptions {
-            retry: None,
-            ..fast()
-        }
-        .with_single_attempt(),
-    ));
+    let (server, transport) = serve([Fault::Status(503)], fast().single_attempt()).await;
+    let tool = HttpTool::new(transport);
     let provider = Provider::new(Transport::new(server.url(""), fast()));
-    let log = Arc::new(EventLog::default());
     let plain = task("{ id: t1, verb: tool, input: ls }");
-    let err = observe(log.clone(), run_task(&plain, &provider, &tool))
-        .await
-        .unwrap_err();
+    let (out, log) = EventLog::record(run_task(&plain, &provider, &tool)).await;
+    let err = out.unwrap_err();
     assert!(
         matches!(err, TaskError::Tool(ToolError::Unavailable(_))),
         "{err:?}"
@@ -261,16 +219,9 @@ async fn a_tool_failure_is_not_retried_until_the_task_opts_in() {
     // The transport's single attempt gives up, then the tool does not retry.
     assert_eq!(log.outline(), [(Http, GaveUp), (Tool, GaveUp)]);
 
-    let server =
-        FaultServer::start([Fault::Status(503), Fault::Status(503), Fault::ok("listing")]).await;
-    let tool = HttpTool::new(Transport::new(
-        server.url(""),
-        RequestOptions {
-            retry: None,
-            ..fast()
-        }
-        .with_single_attempt(),
-    ));
+    let script = [Fault::Status(503), Fault::Status(503), Fault::ok("listing")];
+    let (server, transport) = serve(script, fast().single_attempt()).await;
+    let tool = HttpTool::new(transport);
     let opted_in = task(
         "{ id: t2, verb: tool, input: ls, retry: { max_attempts: 3, delay_ms: 50, backoff: constant } }",
     );
@@ -285,7 +236,7 @@ async fn a_tool_failure_is_not_retried_until_the_task_opts_in() {
 async fn the_task_retry_block_sets_the_provider_attempts_and_timeout_bounds_the_task() {
     let server = FaultServer::start([Fault::Status(500)]).await;
     let tool = HttpTool::new(Transport::new(server.url(""), fast()));
-    let provider = Provider::new(Transport::new(server.url(""), fast().with_single_attempt()));
+    let provider = Provider::new(Transport::new(server.url(""), fast().single_attempt()));
     let t = task("{ id: t3, verb: infer, input: hi, retry: { max_attempts: 2, delay_ms: 50 } }");
     assert!(matches!(
         run_task(&t, &provider, &tool).await,
@@ -307,22 +258,6 @@ async fn the_task_retry_block_sets_the_provider_attempts_and_timeout_bounds_the_
         (timeout.boundary(), timeout.layer()),
         (Boundary::Total, Layer::Task)
     );
-}
-
-/// Options whose http layer makes a single attempt, to count the layer above.
-trait SingleAttempt {
-    fn with_single_attempt(self) -> Self;
-}
-
-impl SingleAttempt for RequestOptions {
-    fn with_single_attempt(mut self) -> Self {
-        self.retry = Some(
-            RetryConfig::for_layer(Layer::Http)
-                .with_max_attempts(1)
-                .unwrap(),
-        );
-        self
-    }
 }
 
 #[tokio::test]

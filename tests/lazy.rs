@@ -10,14 +10,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Classify, TimeoutError, retry, timeout};
-
-#[derive(Debug, PartialEq, thiserror::Error, Classify)]
-enum Error {
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
-}
+use nika_retry::{retry, timeout};
+use nika_retry_tests::Error;
 
 #[retry(layer = "provider")]
 #[timeout(attempt = "30s", total = "5m")]

@@ -1,5 +1,5 @@
 //! A tool or task fn tried once because its task did not opt in is reported
-//! as such (issue 23, item 5): `GiveUp::NotOptedIn` in the event, "not
+//! as such: `GiveUp::NotOptedIn` in the event, "not
 //! opted in by the task" in its log line, never "attempts exhausted". Alone
 //! in its binary: tracing caches callsite interest process-wide.
 

@@ -1,4 +1,4 @@
-//! Stratification (ADR-006, issue 20 item 1): a retry loop started inside
+//! Stratification (docs/layers.md): a retry loop started inside
 //! an attempt of a loop of the same or a lower layer reaches the observers
 //! in force as a `LayerViolation`, each time; the normal shapes and
 //! `#[timeout]` alone never do. (The `tracing` warning, once per pair, is
@@ -8,17 +8,8 @@ use std::sync::Arc;
 
 use nika_retry::events::{EventLog, LayerViolation, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Classify, Layer, RetryConfig, TimeoutError, retry, timeout};
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum Error {
-    #[error("busy")]
-    #[category(transient)]
-    Busy,
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
-}
+use nika_retry::{Layer, RetryConfig, retry, timeout};
+use nika_retry_tests::Error;
 
 type Res = Result<u32, Error>;
 

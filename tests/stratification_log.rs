@@ -1,4 +1,4 @@
-//! The `tracing` warning of a layer violation (ADR-006, issue 20 item 1):
+//! The `tracing` warning of a layer violation (docs/layers.md):
 //! once per pair of fns in a process, however often the pair nests, naming
 //! both fns and layers. Alone in its binary: the pairs already warned about
 //! are process-wide, and tracing caches callsite interest process-wide.

@@ -1,4 +1,4 @@
-//! A stream under the policy of the fn that opened it (DESIGN.md "Streamed
+//! A stream under the policy of the fn that opened it (README.md "Streamed
 //! responses"), with hand-made streams on a paused clock: before the first
 //! content the attempt's limits, classification and budget apply; after it
 //! `Started` carries the fn's `read` and the call's `total`, and nothing is
@@ -105,16 +105,12 @@ impl Server {
         }
     }
 
-    /// Sends the next response's body (an empty one once the script is out).
+    /// Sends the next response's body. A request past the script fails the
+    /// test: a test that made one more request than it planned says so.
     fn request(&self) -> Body {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        body(
-            self.responses
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or_default(),
-        )
+        let n = self.requests.fetch_add(1, Ordering::SeqCst) + 1;
+        let steps = self.responses.lock().unwrap().pop_front();
+        body(steps.unwrap_or_else(|| panic!("request {n} has no scripted response")))
     }
 
     fn requests(&self) -> u32 {

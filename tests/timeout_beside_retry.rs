@@ -17,6 +17,7 @@ use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{Boundary, Classify, ErrorCategory, Layer, RetryConfig, TimeoutError};
 use nika_retry::{retry, timeout};
 use nika_retry_tests::ProviderError;
+use nika_retry_tests::verb::HttpError;
 use tokio::time::{Instant, sleep};
 
 fn ms(n: u64) -> Duration {
@@ -36,16 +37,6 @@ fn three_attempts() -> RetryConfig {
 /// The `TimeoutError` an `io::Error` holds.
 fn held(err: &io::Error) -> Option<&TimeoutError> {
     err.get_ref()?.downcast_ref()
-}
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum HttpError {
-    #[error(transparent)]
-    #[category(transparent)]
-    Request(#[from] reqwest::Error),
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
 }
 
 // ---- `attempt` and `total`, in either order, as literals and expressions.

@@ -1,4 +1,4 @@
-//! `Classify::timeout` (issue 23, item 1): the time limit an error is, found
+//! `Classify::timeout`: the time limit an error is, found
 //! in the error shapes the docs recommend, where `TimeoutError::find` cannot
 //! see it (thiserror's `#[error(transparent)]` hides it from `source()`).
 

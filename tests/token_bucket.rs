@@ -12,10 +12,10 @@ use std::time::Duration;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::observe;
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Classify, Layer, TimeoutError, TokenBucket, retry, timeout};
+use nika_retry::{Layer, TokenBucket, retry, timeout};
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::verb::{Provider, RequestOptions, Transport};
-use nika_retry_tests::{EventLog, Script};
+use nika_retry_tests::{Error, EventLog, Script};
 use tokio::time::Instant;
 
 fn secs(n: u64) -> Duration {
@@ -29,17 +29,10 @@ async fn provider(script: &Script) -> Result<u32, ScriptError> {
     script.attempt()
 }
 
-#[derive(Debug, thiserror::Error, Classify)]
-enum SlowError {
-    #[error(transparent)]
-    #[category(transparent)]
-    Timeout(#[from] TimeoutError),
-}
-
 /// Times out on its first two attempts, then answers.
 #[retry(layer = "provider", backoff = "10ms", jitter = 0.0)]
 #[timeout(attempt = "1s")]
-async fn stalls_then_answers(attempts: &AtomicU32) -> Result<u32, SlowError> {
+async fn stalls_then_answers(attempts: &AtomicU32) -> Result<u32, Error> {
     let n = attempts.fetch_add(1, Ordering::SeqCst) + 1;
     if n <= 2 {
         std::future::pending::<()>().await;

@@ -1,4 +1,4 @@
-//! The workflow YAML: the legacy task `retry:` block, `timeout:`, and every
+//! The workflow YAML: the task `retry:` block the workflow format already has, `timeout:`, and every
 //! bad input named by key and value.
 
 use std::time::Duration;
@@ -11,7 +11,7 @@ fn policy(yaml: &str) -> Result<TaskPolicy, String> {
 }
 
 #[test]
-fn the_legacy_block_maps_onto_retry_config() {
+fn the_workflow_retry_block_maps_onto_retry_config() {
     let p =
         policy("retry: { max_attempts: 3, delay_ms: 500, backoff: exponential }\ntimeout: 30s\n")
             .unwrap();
@@ -40,7 +40,7 @@ fn backoff_accepts_names_and_multipliers() {
 }
 
 #[test]
-fn a_long_legacy_delay_raises_the_cap() {
+fn a_long_delay_raises_the_cap() {
     let retry = policy("retry: { max_attempts: 2, delay_ms: 30000 }")
         .unwrap()
         .retry

@@ -22,12 +22,12 @@ pub(crate) const MAX_ATTEMPTS: u64 = 10;
 const HTTP_BACKOFFS: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(4));
 /// The same for the other layers.
 const OTHER_BACKOFFS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(16));
-/// The `connect` limit of a bare `#[timeout]` on an `http` fn (ADR-019's layer table).
+/// The `connect` limit of a bare `#[timeout]` on an `http` fn (ADR-019, docs/layers.md).
 pub(crate) const HTTP_CONNECT: Duration = Duration::from_secs(10);
 /// The `read` limit of a bare `#[timeout]` on an `http` fn.
 pub(crate) const HTTP_READ: Duration = Duration::from_secs(120);
 
-/// A layer of ADR-019: `nika_retry::Layer`.
+/// A layer of ADR-019 (docs/layers.md): `nika_retry::Layer`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Layer {
     Http,

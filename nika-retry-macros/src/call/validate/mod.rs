@@ -1,6 +1,6 @@
-//! Checks the attributes against the fn and the layer rules of ADR-019, and
-//! turns them into a [`Plan`] that expansion cannot fail on. Every mistake is
-//! reported, each at the token the user wrote.
+//! Checks the attributes against the fn and the layer rules of ADR-019
+//! (docs/layers.md), and turns them into a [`Plan`] that expansion cannot
+//! fail on. Every mistake is reported, each at the token the user wrote.
 
 use proc_macro2::{Span, TokenStream};
 use syn::{Attribute, Ident, ItemFn, Meta, ReturnType, Type};
