@@ -1,17 +1,14 @@
 //! What the retry loop does not do until it must (README, BENCHMARKS.md):
 //! a per-attempt timer is not even registered when the attempt is ready on
-//! its first poll, and events are not even built when nobody listens.
+//! its first poll. (That events are not even built when nobody listens is
+//! a unit test of the runtime crate, `run::call`, which counts them.)
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use nika_retry::__private::events_built;
-use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::{retry, timeout};
 use nika_retry_tests::Error;
@@ -67,61 +64,4 @@ fn an_attempt_pending_on_its_first_poll_registers_its_timer() {
             && message.contains("must be called from the context of a Tokio 1.x runtime"),
         "{message:?}"
     );
-}
-
-/// Of every three attempts, the first two fail.
-static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
-
-#[retry(layer = "provider", backoff = "1ms")]
-async fn recovers() -> Result<u32, Error> {
-    if ATTEMPTS.fetch_add(1, Ordering::SeqCst) % 3 < 2 {
-        Err(Error::Busy)
-    } else {
-        Ok(4)
-    }
-}
-
-#[derive(Default)]
-struct Count(AtomicU32);
-
-impl RetryObserver for Count {
-    fn on_event(&self, _: &RetryEvent) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// Events the retry loop built during `fut` (counted on this thread: the
-/// runtime is current-thread).
-async fn built_during<F: Future>(fut: F) -> u64 {
-    let before = events_built();
-    fut.await;
-    events_built() - before
-}
-
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn events_are_built_only_for_someone_listening() {
-    // Two retries and a recovery: three decisions a call.
-    assert_eq!(built_during(recovers()).await, 0, "nobody listens");
-
-    let count = Arc::new(Count::default());
-    assert_eq!(built_during(observe(count.clone(), recovers())).await, 3);
-    assert_eq!(count.0.load(Ordering::SeqCst), 3);
-
-    // A subscriber that filters the target out does not listen either.
-    let quiet = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::ERROR)
-        .with_writer(std::io::sink)
-        .finish();
-    let guard = tracing::subscriber::set_default(quiet);
-    assert_eq!(built_during(recovers()).await, 0, "filtered out");
-    drop(guard);
-
-    // At WARN it hears the retries, not the recovery (DEBUG).
-    let warn = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_writer(std::io::sink)
-        .finish();
-    let guard = tracing::subscriber::set_default(warn);
-    assert_eq!(built_during(recovers()).await, 2, "retries at WARN");
-    drop(guard);
 }

@@ -188,3 +188,16 @@ fn derive_provider_error() {
     };
     check("derive_provider_error", crate::classify::derive(input));
 }
+
+#[test]
+fn provider_fn_returning_a_started_stream() {
+    let input = quote! {
+        async fn stream(&self) -> Result<Started<Events>, ProviderError> {
+            started(self.events().await?).await
+        }
+    };
+    check(
+        "started_stream",
+        call::expand(Kind::Retry, quote!(layer = "provider"), input),
+    );
+}

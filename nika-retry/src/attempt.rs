@@ -2,7 +2,7 @@
 //! the call's idempotency key.
 
 use crate::Layer;
-use crate::context;
+use crate::ambient::exchange;
 use crate::key::IdempotencyKey;
 
 /// The attempt of an annotated fn that is running, read from inside its body.
@@ -66,7 +66,7 @@ impl AttemptInfo {
 /// Costs one thread-local read, and no allocation; the call's idempotency
 /// key is drawn the first time it is read.
 pub fn current_attempt() -> Option<AttemptInfo> {
-    let (slot, key) = context::attempt(IdempotencyKey::draw)?;
+    let (slot, key) = exchange::attempt(IdempotencyKey::draw)?;
     Some(AttemptInfo {
         layer: slot.layer(),
         attempt: slot.attempt(),

@@ -61,6 +61,10 @@ pub struct RetryConfig {
     pub max_retry_after: Duration,
 }
 
+/// The attempt budget nested retry loops share by default: ADR-019's 3 × 3
+/// (it accepts http retried 3 times under a provider retried 3 times).
+pub const DEFAULT_BUDGET: u32 = 9;
+
 /// The largest `max_attempts` a config may have.
 pub const MAX_ATTEMPTS: u32 = 10;
 

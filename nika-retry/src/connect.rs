@@ -6,8 +6,8 @@ use core::task::{Context, Poll};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, RwLock};
 
-use crate::context::{self, ConnectLimit};
-use crate::time_limits::TimeLimited;
+use crate::ambient::{self, ConnectLimit, Swap};
+use crate::time::TimeLimited;
 use crate::{Boundary, Layer, TimeoutError};
 
 /// Bounds `fut` by the connect timeout of the enclosing `#[timeout(connect = …)]` fn.
@@ -39,7 +39,7 @@ use crate::{Boundary, Layer, TimeoutError};
 /// }
 /// ```
 pub fn connect<F: Future>(fut: F) -> Connect<F> {
-    let inner = match context::connect_limit() {
+    let inner = match ambient::connect_limit() {
         Some((limit, layer)) => TimeLimited::new(fut, layer).after(Some(limit), Boundary::Connect),
         None => TimeLimited::new(fut, Layer::Http),
     };
@@ -73,13 +73,12 @@ pub(crate) fn poll_under<R>(
     operation: &'static str,
     poll: impl FnOnce() -> Poll<R>,
 ) -> Poll<R> {
-    let polled = {
-        let _in_force = limit.map(context::enter_connect);
-        let polled = poll();
-        if let Some(limit) = limit.as_mut() {
-            limit.reached |= context::connect_reached();
-        }
-        polled
+    let polled = if limit.is_some() {
+        // Swapped back as the poll left it: marked if a boundary read it.
+        let _in = Swap::<ambient::Connect>::new(limit);
+        poll()
+    } else {
+        poll()
     };
     if polled.is_ready() {
         attempt_ended(*limit, operation);
@@ -182,18 +181,17 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn bounded_inside_a_connect_scope() {
-        let limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
+        let mut limit = ConnectLimit::new(Some(Duration::from_secs(10)), Layer::Http);
         let fut = {
-            let _in_force = limit.map(context::enter_connect);
-            let fut = connect(core::future::pending::<()>());
-            assert!(context::connect_reached(), "noted as reached");
-            fut
+            let _in = Swap::<ambient::Connect>::new(&mut limit);
+            connect(core::future::pending::<()>())
         };
+        assert!(limit.unwrap().reached, "noted as reached");
         let start = tokio::time::Instant::now();
         let err = fut.await.unwrap_err();
         assert_eq!(err.boundary(), Boundary::Connect);
         assert_eq!(start.elapsed(), Duration::from_secs(10));
-        assert_eq!(context::connect_limit(), None, "restored after the scope");
+        assert_eq!(ambient::connect_limit(), None, "restored after the scope");
     }
 
     #[test]

@@ -80,31 +80,91 @@
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
+// # The kernel, for a maintainer
+//
+// Folders by role, imports one way (a folder never imports one listed
+// above it):
+//
+// - vocabulary, leaves: `category`, `classify`, `layer`, `config`, `key`,
+//   `timeout_error`, `bucket`, `http/`, `events/` (what a decision looks
+//   like outside: `RetryEvent`, observers, the `EventLog`).
+// - `engine/`: pure decisions. `Failure` in, `Decision` out (`RetryState`,
+//   `backoff`, the jitter); no clock, no thread-local, no future.
+// - `time/`: spans in 8 bytes (`Nanos`, `Span`), saturating instants
+//   (`later`, `from_now`), the call's `Total`, and `TimeLimited`, a future
+//   under `attempt`/`connect`, `read` and `total`. Knows no call.
+// - `ambient/`: what is in force during one poll, in thread-locals, put in
+//   and taken back by one guard (`Swap`) or, for a call's own poll, one
+//   exchange (`exchange::install` / `restore`). Its module docs list every
+//   thread-local and process global of the crate: what, who writes it, when.
+// - `run/`: what generated code drives: `Site` (the fn's const), `Call` and
+//   `Attempt`, `TimedCall` and `Timed` (with `#[timeout]`), `Once`
+//   (`#[timeout]` alone), the layer-violation report, and the bound traits
+//   whose `on_unimplemented` messages the user sees.
+// - `stream/`, `connect`, `task`, `attempt`: the boundaries a body uses
+//   (`started`, `connect()`, `scope`, `current_attempt`), each reading or
+//   putting its piece of `ambient`.
+// - `private/` (`__private`): re-exports for generated code, and the
+//   derive's helpers; nothing inside the crate imports it.
+//
+// ## One failed attempt
+//
+// 1. Generated code: `call.timed(limits, async { body }, from_timeout).await`
+//    (`run/timed.rs`; `call.attempt(…)` without `#[timeout]`, `run/call.rs`).
+// 2. Each poll: `connect::poll_under` swaps the connect limit in
+//    (`ambient::Connect`); `Call::enter` puts the attempt in force
+//    (`ambient::exchange::install`; on the first poll `Call::resolve` reads
+//    the scope, the budget and the layer rule around it: `exchange::around`);
+//    `TimeLimited::poll_with` polls the body under its limits (`time/limited.rs`).
+// 3. The body fails (or a limit expires: `TimeoutError` → the fn's error
+//    through `FromTimeout`). The guard's drop restores the outer attempt
+//    (`exchange::restore`), handing back nested violations to
+//    `run::violation::report`.
+// 4. `call.next(&result, config, self_type)`: `Failure::of` classifies
+//    (`Classify`), `Call::failed` reads the clock once, resolves the config
+//    in force (task scope → `config = …` → site), asks the engine
+//    (`RetryState::decide`, `engine/mod.rs`), charges the budget and the
+//    bucket, emits the event if anyone listens (`events::emit`), and returns
+//    the instant to retry at.
+// 5. Generated code sleeps until it (`run::sleep`) and loops.
+//
+// ## One stream item
+//
+// 1. In the body, `stream::started(s).await` (`stream/starting.rs`) looks up
+//    the frame of the innermost fn (`ambient::stream_frame`). A call that has
+//    not put one in force is asked (a bit in its attempt slot): it wakes
+//    itself and, from its next poll, swaps its `StreamFrame` in
+//    (`ambient::Frame`); `#[timeout]` alone swaps its own (`ambient::OnceFrame`).
+// 2. Items before the first content are held; an `Err` fails the attempt.
+// 3. `Started` (`stream/started.rs`) replays the held items, then polls the
+//    stream; a ready item touches no timer; a pending one under the carried
+//    limits (`stream/carried.rs`) arms or resets one timer for the earlier
+//    of `read` and `total`; its expiry is one `Err(TimeoutError)`, then the end.
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod ambient;
 mod attempt;
 mod bucket;
 mod category;
 mod classify;
 mod config;
 mod connect;
-mod context;
 pub mod engine;
 pub mod events;
 pub mod http;
 mod key;
 mod layer;
-mod nanos;
+mod policy;
+mod run;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 pub mod schema;
 #[cfg(feature = "serde")]
 mod serde_impl;
-mod stratification;
 pub mod stream;
 pub mod task;
-mod time_limits;
+mod time;
 mod timeout_error;
 
 pub use attempt::{AttemptInfo, current_attempt};

@@ -37,7 +37,7 @@ where
             let __nika_until = {
                 let __nika_result = __nika_call
                     .timed(
-                        ::nika_retry::__private::Timeouts::NONE,
+                        ::nika_retry::__private::AttemptLimits::NONE,
                         async {
                             if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
                                 Result<usize, ToolError>,

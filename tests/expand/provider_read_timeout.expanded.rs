@@ -18,11 +18,11 @@ pub async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
         let __nika_until = {
             let __nika_result = __nika_call
                 .timed(
-                    ::nika_retry::__private::Timeouts {
+                    ::nika_retry::__private::AttemptLimits {
                         read: ::core::option::Option::Some(
                             ::core::time::Duration::new(120u64, 0u32),
                         ),
-                        ..::nika_retry::__private::Timeouts::NONE
+                        ..::nika_retry::__private::AttemptLimits::NONE
                     },
                     async {
                         if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<

@@ -9,11 +9,11 @@ async fn run_task(&self, task: &Task) -> Result<Report, TaskError> {
                 __NIKA_SITE
             },
             ::nika_retry::__private::IntoLimit::into_limit(self.limits.max_duration),
-            ::nika_retry::__private::Timeouts {
+            ::nika_retry::__private::AttemptLimits {
                 attempt: ::core::option::Option::Some(
                     ::core::time::Duration::new(30u64, 0u32),
                 ),
-                ..::nika_retry::__private::Timeouts::NONE
+                ..::nika_retry::__private::AttemptLimits::NONE
             },
             async {
                 if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<

@@ -94,7 +94,7 @@
 //! task spawned from one) it only waits for the first content, and the
 //! [`Started`] it gives applies no limit.
 
-mod limits;
+mod carried;
 mod started;
 mod starting;
 #[cfg(test)]

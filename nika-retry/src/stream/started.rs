@@ -9,8 +9,8 @@ use futures_core::{FusedStream, Stream};
 use tokio::time::{Instant, Sleep};
 
 use super::StreamError;
-use super::limits::Limits;
-use crate::time_limits::Total;
+use super::carried::Carried;
+use crate::time::Total;
 use crate::{Boundary, TimeoutError};
 
 pin_project_lite::pin_project! {
@@ -80,7 +80,8 @@ pin_project_lite::pin_project! {
         content: Option<S::Item>,
         // Whether `held` or `content` has an item left.
         replaying: bool,
-        limits: Limits,
+        // `None`: no limit, and no timer ever.
+        limits: Option<Carried>,
         // Armed the first time the stream waits under a limit; boxed so that
         // `Started` stays `Unpin` when the stream is.
         timer: Option<Pin<Box<Sleep>>>,
@@ -95,7 +96,7 @@ impl<S: Stream> Started<S> {
         stream: Option<S>,
         held: Vec<S::Item>,
         content: Option<S::Item>,
-        limits: Limits,
+        limits: Option<Carried>,
         time_to_first_content: Duration,
     ) -> Started<S> {
         Started {
@@ -173,8 +174,10 @@ where
         match poll {
             Poll::Ready(Some(_)) => *this.moved = true,
             Poll::Ready(None) => self.project().stream.set(None),
-            Poll::Pending if !this.limits.any() => {}
-            Poll::Pending => return self.wait(cx),
+            Poll::Pending => match *this.limits {
+                None => {}
+                Some(limits) => return self.wait(cx, limits),
+            },
         }
         poll
     }
@@ -185,7 +188,7 @@ where
             return (replay, Some(replay));
         };
         let (low, high) = stream.size_hint();
-        if !self.limits.any() {
+        if self.limits.is_none() {
             return (
                 low.saturating_add(replay),
                 high.and_then(|h| h.checked_add(replay)),
@@ -207,9 +210,12 @@ where
     /// The stream waits under a limit: arms the timer (or sets it again if
     /// an item arrived since it was armed) and polls it.
     #[cold]
-    fn wait(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<T, E>>> {
+    fn wait(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        limits: Carried,
+    ) -> Poll<Option<Result<T, E>>> {
         let mut this = self.project();
-        let limits = *this.limits;
         let timer = match this.timer {
             Some(timer) => {
                 if core::mem::take(this.moved) && limits.read.is_some() {
@@ -262,8 +268,8 @@ fn replay<I>(
 }
 
 /// The end of an inactivity starting now, or the total deadline if sooner.
-fn end(limits: &Limits) -> Instant {
-    match (limits.read.map(crate::time_limits::from_now), limits.total) {
+fn end(limits: &Carried) -> Instant {
+    match (limits.read.map(crate::time::from_now), limits.total) {
         (Some(read), Some(total)) => read.min(total.at),
         (Some(read), None) => read,
         (None, Some(total)) => total.at,
@@ -290,9 +296,12 @@ impl<S: Stream> fmt::Debug for Started<S> {
                 "to_replay",
                 &(self.held.len() + usize::from(self.content.is_some())),
             )
-            .field("read", &self.limits.read)
-            .field("total", &self.limits.total.map(Total::limit))
-            .field("layer", &self.limits.layer)
+            .field("read", &self.limits.and_then(|l| l.read))
+            .field(
+                "total",
+                &self.limits.and_then(|l| l.total).map(Total::limit),
+            )
+            .field("layer", &self.limits.map(|l| l.layer))
             .field("time_to_first_content", &self.time_to_first_content)
             .field("ended", &self.stream.is_none())
             .finish_non_exhaustive()

@@ -8,9 +8,9 @@ use core::task::{Context, Poll};
 use futures_core::Stream;
 use tokio::time::Instant;
 
-use super::limits::Limits;
+use super::carried::Carried;
 use super::{MAX_HELD, Started};
-use crate::context::{self, FrameInForce};
+use crate::ambient::{self, FrameInForce};
 
 /// The future [`started`](super::started) and
 /// [`started_when`](super::started_when) return: it polls the stream until
@@ -50,7 +50,7 @@ pub struct Starting<S: Stream, P> {
     is_content: P,
     held: Vec<S::Item>,
     /// The limits to carry, read on the first poll.
-    limits: Option<Limits>,
+    limits: Option<Option<Carried>>,
     /// Where time to first content counts from.
     start: Option<Instant>,
 }
@@ -83,9 +83,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if this.limits.is_none() {
-            let (limits, start) = match context::stream_frame() {
-                FrameInForce::Outside => (Limits::NONE, None),
-                FrameInForce::Frame(frame) => (Limits::from(frame), frame.start),
+            let (limits, start) = match ambient::stream_frame() {
+                FrameInForce::Outside => (None, None),
+                FrameInForce::Frame(frame) => (Carried::of(frame), frame.start),
                 // The innermost call puts its frame in force on its next
                 // poll, which this wake-up asks for at once.
                 FrameInForce::NotYet => {
@@ -131,7 +131,7 @@ impl<S: Stream, P> Starting<S, P> {
             self.stream.take(),
             core::mem::take(&mut self.held),
             content,
-            self.limits.unwrap_or(Limits::NONE),
+            self.limits.flatten(),
             start.elapsed(),
         )
     }

@@ -11,9 +11,9 @@ use futures_core::Stream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::limits::Limits;
+use super::carried::Carried;
 use super::{MAX_HELD, Started, started, started_when};
-use crate::time_limits::Total;
+use crate::time::Total;
 use crate::{Boundary, Layer, TimeoutError};
 
 type Item = Result<u32, TimeoutError>;
@@ -117,16 +117,16 @@ async fn drain<S: Stream + Unpin>(stream: &mut S) -> (Vec<S::Item>, Instant) {
     (items, Instant::now())
 }
 
-fn limits(read: Option<Duration>, total: Option<Duration>) -> Limits {
-    Limits {
+fn limits(read: Option<Duration>, total: Option<Duration>) -> Option<Carried> {
+    Some(Carried {
         read,
         total: total.map(|limit| Total::new(Instant::now() + limit, limit)),
         layer: Layer::Provider,
-    }
+    })
 }
 
 /// `stream` as started with its first item, under `limits`.
-fn under<S: Stream>(stream: S, limits: Limits) -> Started<S> {
+fn under<S: Stream>(stream: S, limits: Option<Carried>) -> Started<S> {
     Started::new(Some(stream), Vec::new(), None, limits, Duration::ZERO)
 }
 
@@ -156,7 +156,7 @@ async fn a_stream_that_waits_arms_one_timer_only_under_a_limit() {
     assert!(items.has_timer());
 
     let (stream, _tx) = script(vec![ok(5, 1), ok(5, 2)]);
-    let mut items = under(stream, Limits::NONE);
+    let mut items = under(stream, None);
     assert_eq!(drain(&mut items).await.0, [Ok(1), Ok(2)]);
     assert!(!items.has_timer(), "no limit: no timer");
 }
@@ -245,7 +245,7 @@ async fn a_caller_slower_than_read_between_items_is_not_the_streams_stall() {
 #[tokio::test(start_paused = true)]
 async fn without_limits_a_stall_is_never_cut() {
     let (stream, tx) = script(vec![ok(0, 1), Step::Stall]);
-    let mut items = under(stream, Limits::NONE);
+    let mut items = under(stream, None);
     assert_eq!(next(&mut items).await, Some(Ok(1)));
     let next = poll_fn(|cx| Pin::new(&mut items).poll_next(cx));
     let waited = tokio::time::timeout(Duration::from_secs(3600), next).await;

@@ -79,7 +79,7 @@ pub(super) fn attempt_limits(krate: &syn::Path, timeouts: &Timeouts) -> TokenStr
         Some(quote!(#field: #value))
     })
     .collect();
-    thin(quote!(#krate::__private::Timeouts), fields)
+    thin(quote!(#krate::__private::AttemptLimits), fields)
 }
 
 /// `Type::NONE`, or `Type { fields, ..Type::NONE }`.

@@ -87,7 +87,15 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 let krate = krate::at(&krate, arg.span());
                 quote_spanned!(arg.span()=> #krate::__private::moved_by_each_attempt(|| &#arg);)
             });
-            let run = retry_loop(common, settings, timeouts.as_ref(), clones, is_method);
+            let streamed = names_started(&output);
+            let run = retry_loop(
+                common,
+                settings,
+                timeouts.as_ref(),
+                clones,
+                is_method,
+                streamed,
+            );
             quote!(#(#checks)* #run)
         }
         Run::Once(timeouts) => {
@@ -136,6 +144,7 @@ fn retry_loop(
     timeouts: Option<&Timeouts>,
     clones: Vec<TokenStream>,
     is_method: bool,
+    streamed: bool,
 ) -> TokenStream {
     let Common {
         krate,
@@ -149,6 +158,13 @@ fn retry_loop(
     // The receiver is located at the error type too: a method call's error
     // is reported at its first token.
     let call_at = Ident::new("__nika_call", Span::mixed_site().located_at(at));
+    // A fn that returns a started stream has its frame in force from the
+    // first poll (`streamed`); any other asks for it only if a stream does.
+    let new = if streamed {
+        quote!(streamed)
+    } else {
+        quote!(new)
+    };
     // Only a fn with `#[timeout]` holds what its time limits share.
     let (new_call, attempt) = match timeouts {
         Some(timeouts) => {
@@ -156,12 +172,12 @@ fn retry_loop(
             let limits = literals::attempt_limits(krate, timeouts);
             let into_error = into_error(krate, at);
             (
-                quote!(#krate::__private::TimedCall::new(#site, #total)),
+                quote!(#krate::__private::TimedCall::#new(#site, #total)),
                 quote_spanned!(at=> #call_at.timed(#limits, #attempt, #into_error)),
             )
         }
         None => (
-            quote!(#krate::__private::Call::new(#site)),
+            quote!(#krate::__private::Call::#new(#site)),
             quote_spanned!(at=> #call_at.attempt(#attempt)),
         ),
     };
@@ -301,6 +317,26 @@ fn name_span(ty: &Type) -> Span {
             .map_or_else(|| ty.span(), |segment| segment.ident.span()),
         _ => ty.span(),
     }
+}
+
+/// Whether a type names `Started` (`Result<Started<S>, E>`, `Started<S>`
+/// nested in any generic argument): the fn returns a stream it started, so
+/// its call puts its frame in force from the first poll. An alias that hides
+/// it is only the slower path: the stream then asks for the frame.
+fn names_started(ty: &Type) -> bool {
+    let Type::Path(path) = ty else {
+        return false;
+    };
+    path.path.segments.iter().any(|segment| {
+        segment.ident == "Started"
+            || match &segment.arguments {
+                PathArguments::AngleBracketed(args) => args.args.iter().any(|arg| match arg {
+                    GenericArgument::Type(inner) => names_started(inner),
+                    _ => false,
+                }),
+                _ => false,
+            }
+    })
 }
 
 /// `E` in a return type written `Result<T, E>` (or `path::Result<T, E>`).

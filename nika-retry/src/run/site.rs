@@ -2,8 +2,8 @@
 
 use core::time::Duration;
 
-use crate::context::ConnectLimit;
-use crate::time_limits::TimeLimited;
+use crate::ambient::ConnectLimit;
+use crate::time::TimeLimited;
 use crate::{Boundary, CategorySet, Layer, RetryConfig};
 
 /// One annotated fn, resolved at compile time into a `const`.
@@ -78,7 +78,7 @@ impl Overrides {
 /// The per-attempt limits of `#[timeout(...)]`, from literals or from
 /// expressions evaluated as each attempt starts.
 #[derive(Clone, Copy, Debug)]
-pub struct Timeouts {
+pub struct AttemptLimits {
     /// `connect = …`: bounds what the body wraps in `nika_retry::connect`
     /// and the connector of a client from `nika_retry::http::client_builder`.
     pub connect: Option<Duration>,
@@ -88,9 +88,9 @@ pub struct Timeouts {
     pub attempt: Option<Duration>,
 }
 
-impl Timeouts {
+impl AttemptLimits {
     /// No limit: what generated code completes the limits the user wrote with.
-    pub const NONE: Timeouts = Timeouts {
+    pub const NONE: AttemptLimits = AttemptLimits {
         connect: None,
         read: None,
         attempt: None,

@@ -1,13 +1,14 @@
 //! [`Nanos`]: an optional span of time in 8 bytes, where an
-//! `Option<Duration>` takes 16. The limits and moments held in a call's
+//! `Option<Duration>` takes 16, and [`Span`], one that is always there. The limits and moments held in a call's
 //! future are stored this way, because every layer's future is embedded in
 //! the one above it, for every call in flight.
 
+use core::num::NonZeroU64;
 use core::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::time_limits::later;
+use super::later;
 
 /// An optional span of time: its nanoseconds plus one, 0 for none. It
 /// saturates some 584 years in. That is far past the 30 years at which
@@ -82,6 +83,29 @@ impl Nanos {
     }
 }
 
+/// A span of time that is always there, in 8 bytes: its nanoseconds plus
+/// one, never 0 (so `Option<Span>` is 8 bytes too). For a limit that exists
+/// whenever its holder does, where [`Nanos`] would make "none" writable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Span(NonZeroU64);
+
+impl Span {
+    /// `span`, saturating as [`Nanos::new`] does.
+    #[inline]
+    pub(crate) const fn new(span: Duration) -> Span {
+        match NonZeroU64::new(Nanos::new(Some(span)).0) {
+            Some(nanos) => Span(nanos),
+            None => Span(NonZeroU64::MAX),
+        }
+    }
+
+    /// The span.
+    #[inline]
+    pub(crate) const fn get(self) -> Duration {
+        Duration::from_nanos(self.0.get() - 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +156,17 @@ mod tests {
         let early = Nanos::between(start + Duration::from_secs(1), start);
         assert_eq!(early.after(start), Some(start));
         assert_eq!(Nanos::NONE.after(start), None);
+    }
+
+    #[test]
+    fn a_span_that_is_always_there_is_eight_bytes_and_exact() {
+        assert_eq!(core::mem::size_of::<Option<Span>>(), 8);
+        for ns in [0, 1, 999_999_999, 86_400_000_000_123, u64::MAX - 1] {
+            let span = Duration::from_nanos(ns);
+            assert_eq!(Span::new(span).get(), span, "{ns} ns");
+        }
+        let most = Duration::from_nanos(u64::MAX - 1);
+        assert_eq!(Span::new(Duration::MAX).get(), most, "saturates");
+        assert!(Span::new(Duration::ZERO) < Span::new(Duration::from_nanos(1)));
     }
 }

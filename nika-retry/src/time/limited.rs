@@ -14,49 +14,8 @@ use std::task::Waker;
 use futures_task::{ArcWake, waker_ref};
 use tokio::time::{Instant, Sleep};
 
-use crate::nanos::Nanos;
+use super::{Nanos, Total};
 use crate::{Boundary, Layer, TimeoutError};
-
-/// `limit` from now, saturating: a limit too long for the clock (say
-/// `Duration::MAX` from a config) means about thirty years, not a panic.
-pub(crate) fn from_now(limit: Duration) -> Instant {
-    later(Instant::now(), limit)
-}
-
-/// A `total` limit in force: its absolute deadline, and the limit for the
-/// error, in 24 bytes where an `(Instant, Duration)` takes 32.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Total {
-    /// When it expires.
-    pub(crate) at: Instant,
-    limit: Nanos,
-}
-
-impl Total {
-    /// A `total` limit set now. Inlined: with no `total` it is nothing at all.
-    #[inline(always)]
-    pub(crate) fn from_now(total: Option<Duration>) -> Option<Total> {
-        total.map(|limit| Total::new(from_now(limit), limit))
-    }
-
-    /// A limit of `limit` that expires `at`.
-    pub(crate) fn new(at: Instant, limit: Duration) -> Total {
-        let limit = Nanos::new(Some(limit));
-        Total { at, limit }
-    }
-
-    /// The limit, as written.
-    pub(crate) fn limit(self) -> Duration {
-        // Never none: `new` makes it from a limit.
-        self.limit.get().unwrap_or_default()
-    }
-}
-
-/// `at + limit`, saturating as [`from_now`] does.
-pub(crate) fn later(at: Instant, limit: Duration) -> Instant {
-    at.checked_add(limit)
-        .unwrap_or_else(|| at + Duration::from_secs(30 * 365 * 86_400))
-}
 
 /// What tells an attempt's own wake-ups from everyone else's, for `read`:
 /// the attempt is polled with a waker of its own that notes each wake-up
@@ -349,6 +308,7 @@ fn first_end(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::from_now;
 
     fn secs(n: u64) -> Duration {
         Duration::from_secs(n)

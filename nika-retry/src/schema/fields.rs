@@ -1,45 +1,12 @@
-//! The JSON Schema of a workflow task's `retry:`, `timeout:` and `budget:`
-//! keys (feature `schema`), generated from the types that read them.
-//!
-//! An editor with a YAML language server validates a workflow file against
-//! it; the repository keeps a copy at `schema/task-policy.schema.json`.
-//!
-//! ```
-//! let schema = nika_retry::schema::task_policy();
-//! let keys = schema.get("properties").and_then(|p| p.as_object()).unwrap();
-//! assert!(keys.contains_key("retry") && keys.contains_key("timeout") && keys.contains_key("budget"));
-//! ```
+//! The schemas of the types and fields a task's keys are read into: the
+//! `retry:` block's, and the `timeout:` and `budget:` fields of a task policy.
 
 use std::borrow::Cow;
 
-use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
 use crate::RetryConfig;
 use crate::serde_impl::{Backoff, Category, RetryBlock};
-use crate::task::TaskPolicy;
-
-/// Where the schema is published: its `$id`.
-pub const ID: &str =
-    "https://raw.githubusercontent.com/nika-engine/nika-retry/main/schema/task-policy.schema.json";
-
-/// The JSON Schema (draft 07, the draft YAML language servers know best) of
-/// a task's mapping: its `retry:`, `timeout:` and `budget:` keys, its other
-/// keys left free.
-///
-/// One rule is not in it, since a JSON Schema cannot compare two keys:
-/// `delay_ms` must not exceed `max_delay_ms`.
-pub fn task_policy() -> Schema {
-    let mut schema = SchemaSettings::draft07()
-        .into_generator()
-        .into_root_schema_for::<TaskPolicy>();
-    schema.insert("$id".into(), ID.into());
-    schema.insert(
-        "title".into(),
-        "A workflow task's retry:, timeout: and budget:".into(),
-    );
-    schema
-}
 
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 impl JsonSchema for RetryConfig {
@@ -99,6 +66,6 @@ pub(crate) fn budget(_: &mut SchemaGenerator) -> Schema {
         "type": "integer",
         "format": "uint32",
         "minimum": 1,
-        "default": crate::task::DEFAULT_BUDGET
+        "default": crate::config::DEFAULT_BUDGET
     })
 }

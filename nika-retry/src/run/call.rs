@@ -5,21 +5,20 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::site::{Site, Timeouts};
-use super::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
-use crate::__private::RetryResult;
-use crate::connect;
-use crate::context::{self, AttemptSlot, Budget, ConnectLimit, Outer, StreamFrame, StreamScope};
+use super::bounds::RetryResult;
+use super::site::Site;
+use super::violation;
+use crate::ambient::exchange::{self, Outer};
+use crate::ambient::{AttemptSlot, Budget, Frame, StreamFrame, Swap};
+use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
-use crate::nanos::Nanos;
-use crate::time_limits::{Progress, TimeLimited, Total, later};
-use crate::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, TokenBucket};
-use crate::{stratification, task};
+use crate::task;
+use crate::time::{Nanos, Total, later};
+use crate::{Classify, ErrorCategory, Layer, RetryConfig, TokenBucket};
 
 /// One call of a `#[retry]` fn: its attempt, and its place among the retry
 /// loops around it.
@@ -28,13 +27,13 @@ use crate::{stratification, task};
 /// `const` unless a task scope or `config = …` replaces it, and those are
 /// only looked up when an attempt fails; per-attempt limits are passed to
 /// each attempt rather than stored, and what only `#[timeout]` needs is in
-/// [`TimedCall`]. Jitter is drawn from the thread's generator, so the call
+/// [`TimedCall`](super::TimedCall). Jitter is drawn from the thread's generator, so the call
 /// holds no generator of its own. What the loops around it say (the
 /// shared budget, a task scope) is read on the first poll of the first
 /// attempt, in the same exchange that puts the call's own context in force.
 #[derive(Debug)]
 pub struct Call {
-    site: &'static Site,
+    pub(super) site: &'static Site,
     /// The 1-based number of the attempt running (or just ended).
     attempt: u32,
     /// `Some` for the outermost retried call, which owns the shared budget.
@@ -45,7 +44,7 @@ pub struct Call {
     /// The attempts the loop allows as far as known; 0 until the first poll.
     max_attempts: u32,
     /// Whether the last attempt failed on one of the call's own time limits.
-    timed_out: bool,
+    pub(super) timed_out: bool,
     key: IdempotencyKey,
     /// When the first failure was, after `start` (which it implies).
     first_failure: Nanos,
@@ -59,7 +58,7 @@ pub struct Call {
     /// A stream in the body asked for the call's frame: from then on every
     /// poll of an attempt puts it in force. A call that awaits no stream
     /// never pays for one.
-    streams: bool,
+    pub(super) streams: bool,
 }
 
 impl Call {
@@ -82,19 +81,31 @@ impl Call {
         }
     }
 
+    /// A call of `site` whose fn returns a stream it awaited with
+    /// [`started`](crate::stream::started) (its return type names
+    /// `Started`): its frame is in force from the first poll, so the stream
+    /// finds it at once rather than asking for it and waiting a poll.
+    #[inline(always)]
+    pub fn streamed(site: &'static Site) -> Call {
+        Call {
+            streams: true,
+            ..Call::new(site)
+        }
+    }
+
     /// Runs one attempt.
     #[inline]
     pub fn attempt<F: Future>(&mut self, fut: F) -> Attempt<'_, F> {
         Attempt { fut, call: self }
     }
 
-    /// Puts the call's context in force for one poll of its attempt, until
-    /// the guard drops (a panic included). Inlined into the poll, always:
-    /// a guard returned from a call comes back through memory, and reading
-    /// it stalls the CPU's store forwarding on every call.
-    /// `framed`: the call's stream frame is in force too ([`stream_in_force`](Call::stream_in_force)).
+    /// Puts the call's attempt in force for one poll, until the guard drops
+    /// (a panic included). Inlined into the poll, always: a guard returned
+    /// from a call comes back through memory, and reading it stalls the
+    /// CPU's store forwarding on every call. `framed`: the call's stream
+    /// frame is in force too ([`frame`](Call::frame)).
     #[inline(always)]
-    fn in_force(&mut self, framed: bool) -> InForce<'_> {
+    pub(super) fn enter(&mut self, framed: bool) -> Entered<'_> {
         if self.max_attempts == 0 {
             self.resolve();
         }
@@ -107,17 +118,21 @@ impl Call {
         if framed {
             slot = slot.with_stream();
         }
-        let outer = context::install(self.budget, slot, &mut self.key);
-        InForce { call: self, outer }
+        let outer = exchange::install(self.budget, slot, &mut self.key);
+        Entered { call: self, outer }
     }
 
     /// The call's frame for the streams its attempt awaits, with the
-    /// attempt's `read` limit and the call's `total` deadline, in force
-    /// until the guard drops. Only once a stream has asked for it.
+    /// attempt's `read` limit and the call's `total` deadline: put in force
+    /// for its polls once a stream has asked for it.
     #[cold]
     #[inline(never)]
-    fn stream_in_force(&self, read: Option<Duration>, total: Option<Total>) -> StreamScope {
-        context::enter_stream(StreamFrame {
+    pub(super) fn frame(
+        &self,
+        read: Option<Duration>,
+        total: Option<Total>,
+    ) -> Option<StreamFrame> {
+        Some(StreamFrame {
             start: self.start,
             read,
             total,
@@ -128,7 +143,7 @@ impl Call {
     /// An attempt went pending: if it is the call's first to, the call
     /// started then.
     #[inline(always)]
-    fn went_pending(&mut self) {
+    pub(super) fn went_pending(&mut self) {
         if self.start.is_none() {
             self.start_now();
         }
@@ -147,7 +162,7 @@ impl Call {
     /// the site's).
     #[inline(always)]
     fn resolve(&mut self) {
-        let (scoped, nested, breaks) = context::around(self.site.layer);
+        let (scoped, nested, breaks) = exchange::around(self.site.layer);
         if scoped {
             return self.resolve_in_scope(nested, breaks);
         }
@@ -155,7 +170,7 @@ impl Call {
             self.budget = Some(Budget::new(task::DEFAULT_BUDGET, 1));
         } else if breaks {
             // Only a nested call that breaks the rule leaves this path (ADR-006).
-            stratification::check(self.site);
+            violation::check(self.site);
         }
         self.max_attempts = self.site.config.effective_attempts();
     }
@@ -171,7 +186,7 @@ impl Call {
                 None => Budget::new(task::DEFAULT_BUDGET, 1),
             });
         } else if breaks {
-            stratification::check(self.site);
+            violation::check(self.site);
         }
         self.bucket = scope.bucket;
         self.max_attempts = scope
@@ -202,7 +217,7 @@ impl Call {
 
     /// [`next`](Call::next), for a call bounded by `deadline`.
     #[inline(always)]
-    fn next_within<R, C>(
+    pub(super) fn next_within<R, C>(
         &mut self,
         deadline: Option<Total>,
         result: &R,
@@ -339,14 +354,14 @@ impl Call {
 
     /// The budget of the outermost call: this call's, or the one in force.
     fn budget_in_force(&self) -> Option<Budget> {
-        self.budget.or_else(context::budget)
+        self.budget.or_else(exchange::budget)
     }
 
     /// Counts one retry against the budget of the outermost call.
     fn take_from_budget(&mut self) {
         match &mut self.budget {
             Some(own) => *own = own.took_one(),
-            None => context::take_from_budget(),
+            None => exchange::take_from_budget(),
         }
     }
 
@@ -359,7 +374,8 @@ impl Call {
         category: ErrorCategory,
         outcome: Outcome,
     ) -> RetryEvent {
-        crate::__private::event_built();
+        #[cfg(test)]
+        tests::event_built();
         let budget = self.budget_in_force();
         RetryEvent {
             layer: self.site.layer,
@@ -382,25 +398,26 @@ impl Call {
     }
 }
 
-/// One poll of an attempt with its call's context in force: puts the outer
-/// context back when dropped.
-struct InForce<'a> {
-    call: &'a mut Call,
+/// One poll of an attempt with its call's attempt in force: puts the outer
+/// one back when dropped.
+pub(super) struct Entered<'a> {
+    pub(super) call: &'a mut Call,
     outer: Outer,
 }
 
-impl Drop for InForce<'_> {
+impl Drop for Entered<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         let call = &mut *self.call;
-        // The site by reference: read only if the poll has violations to report.
         let owns_budget = call.budget.is_some();
-        let budget = context::restore(
+        // The site by reference: read only if the poll has violations to report.
+        let site = &call.site;
+        let budget = exchange::restore(
             self.outer,
             &mut call.key,
             owns_budget,
-            &call.site,
             &mut call.streams,
+            |layer, count| violation::report(layer, site.operation, count),
         );
         if budget.is_some() {
             call.budget = budget;
@@ -446,11 +463,12 @@ impl<F: Future> Future for Attempt<'_, F> {
         let this = self.project();
         let call = this.call;
         let polled = if call.streams {
-            let _stream = call.stream_in_force(None, None);
-            let _in_force = call.in_force(true);
+            let mut frame = call.frame(None, None);
+            let _frame = Swap::<Frame>::new(&mut frame);
+            let _entered = call.enter(true);
             this.fut.poll(cx)
         } else {
-            let _in_force = call.in_force(false);
+            let _entered = call.enter(false);
             this.fut.poll(cx)
         };
         if polled.is_pending() {
@@ -460,124 +478,13 @@ impl<F: Future> Future for Attempt<'_, F> {
     }
 }
 
-/// One call of a fn with `#[retry]` and `#[timeout]`: the [`Call`], and
-/// what its time limits share across attempts.
-#[derive(Debug)]
-pub struct TimedCall {
-    call: Call,
-    /// The total deadline, and the limit it came from (for the error).
-    deadline: Option<Total>,
-    /// Tells the attempts' own wake-ups from others', for `read`: allocated
-    /// once an attempt with a `read` limit has gone pending.
-    progress: Option<Arc<Progress>>,
-}
-
-impl TimedCall {
-    /// A call of `site`, bounded in all by `total` if given.
-    #[inline(always)]
-    pub fn new(site: &'static Site, total: Option<Duration>) -> TimedCall {
-        TimedCall {
-            call: Call::new(site),
-            deadline: Total::from_now(total),
-            progress: None,
-        }
-    }
-
-    /// Runs one attempt under `limits` and the call's total deadline.
-    /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
-    /// the fn's error type (as for [`once`](super::once::once)), so that a
-    /// missing `From<TimeoutError>` is reported there and nowhere in here.
-    #[inline]
-    pub fn timed<F, T, E>(
-        &mut self,
-        limits: Timeouts,
-        fut: F,
-        into_error: fn(TimeoutError) -> E,
-    ) -> Timed<'_, F, E>
-    where
-        F: Future<Output = Result<T, E>>,
-    {
-        let (inner, connect) = limits.arm(fut, self.call.site.layer);
-        Timed {
-            inner,
-            connect,
-            call: self,
-            into_error,
-        }
-    }
-
-    /// [`Call::next`], under the call's total deadline.
-    #[inline(always)]
-    pub fn next<R, C>(
-        &mut self,
-        result: &R,
-        config: C,
-        self_type: Option<fn() -> &'static str>,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        self.call
-            .next_within(self.deadline, result, config, self_type)
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// One attempt under its time limits; an expiry becomes the fn's error.
-    pub struct Timed<'a, F, E> {
-        #[pin]
-        inner: TimeLimited<F>,
-        connect: Option<ConnectLimit>,
-        // For its total deadline, its budget and its attempt's context.
-        call: &'a mut TimedCall,
-        // A fn pointer rather than an `E: FromTimeout` bound here or the fn
-        // item the expansion names (which would save its 8 bytes), so that
-        // a missing `From<TimeoutError>` is reported once, where the
-        // expansion names `FromTimeout::from_timeout`: a bound on `Fn`
-        // would check the fn item's own bound again at each use.
-        into_error: fn(TimeoutError) -> E,
-    }
-}
-
-impl<F, T, E> Future for Timed<'_, F, E>
-where
-    F: Future<Output = Result<T, E>>,
-{
-    type Output = Result<T, E>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let into_error = *this.into_error;
-        let TimedCall {
-            call,
-            deadline,
-            progress,
-        } = this.call;
-        let inner = this.inner;
-        connect::poll_under(this.connect, call.site.operation, || {
-            let framed = call.streams;
-            let _stream = framed.then(|| call.stream_in_force(inner.read_limit(), *deadline));
-            let in_force = call.in_force(framed);
-            let call = &mut *in_force.call;
-            let timed_out = &mut call.timed_out;
-            let polled = inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
-                *timed_out = true;
-                Err(into_error(e))
-            });
-            if polled.is_pending() {
-                call.went_pending();
-            }
-            polled
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use core::future::Future;
     use std::sync::Mutex;
+
+    use core::cell::Cell;
+    use std::sync::atomic::{AtomicU32, Ordering};
 
     use crate::engine::GiveUp;
     use crate::events::{Outcome, RetryEvent, RetryObserver, observe};
@@ -597,6 +504,63 @@ mod tests {
     #[retry(layer = "provider", backoff = "1ms", crate = "crate")]
     async fn busy() -> Result<(), Busy> {
         Err(Busy)
+    }
+
+    std::thread_local! {
+        static EVENTS_BUILT: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// Counts one `RetryEvent` built on this thread (only ever on the path
+    /// that goes on to emit it).
+    pub(super) fn event_built() {
+        EVENTS_BUILT.with(|n| n.set(n.get() + 1));
+    }
+
+    /// Events the retry loops built during `fut` (on this thread: the
+    /// runtime of these tests is current-thread).
+    async fn built_during<F: Future>(fut: F) -> u64 {
+        let before = EVENTS_BUILT.with(Cell::get);
+        fut.await;
+        EVENTS_BUILT.with(Cell::get) - before
+    }
+
+    /// Of every three attempts, the first two fail.
+    static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(layer = "provider", backoff = "1ms", crate = "crate")]
+    async fn recovers() -> Result<u32, Busy> {
+        if ATTEMPTS.fetch_add(1, Ordering::SeqCst) % 3 < 2 {
+            Err(Busy)
+        } else {
+            Ok(4)
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn events_are_built_only_for_someone_listening() {
+        // Two retries and a recovery: three decisions a call.
+        assert_eq!(built_during(recovers()).await, 0, "nobody listens");
+
+        let log = std::sync::Arc::new(Log::default());
+        assert_eq!(built_during(observe(log.clone(), recovers())).await, 3);
+        assert_eq!(log.0.lock().unwrap().len(), 3);
+
+        #[cfg(feature = "tracing")]
+        {
+            let subscriber = |level| {
+                tracing_subscriber::fmt()
+                    .with_max_level(level)
+                    .with_writer(std::io::sink)
+                    .finish()
+            };
+            // A subscriber that filters the target out does not listen either.
+            let guard = tracing::subscriber::set_default(subscriber(tracing::Level::ERROR));
+            assert_eq!(built_during(recovers()).await, 0, "filtered out");
+            drop(guard);
+            // At WARN it hears the retries, not the recovery (DEBUG).
+            let _guard = tracing::subscriber::set_default(subscriber(tracing::Level::WARN));
+            assert_eq!(built_during(recovers()).await, 2, "retries at WARN");
+        }
     }
 
     #[derive(Default)]

@@ -9,7 +9,7 @@
 //! holds; so the inner call counts the violation on the outer attempt (in
 //! its slot of the context) and leaves its half of the report here, and the
 //! outer call completes it with its name when the poll ends, in the rare
-//! part of its `restore`. Reports wait on a stack: a call's own are the
+//! part of its `restore` (`ambient::exchange`). Reports wait on a stack: a call's own are the
 //! last ones when its poll ends, those of the calls nested deeper having
 //! been completed by their own outer calls first.
 
@@ -17,9 +17,9 @@ use core::cell::RefCell;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::site::Site;
 use crate::Layer;
-use crate::context;
-use crate::engine::site::Site;
+use crate::ambient::exchange;
 use crate::events::{self, LayerViolation, RetryObserver};
 
 /// The inner half of a report, waiting for the outer call's name.
@@ -42,8 +42,10 @@ static WARNED: Mutex<BTreeSet<(&'static str, &'static str)>> = Mutex::new(BTreeS
 #[cold]
 #[inline(never)]
 pub(crate) fn check(inner: &'static Site) {
+    #[cfg(test)]
+    tests::CHECKS.with(|n| n.set(n.get() + 1));
     let Some(outer_layer) =
-        context::count_violation(|outer| LayerViolation::breaks(outer, inner.layer))
+        exchange::count_violation(|outer| LayerViolation::breaks(outer, inner.layer))
     else {
         return;
     };
@@ -123,5 +125,56 @@ fn warn(violation: &LayerViolation) {
             "layer violation (ADR-006): {violation}: {why}; retry at one place and call the \
              other without its loop (said once per pair of fns)"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use core::cell::Cell;
+    use core::future::Future;
+
+    use crate::{Classify, retry};
+
+    std::thread_local! {
+        /// How many times a call on this thread ran the violation check.
+        pub(super) static CHECKS: Cell<u32> = const { Cell::new(0) };
+    }
+
+    #[derive(Debug, Classify)]
+    #[category(transient, crate = "crate")]
+    struct Busy;
+
+    #[retry(layer = "http", backoff = "1ms", crate = "crate")]
+    async fn request(fail: bool) -> Result<(), Busy> {
+        if fail { Err(Busy) } else { Ok(()) }
+    }
+
+    #[retry(layer = "provider", backoff = "1ms", crate = "crate")]
+    async fn complete() -> Result<(), Busy> {
+        request(false).await
+    }
+
+    #[retry(layer = "http", backoff = "1ms", crate = "crate")]
+    async fn nested_request() -> Result<(), Busy> {
+        request(false).await
+    }
+
+    /// The checks `fut` ran (the runtime is current-thread).
+    async fn checks_during(fut: impl Future<Output = Result<(), Busy>>) -> u32 {
+        let before = CHECKS.with(Cell::get);
+        let _ = fut.await;
+        CHECKS.with(Cell::get) - before
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn only_a_call_that_breaks_the_rule_runs_the_check() {
+        assert_eq!(checks_during(request(false)).await, 0, "not nested");
+        assert_eq!(checks_during(request(true)).await, 0, "not nested, retried");
+        assert_eq!(
+            checks_during(complete()).await,
+            0,
+            "http under provider: the normal shape"
+        );
+        assert_eq!(checks_during(nested_request()).await, 1, "http under http");
     }
 }

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::site::{Site, Timeouts};
+use super::site::{AttemptLimits, Site};
 use crate::TimeoutError;
+use crate::ambient::{ConnectLimit, OnceFrame, StreamFrame, Swap};
 use crate::connect;
-use crate::context::{self, ConnectLimit, StreamFrame};
-use crate::time_limits::{Progress, TimeLimited, Total};
+use crate::time::{Progress, TimeLimited, Total};
 
 /// Runs `fut` once under `limits` and `total`: what `#[timeout(layer = …)]`
 /// without `#[retry]` expands to. There is no loop, so a task scope's
@@ -29,7 +29,7 @@ use crate::time_limits::{Progress, TimeLimited, Total};
 pub fn once<F, T, E>(
     site: &'static Site,
     total: Option<Duration>,
-    limits: Timeouts,
+    limits: AttemptLimits,
     fut: F,
     into_error: fn(TimeoutError) -> E,
 ) -> Once<F, E>
@@ -79,12 +79,14 @@ where
         connect::poll_under(this.connect, site.operation, || {
             // No attempt slot of its own to say when it has a frame: it puts
             // one in force on every poll (its start is "now" on the first).
-            let _stream = context::enter_stream_marked(StreamFrame {
+            let frame = StreamFrame {
                 start: *start,
                 read: inner.read_limit(),
                 total: *deadline,
                 layer: site.layer,
-            });
+            };
+            let mut frame = (Some(frame), false);
+            let _frame = Swap::<OnceFrame>::new(&mut frame);
             let polled = inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
                 Err(into_error(e))
             });
@@ -99,13 +101,13 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::site::Overrides;
+    use crate::run::site::Overrides;
     use crate::{Boundary, Layer};
 
     static SITE: Site = Overrides::NONE.site(Layer::Task, "tests::once");
 
-    fn limits(read: Option<Duration>, attempt: Option<Duration>) -> Timeouts {
-        Timeouts {
+    fn limits(read: Option<Duration>, attempt: Option<Duration>) -> AttemptLimits {
+        AttemptLimits {
             connect: None,
             read,
             attempt,
@@ -115,7 +117,7 @@ mod tests {
     fn once<F: Future<Output = Result<u32, TimeoutError>>>(
         site: &'static Site,
         total: Option<Duration>,
-        limits: Timeouts,
+        limits: AttemptLimits,
         fut: F,
     ) -> Once<F, TimeoutError> {
         super::once(site, total, limits, fut, core::convert::identity)

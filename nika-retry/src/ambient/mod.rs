@@ -1,0 +1,120 @@
+//! What is in force during one poll: the per-poll state that the futures of
+//! annotated fns, task scopes and observers put on the thread while they
+//! are polled, and take back when the poll returns (as `tokio::task_local!`
+//! does). It follows a future across `.await`s and threads, costs no
+//! allocation, and is never shared by two tasks.
+//!
+//! # One mechanism
+//!
+//! A scoped value is an [`Ambient`]: a place on the thread and one `swap`
+//! with it. A [`Swap`] guard swaps a value in for one poll and back when it
+//! drops (a panic included), so the value comes back to its owner as the
+//! poll left it. Every scoped value uses it, except the one exchange tuned
+//! for the call's own poll ([`exchange`]: one access in, one out), and the
+//! observer stack, which adds to what is around it rather than replacing it.
+//!
+//! # Every thread-local and process global of the crate
+//!
+//! | where | what it holds | written by | when |
+//! |---|---|---|---|
+//! | `CONTEXT.attempt` ([`AttemptSlot`]) | the innermost attempt: layer, number, max, key / frame / stream-request bits, violations to report | [`exchange::install`] / [`exchange::restore`]; `current_attempt` (key bit), a stream (request bit), a nested loop (violations), `#[timeout]` alone (frame bit) | each poll of an attempt |
+//! | `CONTEXT.key` | that attempt's idempotency key | the exchange (swap), `current_attempt` (draw) | a poll where either attempt has a key |
+//! | `CONTEXT.budget` ([`Budget`]) | the outermost call's attempt budget | the exchange of the call that owns it; nested calls' retries | each poll of the outermost call |
+//! | `CONTEXT.connect` ([`ConnectLimit`]) | the attempt's connect limit, and whether a boundary read it | a [`Swap`] in `connect::poll_under`; `connect()` and the reqwest connector mark it read | each poll of an attempt with `connect` |
+//! | `CONTEXT.policy` | the task policy in force, and `scoped`, whether there is one (kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |
+//! | `STREAM` ([`StreamFrame`]) | the limits a stream awaited in the innermost fn takes | a [`Swap`] in a call's poll (once a stream asked) or `#[timeout]` alone | each such poll |
+//! | `events::OBSERVERS` | the observers of the futures being polled, outermost first (a stack) | `events::observe`, `task::carry` | each poll of those |
+//! | `run::violation::PENDING` | a nested loop's half of a layer-violation report, until the outer call names itself | the nested call's first poll; the outer call's restore | only when the rule is broken |
+//! | `connect::SEEN_SETTLED` | fns this thread knows are settled about their connect limit | the end of an attempt with `connect` | once per fn and thread |
+//! | `engine` jitter generator | the thread's jitter source (fastrand) | each jittered delay; `seed_thread_jitter` | a retry |
+//! | static `connect::SETTLED` | fns whose connect limit was reached or reported unused | the end of an attempt with `connect` | once per fn |
+//! | static `connect::CONNECTOR_USED` | a client from `http::client_builder` has connected | its connector | its first connection |
+//! | static `run::violation::WARNED` | pairs of fns already warned about | a layer violation | once per pair |
+
+use core::cell::{Cell, RefCell};
+
+use crate::key::IdempotencyKey;
+use crate::policy::TaskPolicy;
+
+mod budget;
+mod connect;
+pub(crate) mod exchange;
+mod frame;
+mod scoped;
+mod slot;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use budget::Budget;
+pub(crate) use connect::{Connect, ConnectLimit, connect_limit};
+pub(crate) use frame::{Frame, FrameInForce, OnceFrame, StreamFrame, stream_frame};
+pub(crate) use scoped::{Policy, Scoped, with_policy};
+pub(crate) use slot::AttemptSlot;
+
+/// A value put in force on the thread for one poll: its place, and how a
+/// value is swapped with it. The types implementing it name the places.
+pub(crate) trait Ambient: 'static {
+    /// What the place holds.
+    type Value;
+    /// Swaps `value` with the one in force.
+    fn swap(value: &mut Self::Value);
+}
+
+/// `A`'s value in force until the guard drops, when the outer one is put
+/// back (a panic included) and `value` gets what the poll left in force.
+pub(crate) struct Swap<'a, A: Ambient> {
+    value: &'a mut A::Value,
+}
+
+impl<'a, A: Ambient> Swap<'a, A> {
+    /// Puts `value` in force; `value` holds the outer one until the drop.
+    #[inline]
+    pub(crate) fn new(value: &'a mut A::Value) -> Swap<'a, A> {
+        A::swap(value);
+        Swap { value }
+    }
+}
+
+impl<A: Ambient> Drop for Swap<'_, A> {
+    #[inline]
+    fn drop(&mut self) {
+        A::swap(self.value);
+    }
+}
+
+/// What is in force for the attempt being polled: one thread-local, a cell
+/// per piece, so that a poll moves only the pieces it changes.
+struct Context {
+    /// The budget of the outermost retried call.
+    budget: Cell<Option<Budget>>,
+    /// The connect limit of the attempt, its layer, and whether a connect
+    /// boundary has read it.
+    connect: Cell<Option<ConnectLimit>>,
+    /// The innermost attempt.
+    attempt: Cell<AttemptSlot>,
+    /// Its key, when it has one (`HAS_KEY`).
+    key: Cell<IdempotencyKey>,
+    /// Whether `policy` holds one: read with the rest on a call's first
+    /// poll, written only by the swap of `policy`.
+    scoped: Cell<bool>,
+    /// The task policy in force.
+    policy: RefCell<Option<TaskPolicy>>,
+}
+
+std::thread_local! {
+    static CONTEXT: Context = const {
+        Context {
+            budget: Cell::new(None),
+            connect: Cell::new(None),
+            attempt: Cell::new(AttemptSlot::NONE),
+            key: Cell::new(IdempotencyKey::UNDRAWN),
+            scoped: Cell::new(false),
+            policy: RefCell::new(None),
+        }
+    };
+    /// The frame of the innermost annotated fn that has put one in force
+    /// (the innermost attempt's when its slot says `HAS_STREAM`). A
+    /// thread-local of its own: only calls past their first poll touch it,
+    /// and [`Context`] keeps the layout the first poll is tuned for.
+    static STREAM: Cell<Option<StreamFrame>> = const { Cell::new(None) };
+}

@@ -1,0 +1,143 @@
+//! [`AttemptSlot`]: the attempt in force, packed in one word, and the layer
+//! rule as a bit table over it.
+
+use crate::Layer;
+
+/// The attempt being polled, as [`current_attempt`](crate::current_attempt)
+/// reports it, packed in one `u64` (0: none), so that putting it in force
+/// and taking it back are one store and one load: a wider value written
+/// field by field and read back whole stalls the CPU's store forwarding,
+/// which a ready attempt would pay on every call. Its key lives in a cell
+/// of its own, touched only by a call that has one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AttemptSlot(u64);
+
+const PRESENT: u64 = 1 << 63;
+/// The key cell holds this attempt's key.
+const HAS_KEY: u64 = 1 << 62;
+/// The stream cell holds the frame of this attempt's fn.
+const HAS_STREAM: u64 = 1 << 61;
+/// A stream polled in this attempt asked for its fn's frame, which the fn
+/// then puts in force from its next poll on: a call whose body awaits no
+/// stream never does.
+const WANTS_STREAM: u64 = 1 << 39;
+/// How many loops that break the stratification started inside this
+/// attempt during its poll (bits 42–60), each waiting in
+/// [`violation`](crate::run::violation) for the outer call's name,
+/// which its [`restore`](super::exchange::restore) gives: no other poll pays for it.
+const VIOLATIONS: u64 = ((1 << 19) - 1) << VIOLATIONS_SHIFT;
+const VIOLATIONS_SHIFT: u32 = 42;
+// The flags and the counter each have bits of their own.
+const _: () = assert!(VIOLATIONS & (WANTS_STREAM | HAS_STREAM | HAS_KEY | PRESENT) == 0);
+// Clear of the counts (bits 0–31) and of the layer (40–41).
+const _: () = assert!(WANTS_STREAM & (0xffff_ffff | 3 << 40) == 0);
+
+impl AttemptSlot {
+    pub(super) const NONE: AttemptSlot = AttemptSlot(0);
+
+    /// Attempt `attempt` of `max_attempts` at `layer` (both at most 65 535).
+    #[inline]
+    pub(crate) fn new(layer: Layer, attempt: u32, max_attempts: u32, has_key: bool) -> Self {
+        let key = if has_key { HAS_KEY } else { 0 };
+        AttemptSlot(
+            PRESENT
+                | key
+                | (layer as u64) << 40
+                | u64::from(max_attempts.min(0xffff)) << 16
+                | u64::from(attempt.min(0xffff)),
+        )
+    }
+
+    pub(crate) fn layer(self) -> Layer {
+        // Two bits hold the layer.
+        const _: () = assert!(Layer::ALL.len() <= 4);
+        Layer::ALL[self.layer_index() as usize]
+    }
+    /// The layer as its index in [`Layer::ALL`] (its discriminant).
+    pub(super) fn layer_index(self) -> u64 {
+        (self.0 >> 40) & 3
+    }
+    pub(crate) fn attempt(self) -> u32 {
+        (self.0 & 0xffff) as u32
+    }
+    pub(crate) fn max_attempts(self) -> u32 {
+        ((self.0 >> 16) & 0xffff) as u32
+    }
+    pub(super) fn present(self) -> bool {
+        self.0 & PRESENT != 0
+    }
+    pub(super) fn has_key(self) -> bool {
+        self.0 & HAS_KEY != 0
+    }
+    /// The same attempt, with its key in the key cell.
+    pub(super) fn with_key(self) -> AttemptSlot {
+        AttemptSlot(self.0 | HAS_KEY)
+    }
+    /// The same attempt, with its fn's frame in the stream cell.
+    #[inline(always)]
+    pub(crate) fn with_stream(self) -> AttemptSlot {
+        AttemptSlot(self.0 | HAS_STREAM)
+    }
+    pub(super) fn has_stream(self) -> bool {
+        self.0 & HAS_STREAM != 0
+    }
+    /// The same attempt, no longer saying its fn's frame is in force.
+    pub(super) fn without_stream(self) -> AttemptSlot {
+        AttemptSlot(self.0 & !HAS_STREAM)
+    }
+    /// The same attempt, asking its fn for its frame.
+    pub(super) fn asking_for_stream(self) -> AttemptSlot {
+        AttemptSlot(self.0 | WANTS_STREAM)
+    }
+    /// Whether a stream polled in this attempt asked for its fn's frame.
+    pub(super) fn wants_stream(self) -> bool {
+        self.0 & WANTS_STREAM != 0
+    }
+    /// Whether either of two attempts has a key in the key cell.
+    #[inline(always)]
+    pub(super) fn either_has_key(self, other: AttemptSlot) -> bool {
+        (self.0 | other.0) & HAS_KEY != 0
+    }
+    /// Whether the end of a poll has more to do than put `outer` back: a key
+    /// to swap, violations to report, a stream's request. One test for all:
+    /// a call that is not nested has no outer attempt, nothing nested broke
+    /// the stratification, and no stream asked for a frame.
+    #[inline(always)]
+    pub(super) fn to_settle(self, outer: AttemptSlot) -> bool {
+        (self.0 | outer.0) & (HAS_KEY | VIOLATIONS | WANTS_STREAM) != 0
+    }
+    /// The same attempt with one more violation to report, unless its count is full.
+    pub(super) fn with_violation(self) -> Option<AttemptSlot> {
+        (self.0 & VIOLATIONS != VIOLATIONS).then_some(AttemptSlot(self.0 + (1 << VIOLATIONS_SHIFT)))
+    }
+    /// Whether a loop of `inner` started inside this attempt breaks the
+    /// stratification (one bit test: the report is the rare path).
+    #[inline]
+    pub(super) fn broken_by(self, inner: Layer) -> bool {
+        self.present() && BREAKS >> (self.layer_index() * 4 + inner as u64) & 1 != 0
+    }
+    /// The violations started inside this attempt's poll and not yet reported.
+    pub(super) fn violations(self) -> u32 {
+        ((self.0 & VIOLATIONS) >> VIOLATIONS_SHIFT) as u32
+    }
+}
+/// [`LayerViolation::breaks`](crate::events::LayerViolation::breaks) as a
+/// table: bit `outer * 4 + inner`, the layers as the slot numbers them.
+const BREAKS: u64 = {
+    let mut table = 0;
+    let mut outer = 0;
+    while outer < 4 {
+        let mut inner = 0;
+        while inner < 4 {
+            let (o, i) = (Layer::ALL[outer], Layer::ALL[inner]);
+            // The slot numbers a layer as its discriminant, `inner` too.
+            assert!(o as usize == outer && i as usize == inner);
+            if crate::events::LayerViolation::breaks(o, i) {
+                table |= 1 << (outer * 4 + inner);
+            }
+            inner += 1;
+        }
+        outer += 1;
+    }
+    table
+};

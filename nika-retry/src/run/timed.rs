@@ -1,0 +1,147 @@
+//! [`TimedCall`]: a call of a fn with `#[retry]` and `#[timeout]`, and
+//! [`Timed`], one of its attempts under its time limits.
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::bounds::RetryResult;
+use super::call::Call;
+use super::site::{AttemptLimits, Site};
+use crate::ambient::{ConnectLimit, Frame, Swap};
+use crate::connect;
+use crate::time::{Progress, TimeLimited, Total};
+use crate::{Classify, RetryConfig, TimeoutError};
+
+/// One call of a fn with `#[retry]` and `#[timeout]`: the [`Call`], and
+/// what its time limits share across attempts.
+#[derive(Debug)]
+pub struct TimedCall {
+    call: Call,
+    /// The total deadline, and the limit it came from (for the error).
+    deadline: Option<Total>,
+    /// Tells the attempts' own wake-ups from others', for `read`: allocated
+    /// once an attempt with a `read` limit has gone pending.
+    progress: Option<Arc<Progress>>,
+}
+
+impl TimedCall {
+    /// A call of `site`, bounded in all by `total` if given.
+    #[inline(always)]
+    pub fn new(site: &'static Site, total: Option<Duration>) -> TimedCall {
+        TimedCall {
+            call: Call::new(site),
+            deadline: Total::from_now(total),
+            progress: None,
+        }
+    }
+
+    /// [`TimedCall::new`] for a fn whose return type names `Started` ([`Call::streamed`]).
+    #[inline(always)]
+    pub fn streamed(site: &'static Site, total: Option<Duration>) -> TimedCall {
+        TimedCall {
+            call: Call::streamed(site),
+            ..TimedCall::new(site, total)
+        }
+    }
+
+    /// Runs one attempt under `limits` and the call's total deadline.
+    /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
+    /// the fn's error type (as for [`once`](super::once)), so that a
+    /// missing `From<TimeoutError>` is reported there and nowhere in here.
+    #[inline]
+    pub fn timed<F, T, E>(
+        &mut self,
+        limits: AttemptLimits,
+        fut: F,
+        into_error: fn(TimeoutError) -> E,
+    ) -> Timed<'_, F, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let (inner, connect) = limits.arm(fut, self.call.site.layer);
+        Timed {
+            inner,
+            connect,
+            call: self,
+            into_error,
+        }
+    }
+
+    /// [`Call::next`], under the call's total deadline.
+    #[inline(always)]
+    pub fn next<R, C>(
+        &mut self,
+        result: &R,
+        config: C,
+        self_type: Option<fn() -> &'static str>,
+    ) -> Option<Instant>
+    where
+        R: RetryResult,
+        R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
+    {
+        self.call
+            .next_within(self.deadline, result, config, self_type)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt under its time limits; an expiry becomes the fn's error.
+    pub struct Timed<'a, F, E> {
+        #[pin]
+        inner: TimeLimited<F>,
+        connect: Option<ConnectLimit>,
+        // For its total deadline, its budget and its attempt's context.
+        call: &'a mut TimedCall,
+        // A fn pointer rather than an `E: FromTimeout` bound here or the fn
+        // item the expansion names (which would save its 8 bytes), so that
+        // a missing `From<TimeoutError>` is reported once, where the
+        // expansion names `FromTimeout::from_timeout`: a bound on `Fn`
+        // would check the fn item's own bound again at each use.
+        into_error: fn(TimeoutError) -> E,
+    }
+}
+
+impl<F, T, E> Future for Timed<'_, F, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    type Output = Result<T, E>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let into_error = *this.into_error;
+        let TimedCall {
+            call,
+            deadline,
+            progress,
+        } = this.call;
+        let inner = this.inner;
+        connect::poll_under(this.connect, call.site.operation, || {
+            let framed = call.streams;
+            let mut frame = if framed {
+                call.frame(inner.read_limit(), *deadline)
+            } else {
+                None
+            };
+            let _frame = framed.then(|| Swap::<Frame>::new(&mut frame));
+            let entered = call.enter(framed);
+            let call = &mut *entered.call;
+            let timed_out = &mut call.timed_out;
+            let polled = inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
+                *timed_out = true;
+                Err(into_error(e))
+            });
+            if polled.is_pending() {
+                call.went_pending();
+            }
+            polled
+        })
+    }
+}
