@@ -73,7 +73,8 @@ const fn ms(n: u64) -> Duration {
 }
 
 impl RetryConfig {
-    /// The defaults of ADR-019 for `layer`: the table "The layers" in the crate README.
+    /// The defaults of ADR-019 for `layer`: the table "The layers" in the crate
+    /// README (`docs/layers.md` says where they come from).
     ///
     /// | layer | attempts | backoffs | jitter | retries | `max_retry_after` |
     /// |---|---|---|---|---|---|

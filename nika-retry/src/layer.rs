@@ -5,7 +5,7 @@
 use core::fmt;
 use core::str::FromStr;
 
-/// The layer that owns a retry loop (ADR-019).
+/// The layer that owns a retry loop (ADR-019; `docs/layers.md` says what it decides).
 ///
 /// | layer | owner | retries by default |
 /// |---|---|---|

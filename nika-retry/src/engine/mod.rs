@@ -277,7 +277,8 @@ impl RetryState {
         } else {
             fastrand::Rng::new()
         };
-        // A u64 draw whenever it can be, so that a seed gives the schedules it always gave.
+        // A u64 draw whenever it can be: a seeded test's schedule must not
+        // change with the width of the span drawn from.
         let drawn = match u64::try_from(span) {
             Ok(span) => u128::from(rng.u64(0..=span)),
             Err(_) => rng.u128(0..=span),

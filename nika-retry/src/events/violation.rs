@@ -7,7 +7,8 @@ use crate::Layer;
 /// A retry loop started inside an attempt of another loop of the same layer
 /// (two `http` loops nested: their attempts multiply) or of a lower one (a
 /// `provider` loop inside an `http` attempt: the layers upside down), which
-/// breaks the stratification ADR-019 projects (ADR-006).
+/// breaks the stratification ADR-019 projects (ADR-006; both are
+/// summarised in `docs/layers.md`).
 ///
 /// Reported to the observers in force where the inner loop started, through
 /// [`RetryObserver::on_layer_violation`](super::RetryObserver::on_layer_violation),

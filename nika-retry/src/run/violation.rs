@@ -1,4 +1,4 @@
-//! Stratification (ADR-006): a retry loop that starts inside an attempt of
+//! Stratification (ADR-006, `docs/layers.md`): a retry loop that starts inside an attempt of
 //! a loop of the same or a lower layer is reported, as a
 //! [`LayerViolation`], to the observers in force where it started and, once
 //! per pair of fns in the process, as a `tracing` warning.

@@ -135,7 +135,7 @@ fn expired(boundary: Boundary, limit: Duration) -> Item {
 }
 
 #[tokio::test(start_paused = true)]
-async fn ready_items_touch_no_timer_and_no_clock() {
+async fn ready_items_touch_no_timer_and_take_no_time() {
     let start = Instant::now();
     let mut items = under(
         Ready { next: 0, end: 1000 },
@@ -211,12 +211,14 @@ async fn total_ends_a_long_live_stream() {
 async fn the_earlier_of_read_and_total_names_the_boundary() {
     let (stream, _tx) = script(vec![ok(10, 1), Step::Stall]);
     // Total at 50 ms, before the read limit of the stall (10 + 100 ms).
+    let start = Instant::now();
     let mut items = under(stream, limits(Some(ms(100)), Some(ms(50))));
     assert_eq!(next(&mut items).await, Some(Ok(1)));
     assert_eq!(
         next(&mut items).await,
         Some(expired(Boundary::Total, ms(50)))
     );
+    assert_eq!(Instant::now() - start, ms(50), "cut at total, not at read");
 
     // Total alone cuts a stall at its deadline.
     let (stream, _tx) = script(vec![Step::Stall]);

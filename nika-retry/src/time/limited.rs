@@ -504,13 +504,25 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn later_attempts_reuse_the_calls_progress() {
-        let mut progress = None;
+        let mut progress: Option<Arc<Progress>> = None;
+        let mut seen = Vec::new();
         for _ in 0..3 {
             let d = deadline(stream(ms(100), 3, u32::MAX, Duration::ZERO)).inactive(Some(ms(500)));
             let mut d = std::pin::pin!(d);
-            let out = core::future::poll_fn(|cx| d.as_mut().poll_until(cx, &None, &mut progress));
+            let out = core::future::poll_fn(|cx| {
+                let polled = d.as_mut().poll_until(cx, &None, &mut progress);
+                // The progress each attempt runs under, while it runs.
+                seen.extend(progress.as_ref().map(Arc::as_ptr));
+                polled
+            });
             assert_eq!(out.await, Ok(3));
         }
+        let first = seen.first().copied().expect("the attempts went pending");
+        assert!(seen.len() >= 3, "{} polls", seen.len());
+        assert!(
+            seen.iter().all(|p| core::ptr::eq(*p, first)),
+            "every attempt ran under the first attempt's progress"
+        );
         let shared = progress.expect("allocated by the first attempt that went pending");
         assert_eq!(
             Arc::strong_count(&shared),
