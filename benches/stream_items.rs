@@ -3,6 +3,8 @@
 //! once, drained in one poll, through
 //!
 //! - `raw`: the stream itself;
+//! - `boxed`: the stream as `Pin<Box<dyn Stream>>`, one indirect call per
+//!   item: the yardstick for what an adapter may cost;
 //! - `started`: `nika_retry::stream::started` outside an annotated fn (no limit);
 //! - `started_read`: `started` in a `#[retry] #[timeout(read = "120s")]` fn,
 //!   so that the `Started` carries a read limit;
@@ -78,6 +80,11 @@ fn ready() -> Ready {
     }
 }
 
+/// `ready()` behind a vtable the optimiser cannot see through.
+fn boxed() -> Pin<Box<dyn Stream<Item = Result<u32, Error>>>> {
+    black_box(Box::pin(ready()))
+}
+
 /// Polls `stream` until it ends, in one poll when every item is ready;
 /// returns how many items it yielded.
 async fn drain<S: Stream>(stream: S) -> u32 {
@@ -141,6 +148,7 @@ fn per_item(c: &mut Criterion) {
         .sample_size(50)
         .throughput(Throughput::Elements(u64::from(ITEMS)));
     group.bench_function("raw", |b| b.to_async(&rt).iter(|| drain(ready())));
+    group.bench_function("boxed", |b| b.to_async(&rt).iter(|| drain(boxed())));
     group.bench_function("started", |b| {
         b.to_async(&rt).iter(|| async {
             let started = stream::started(ready()).await.expect("no error");
@@ -177,6 +185,7 @@ fn check() {
         .expect("a runtime");
     rt.block_on(async {
         assert_eq!(drain(ready()).await, ITEMS);
+        assert_eq!(drain(boxed()).await, ITEMS);
         let started = stream::started(ready()).await.expect("no error");
         assert_eq!(drain(started).await, ITEMS);
         let started = open().await.expect("no error");
@@ -203,6 +212,7 @@ fn run_one(contender: &str, n: u32) {
         for _ in 0..n {
             let items = match contender {
                 "stream_items/raw" => drain(ready()).await,
+                "stream_items/boxed" => drain(boxed()).await,
                 "stream_items/started" => drain(stream::started(ready()).await.expect("ok")).await,
                 "stream_items/started_read" => drain(open().await.expect("ok")).await,
                 "stream_items/tokio_stream_timeout" => {

@@ -75,11 +75,10 @@ pin_project_lite::pin_project! {
         // `None` once it has ended or expired.
         #[pin]
         stream: Option<S>,
-        held: std::vec::IntoIter<S::Item>,
-        // The content item, after the held ones.
-        content: Option<S::Item>,
-        // Whether `held` or `content` has an item left.
-        replaying: bool,
+        // What is left to replay before the stream is polled again; `None`
+        // once replayed, so the hot path tests one niche, not a flag kept
+        // in step with two fields.
+        replay: Option<Replay<S::Item>>,
         // `None`: no limit, and no timer ever.
         limits: Option<Carried>,
         // Armed the first time the stream waits under a limit; boxed so that
@@ -99,11 +98,13 @@ impl<S: Stream> Started<S> {
         limits: Option<Carried>,
         time_to_first_content: Duration,
     ) -> Started<S> {
-        Started {
-            replaying: !held.is_empty() || content.is_some(),
-            stream,
+        let replay = (!held.is_empty() || content.is_some()).then(|| Replay {
             held: held.into_iter(),
             content,
+        });
+        Started {
+            stream,
+            replay,
             limits,
             timer: None,
             moved: false,
@@ -160,11 +161,10 @@ where
 
     #[inline]
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.replaying {
-            let this = self.project();
-            return Poll::Ready(replay(this.held, this.content, this.replaying));
-        }
         let this = self.as_mut().project();
+        if this.replay.is_some() {
+            return Poll::Ready(replay(this.replay));
+        }
         let Some(stream) = this.stream.as_pin_mut() else {
             return Poll::Ready(None);
         };
@@ -183,7 +183,7 @@ where
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let replay = self.held.len() + usize::from(self.content.is_some());
+        let replay = self.replay.as_ref().map_or(0, Replay::len);
         let Some(stream) = &self.stream else {
             return (replay, Some(replay));
         };
@@ -250,19 +250,32 @@ where
     }
 }
 
-/// The next held item, then the content item.
+/// The items a `Started` yields before it polls its stream again.
+struct Replay<I> {
+    held: std::vec::IntoIter<I>,
+    // The content item, after the held ones.
+    content: Option<I>,
+}
+
+impl<I> Replay<I> {
+    fn len(&self) -> usize {
+        self.held.len() + usize::from(self.content.is_some())
+    }
+}
+
+/// The next item to replay; the replay ends (and its buffer is freed) with
+/// its last item.
 ///
 /// Inlined, not `#[cold]`: a call here returns the item through memory,
 /// and the item every later poll gives then takes that way too: a copy
 /// through the stack on every item of the stream, not only the replayed ones.
 #[inline]
-fn replay<I>(
-    held: &mut std::vec::IntoIter<I>,
-    content: &mut Option<I>,
-    replaying: &mut bool,
-) -> Option<I> {
-    let item = held.next().or_else(|| content.take());
-    *replaying = held.len() > 0 || content.is_some();
+fn replay<I>(slot: &mut Option<Replay<I>>) -> Option<I> {
+    let left = slot.as_mut()?;
+    let item = left.held.next().or_else(|| left.content.take());
+    if left.len() == 0 {
+        *slot = None;
+    }
     item
 }
 
@@ -283,7 +296,7 @@ where
     E: StreamError,
 {
     fn is_terminated(&self) -> bool {
-        !self.replaying && self.stream.is_none()
+        self.replay.is_none() && self.stream.is_none()
     }
 }
 
@@ -291,10 +304,7 @@ impl<S: Stream> fmt::Debug for Started<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Started")
             .field("stream", &core::any::type_name::<S>())
-            .field(
-                "to_replay",
-                &(self.held.len() + usize::from(self.content.is_some())),
-            )
+            .field("to_replay", &self.replay.as_ref().map_or(0, Replay::len))
             .field("read", &self.limits.and_then(|l| l.read))
             .field(
                 "total",
