@@ -64,12 +64,6 @@ impl Headers for HeaderMap {
     }
 }
 
-impl crate::__private::HttpStatus for reqwest::StatusCode {
-    fn status(&self) -> Option<u16> {
-        Some(self.as_u16())
-    }
-}
-
 /// The category of a response and the server's wait hint from its headers
 /// (`retry-after-ms`, `x-amz-retry-after`, `grpc-retry-pushback-ms`, then
 /// `Retry-After` in either form), for a transport that turns a non-success

@@ -22,6 +22,13 @@ impl HttpStatus for u16 {
     }
 }
 
+#[cfg(feature = "reqwest")]
+impl HttpStatus for reqwest::StatusCode {
+    fn status(&self) -> Option<u16> {
+        Some(self.as_u16())
+    }
+}
+
 impl<S: HttpStatus> HttpStatus for Option<S> {
     fn status(&self) -> Option<u16> {
         self.as_ref().and_then(HttpStatus::status)
