@@ -6,6 +6,8 @@
 pub mod doc;
 pub mod fault;
 pub mod logs;
+#[cfg(feature = "redis")]
+pub mod redis_server;
 pub mod verb;
 
 /// `docs/tools-and-tasks.md`: each of its Rust snippets is compiled and run
