@@ -124,7 +124,7 @@ impl Transport {
         if let Some(attempt) = nika_retry::current_attempt() {
             request = request
                 .header("Idempotency-Key", attempt.idempotency_key.to_string())
-                .header("X-Retry-Count", attempt.retries());
+                .header("X-Retry-Count", attempt.total_retries);
         }
         let response = request.send().await?;
         let (_, retry_after) = nika_retry::http::classify_response(&response);
@@ -269,7 +269,7 @@ impl Provider {
         if let Some(attempt) = nika_retry::current_attempt() {
             request = request
                 .header("Idempotency-Key", attempt.idempotency_key.to_string())
-                .header("X-Retry-Count", attempt.retries());
+                .header("X-Retry-Count", attempt.total_retries);
         }
         let response = request.send().await.map_err(HttpError::from)?;
         let status = response.status();

@@ -1,16 +1,17 @@
 //! The attempt context and the idempotency key (README, "The attempt
 //! context"): inside the body, `current_attempt()` says which attempt of
-//! which layer runs and gives the call's key, 128 random bits drawn once per
-//! call and the same for all its attempts, `Display`ed as UUID text. Every
-//! attempt of a transport call sends it with its retry count; the next call,
-//! and a nested call, has a key of its own.
+//! which layer runs and gives the logical request's key, 128 random bits
+//! drawn once per call of the outermost annotated fn and the same for all
+//! its attempts and every call nested in them, `Display`ed as UUID text.
+//! Every request sends it with the retries taken so far across the layers;
+//! the next outermost call has a key of its own.
 
 use std::sync::Mutex;
 
 use nika_retry::{AttemptInfo, Layer, current_attempt, retry};
 use nika_retry_tests::Script;
 use nika_retry_tests::fault::{Fault, FaultServer};
-use nika_retry_tests::verb::{RequestOptions, Transport};
+use nika_retry_tests::verb::{Provider, RequestOptions, Transport};
 
 type ScriptError = nika_retry_tests::ProviderError;
 
@@ -44,6 +45,42 @@ async fn every_attempt_of_a_call_sends_its_key_and_the_next_call_a_new_one() {
     }
 }
 
+/// The keys and the retry counts the server saw, in order.
+fn sent(server: &FaultServer) -> (Vec<String>, Vec<String>) {
+    server
+        .hits()
+        .into_iter()
+        .map(|h| {
+            let key = h.idempotency_key.expect("an Idempotency-Key");
+            (key, h.retry_count.expect("an X-Retry-Count"))
+        })
+        .unzip()
+}
+
+#[tokio::test]
+async fn a_transport_under_a_provider_sends_one_key_per_provider_call() {
+    // A transport retry, a provider retry (429), a transport retry, the
+    // answer; then a second provider call, answered at once.
+    let server = FaultServer::start([
+        Fault::Status(503),
+        Fault::RateLimited { retry_after_ms: 10 },
+        Fault::Status(503),
+        Fault::ok("first"),
+        Fault::ok("second"),
+    ])
+    .await;
+    let provider = Provider::new(Transport::new(
+        server.url(""),
+        RequestOptions::fast_retries(),
+    ));
+    assert_eq!(provider.complete("x").await.unwrap(), "first");
+    assert_eq!(provider.complete("x").await.unwrap(), "second");
+    let (keys, counts) = sent(&server);
+    assert_eq!(counts, ["0", "1", "2", "3", "0"], "across both layers");
+    assert!(keys[..4].iter().all(|k| *k == keys[0]), "{keys:?}");
+    assert_ne!(keys[3], keys[4], "a new provider call, a new key");
+}
+
 /// Records its attempt before and after a nested call, which records its own.
 #[retry(layer = "provider", backoff = "10ms", jitter = 0.0)]
 async fn outer_call(script: &Script, seen: &Mutex<Vec<AttemptInfo>>) -> Result<u32, ScriptError> {
@@ -69,7 +106,7 @@ async fn inner_call(seen: &Mutex<Vec<AttemptInfo>>) -> Result<(), ScriptError> {
 }
 
 #[tokio::test(start_paused = true)]
-async fn nested_calls_each_see_their_own_attempt_and_key() {
+async fn nested_calls_see_their_own_attempt_and_the_outermost_calls_key() {
     let seen = Mutex::new(vec![]);
     let script = Script::new(1, ScriptError::status(503));
     assert_eq!(outer_call(&script, &seen).await, Ok(2));
@@ -87,11 +124,24 @@ async fn nested_calls_each_see_their_own_attempt_and_key() {
             (Layer::Provider, 2, 3)
         ]
     );
-    assert_eq!(seen[1].idempotency_key, seen[3].idempotency_key, "one call");
-    assert_ne!(
-        seen[0].idempotency_key, seen[2].idempotency_key,
-        "two calls"
+    let totals: Vec<u32> = seen.iter().map(|i| i.total_retries).collect();
+    assert_eq!(
+        totals,
+        [0, 0, 1, 1],
+        "the provider's retry counts in the http call"
     );
-    assert_ne!(seen[0].idempotency_key, seen[1].idempotency_key);
+    let own: Vec<u32> = seen.iter().map(AttemptInfo::retries).collect();
+    assert_eq!(own, [0, 0, 0, 1], "each loop's own");
+    let key = seen[0].idempotency_key;
+    assert!(seen.iter().all(|i| i.idempotency_key == key), "{seen:?}");
+
+    // The next outermost call draws a new key (a key drawn in a nested
+    // call, the provider's never read: the test above).
+    let again = Mutex::new(vec![]);
+    let script = Script::new(0, ScriptError::status(503));
+    assert_eq!(outer_call(&script, &again).await, Ok(1));
+    let again = again.into_inner().unwrap();
+    assert_ne!(again[0].idempotency_key, key, "a new call, a new key");
+    assert_eq!(again[0].idempotency_key, again[1].idempotency_key);
     assert_eq!(current_attempt(), None);
 }

@@ -1,5 +1,5 @@
 //! [`current_attempt`]: which attempt of which call the body is running, and
-//! the call's idempotency key.
+//! the logical request's idempotency key.
 
 use crate::Layer;
 use crate::ambient::exchange;
@@ -9,7 +9,11 @@ use crate::key::IdempotencyKey;
 ///
 /// A transport sends the key and the retry count the way the
 /// Stainless-generated LLM SDKs do, so that a server can tell a retry from a
-/// new request:
+/// new request: `idempotency_key` and [`total_retries`](AttemptInfo::total_retries),
+/// both about the logical request (the outermost annotated call), so that
+/// a transport under a provider sends the same key on every request of one
+/// provider call, its provider's retries included, and a count that goes
+/// on from one provider attempt to the next:
 ///
 /// ```
 /// use nika_retry::{current_attempt, retry, Classify};
@@ -23,7 +27,7 @@ use crate::key::IdempotencyKey;
 ///     let info = current_attempt().expect("inside a #[retry] fn");
 ///     // As headers: `Idempotency-Key: {key}`, `X-Retry-Count: {retries}`.
 ///     let mut sent = sent.lock().unwrap();
-///     sent.push((info.idempotency_key.to_string(), info.retries()));
+///     sent.push((info.idempotency_key.to_string(), info.total_retries));
 ///     if sent.len() < 2 { Err(Reset) } else { Ok(()) }
 /// }
 ///
@@ -49,29 +53,46 @@ pub struct AttemptInfo {
     /// first attempt sees the attribute's value (or the task's `retry:`),
     /// since the expression is only evaluated when an attempt fails.
     pub max_attempts: u32,
-    /// The call's key: drawn once per call, the same for all its attempts.
+    /// The logical request's key: drawn once per call of the outermost
+    /// annotated fn, the same for all its attempts and for every attempt of
+    /// every annotated call nested in them; the next outermost call draws
+    /// a new one. The value of an `Idempotency-Key` header.
     pub idempotency_key: IdempotencyKey,
+    /// The retries taken so far across all the layers of the logical
+    /// request, this loop's and the loops around and under it: 0 on the
+    /// request's first attempt, one more on each retry at any layer. The
+    /// value of a retry-count header (for a server, every attempt after the
+    /// first one is a retry, whichever layer made it).
+    pub total_retries: u32,
 }
 
 impl AttemptInfo {
-    /// The retries before this attempt (`attempt − 1`): the value of a retry-count header.
+    /// The retries of the innermost loop before this attempt (`attempt − 1`):
+    /// its own, restarting from 0 on each call of the fn (in a transport,
+    /// on each attempt of the provider around it). A retry-count header
+    /// says [`total_retries`](AttemptInfo::total_retries).
     pub fn retries(&self) -> u32 {
         self.attempt.saturating_sub(1)
     }
 }
 
 /// The attempt being run, when called from inside the body of a `#[retry]`
-/// fn (the innermost one, if they nest); `None` anywhere else.
+/// fn; `None` anywhere else. When annotated calls nest, the layer and the
+/// attempt are the innermost loop's, the key and the total retries the
+/// logical request's (the outermost call's).
 ///
-/// Costs one thread-local read, and no allocation; the call's idempotency
-/// key is drawn the first time it is read.
+/// Costs one thread-local read, and no allocation; the request's
+/// idempotency key is drawn the first time it is read.
 pub fn current_attempt() -> Option<AttemptInfo> {
-    let (slot, key) = exchange::attempt(IdempotencyKey::draw)?;
+    let (slot, key, budget) = exchange::attempt(IdempotencyKey::draw)?;
+    let retries = slot.attempt().saturating_sub(1);
     Some(AttemptInfo {
         layer: slot.layer(),
         attempt: slot.attempt(),
         max_attempts: slot.max_attempts(),
         idempotency_key: key,
+        // The outermost call's budget counts one plus every retry taken.
+        total_retries: budget.map_or(retries, |b| b.used().saturating_sub(1)),
     })
 }
 

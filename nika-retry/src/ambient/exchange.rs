@@ -16,22 +16,25 @@ pub(crate) fn take_from_budget() {
     CONTEXT.with(|c| c.budget.set(c.budget.get().map(Budget::took_one)));
 }
 
-/// The attempt being polled and its key, drawn with `draw` if it has none yet.
+/// The attempt being polled, its key (the logical request's: drawn with
+/// `draw` if it has none yet) and the budget in force (the outermost
+/// call's, whose count is the retries taken across all layers).
 pub(crate) fn attempt(
     draw: impl FnOnce() -> IdempotencyKey,
-) -> Option<(AttemptSlot, IdempotencyKey)> {
+) -> Option<(AttemptSlot, IdempotencyKey, Option<Budget>)> {
     CONTEXT.with(|c| {
         let slot = c.attempt.get();
         if !slot.present() {
             return None;
         }
+        let budget = c.budget.get();
         if slot.has_key() {
-            return Some((slot, c.key.get()));
+            return Some((slot, c.key.get(), budget));
         }
         let key = draw();
         c.key.set(key);
         c.attempt.set(slot.with_key());
-        Some((slot, key))
+        Some((slot, key, budget))
     })
 }
 
@@ -75,25 +78,36 @@ pub(crate) struct Outer {
 
 /// Puts a call's attempt in force for one poll, with its budget if it owns
 /// one (the outermost call); returns what it replaced, for [`restore`].
-/// If either attempt has a key, `key` (the call's) is swapped with the one
-/// in force, so that `key` holds the outer attempt's until [`restore`]
-/// swaps them back. Inlined into the poll, where all of it stays in
-/// registers: a poll costs one access in and one out.
+///
+/// One key per logical request: the owner of the budget holds the key in
+/// `key` between its polls and swaps it with the one in force when either
+/// attempt has one, so that `key` holds the outer attempt's until
+/// [`restore`] swaps them back; a nested call holds none of its own but
+/// takes the bit of the attempt around it, and so reads the outermost
+/// call's key. Inlined into the poll, where all of it stays in registers: a
+/// poll costs one access in and one out.
 #[inline(always)]
 pub(crate) fn install(
     budget: Option<Budget>,
     slot: AttemptSlot,
     key: &mut IdempotencyKey,
 ) -> Outer {
-    let outer = CONTEXT.with(|c| Outer {
-        budget: if budget.is_some() {
+    let owner = budget.is_some();
+    let outer = CONTEXT.with(|c| {
+        let budget = if owner {
             c.budget.replace(budget)
         } else {
             None
-        },
-        attempt: c.attempt.replace(slot),
+        };
+        let attempt = c.attempt.get();
+        c.attempt.set(if owner {
+            slot
+        } else {
+            slot.sharing_key(attempt)
+        });
+        Outer { budget, attempt }
     });
-    if slot.either_has_key(outer.attempt) {
+    if owner && slot.either_has_key(outer.attempt) {
         swap_key(key);
     }
     outer
@@ -126,7 +140,7 @@ pub(crate) fn restore<C>(
         (ours, budget)
     });
     if ours.to_settle(outer.attempt) {
-        let violations = settle(ours, outer.attempt, key, streams);
+        let violations = settle(ours, outer.attempt, key, owns_budget, streams);
         if violations != 0 {
             report(caller, ours.layer(), violations);
         }
@@ -134,18 +148,26 @@ pub(crate) fn restore<C>(
     budget
 }
 
-/// The rare part of [`restore`]: the keys to swap back, a stream's request
-/// for the frame; returns the violations to report.
+/// The rare part of [`restore`]: the keys to swap back (the owner's), the
+/// key a nested attempt drew handed to the attempt around it, a stream's
+/// request for the frame; returns the violations to report.
 #[cold]
 #[inline(never)]
 fn settle(
     ours: AttemptSlot,
     outer: AttemptSlot,
     key: &mut IdempotencyKey,
+    owner: bool,
     streams: &mut bool,
 ) -> u32 {
-    if ours.either_has_key(outer) {
-        swap_key(key);
+    if owner {
+        if ours.either_has_key(outer) {
+            swap_key(key);
+        }
+    } else if ours.has_key() && !outer.has_key() && outer.present() {
+        // Drawn in this nested attempt: the request's key, which the
+        // attempts around it (up to the owner, which keeps it) now have.
+        CONTEXT.with(|c| c.attempt.set(outer.with_key()));
     }
     *streams |= ours.wants_stream();
     ours.violations()

@@ -18,7 +18,7 @@
 //! | where | what it holds | written by | when |
 //! |---|---|---|---|
 //! | `CONTEXT.attempt` ([`AttemptSlot`]) | the innermost attempt: layer, number, max, key / frame / stream-request bits, violations to report | [`exchange::install`] / [`exchange::restore`]; `current_attempt` (key bit), a stream (request bit), a nested loop (violations), `#[timeout]` alone (frame bit) | each poll of an attempt |
-//! | `CONTEXT.key` | that attempt's idempotency key | the exchange (swap), `current_attempt` (draw) | a poll where either attempt has a key |
+//! | `CONTEXT.key` | the logical request's idempotency key (the outermost call's, shared by the attempts nested in it) | the owner's exchange (swap), `current_attempt` (draw) | a poll of an owner where either attempt has a key |
 //! | `CONTEXT.budget` ([`Budget`]) | the outermost call's attempt budget | the exchange of the call that owns it; nested calls' retries | each poll of the outermost call |
 //! | `CONTEXT.connect` ([`ConnectLimit`]) | the attempt's connect limit, and whether a boundary read it | a [`Swap`] in `connect::poll_under`; `connect()` and the reqwest connector mark it read | each poll of an attempt with `connect` |
 //! | `POLICY`, `CONTEXT.scoped` | the task policy in force, and whether there is one (`scoped`, kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |

@@ -93,6 +93,12 @@ impl AttemptSlot {
     pub(super) fn wants_stream(self) -> bool {
         self.0 & WANTS_STREAM != 0
     }
+    /// The same attempt, with the key bit of `outer`, the attempt it is
+    /// nested in: they share the key in the key cell.
+    #[inline(always)]
+    pub(super) fn sharing_key(self, outer: AttemptSlot) -> AttemptSlot {
+        AttemptSlot(self.0 | (outer.0 & HAS_KEY))
+    }
     /// Whether either of two attempts has a key in the key cell.
     #[inline(always)]
     pub(super) fn either_has_key(self, other: AttemptSlot) -> bool {

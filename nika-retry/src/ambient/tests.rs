@@ -70,36 +70,71 @@ fn a_poll_writes_its_changes_back_and_restores_the_outer_context() {
     let outer = install(Some(Budget::new(9, 1)), slot, &mut outer_key);
     assert_eq!(outer.attempt, AttemptSlot::NONE);
     take_from_budget();
-    let (seen, first) = attempt(|| drawn).unwrap();
+    let (seen, first, in_force) = attempt(|| drawn).unwrap();
     assert_eq!(
         (seen.layer(), seen.attempt(), seen.max_attempts()),
         (Layer::Tool, 2, 3)
     );
-    assert_eq!(first, drawn);
+    assert_eq!((first, in_force), (drawn, Some(Budget::new(9, 2))));
     assert_eq!(attempt(|| unreachable!("drawn once")).unwrap().1, drawn);
-    // A nested attempt without a key hides the outer one and puts it back.
+    // A nested attempt reads the outer (the request's) key, and holds none.
     let mut inner_key = IdempotencyKey::UNDRAWN;
     let inner_slot = AttemptSlot::new(Layer::Http, 1, 3, false);
     let inner = install(None, inner_slot, &mut inner_key);
     assert_eq!(inner.attempt, seen.with_key());
-    let inner_drawn = attempt(IdempotencyKey::draw).unwrap().1;
-    assert_ne!(inner_drawn, drawn);
+    let (nested, key, _) = attempt(|| unreachable!("the outer key")).unwrap();
+    assert_eq!((nested.layer(), key), (Layer::Http, drawn));
     assert_eq!(
         restore(inner, &mut inner_key, false, &mut false, (), no_report),
         None
     );
-    assert_eq!(inner_key, inner_drawn, "the inner call keeps what it drew");
-    assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
-    // Its next attempt brings its own key back, and hides the outer one again.
-    let inner = install(None, inner_slot.with_key(), &mut inner_key);
-    assert_eq!(attempt(|| unreachable!("its own")).unwrap().1, inner_drawn);
-    restore(inner, &mut inner_key, false, &mut false, (), no_report);
-    assert_eq!(inner_key, inner_drawn);
+    assert_eq!(inner_key, IdempotencyKey::UNDRAWN, "not the nested call's");
     assert_eq!(attempt(|| unreachable!("put back")).unwrap().1, drawn);
     let back = restore(outer, &mut outer_key, true, &mut false, (), no_report);
     assert_eq!((back, outer_key), (Some(Budget::new(9, 2)), drawn));
     assert_eq!(attempt(IdempotencyKey::draw), None);
     assert_eq!(budget(), None);
+}
+
+#[test]
+fn a_key_drawn_in_a_nested_attempt_is_the_outermost_calls() {
+    let drawn = IdempotencyKey::from_u128(9);
+    let mut owner_key = IdempotencyKey::UNDRAWN;
+    let (mut middle_key, mut inner_key) = (IdempotencyKey::UNDRAWN, IdempotencyKey::UNDRAWN);
+    for poll in 0..2 {
+        let has_key = owner_key != IdempotencyKey::UNDRAWN;
+        let owner_slot = AttemptSlot::new(Layer::Provider, 1, 3, has_key);
+        let owner = install(Some(Budget::new(9, 1)), owner_slot, &mut owner_key);
+        let middle = install(
+            None,
+            AttemptSlot::new(Layer::Provider, 2, 3, false),
+            &mut middle_key,
+        );
+        let inner = install(
+            None,
+            AttemptSlot::new(Layer::Http, 1, 3, false),
+            &mut inner_key,
+        );
+        let draw = || {
+            if poll == 0 {
+                drawn
+            } else {
+                unreachable!("drawn once")
+            }
+        };
+        assert_eq!(attempt(draw).unwrap().1, drawn);
+        restore(inner, &mut inner_key, false, &mut false, (), no_report);
+        assert_eq!(attempt(|| unreachable!("handed out")).unwrap().1, drawn);
+        restore(middle, &mut middle_key, false, &mut false, (), no_report);
+        assert_eq!(attempt(|| unreachable!("handed out")).unwrap().1, drawn);
+        restore(owner, &mut owner_key, true, &mut false, (), no_report);
+        assert_eq!(owner_key, drawn, "the owner keeps it between its polls");
+        assert_eq!(attempt(IdempotencyKey::draw), None);
+    }
+    assert_eq!(
+        (middle_key, inner_key),
+        (IdempotencyKey::UNDRAWN, IdempotencyKey::UNDRAWN)
+    );
 }
 
 #[test]
