@@ -166,6 +166,7 @@ pub mod stream;
 pub mod task;
 mod time;
 mod timeout_error;
+pub mod upstream;
 
 pub use attempt::{AttemptInfo, current_attempt};
 pub use bucket::TokenBucket;
