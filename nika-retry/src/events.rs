@@ -46,9 +46,11 @@ use crate::engine::GiveUp;
 use crate::{ErrorCategory, Layer};
 
 mod log;
+pub(crate) mod upstream;
 mod violation;
 
 pub use log::EventLog;
+pub use upstream::UpstreamEvent;
 pub use violation::LayerViolation;
 
 /// How a decision ended.
@@ -203,6 +205,12 @@ pub trait RetryObserver: Send + Sync {
     /// fail on it.
     fn on_layer_violation(&self, violation: &LayerViolation) {
         let _ = violation;
+    }
+
+    /// A shared [`Upstream`](crate::upstream::Upstream) held by one of the
+    /// calls observed ([`UpstreamEvent`]); nothing by default.
+    fn on_upstream(&self, event: &UpstreamEvent) {
+        let _ = event;
     }
 }
 
