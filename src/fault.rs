@@ -55,6 +55,16 @@ pub enum Fault {
     /// `200 OK` with `content-type: text/event-stream` and a chunked body
     /// of server-sent events played from this script (see [`Step`]).
     Stream(Vec<Step>),
+    /// A rate limit: the first request served this fault opens a window of
+    /// `window`; every request inside it is answered `429` with
+    /// `Retry-After: retry_after` (whole seconds), every one after it
+    /// `200 OK` with the body `ok`. The hit records which it got.
+    LimitWindow {
+        /// How long the limit lasts from the first request.
+        window: Duration,
+        /// The `Retry-After` the 429s carry, in seconds.
+        retry_after: u64,
+    },
 }
 
 impl Fault {
@@ -141,6 +151,7 @@ impl FaultServer {
             script,
             hits: hits.clone(),
             max_requests,
+            window_opened: Mutex::new(None),
         });
         let counter = open.clone();
         let task = tokio::spawn(async move {
@@ -275,6 +286,8 @@ struct State {
     script: Vec<Fault>,
     hits: Arc<Mutex<Vec<Hit>>>,
     max_requests: usize,
+    /// When a [`Fault::LimitWindow`] opened.
+    window_opened: Mutex<Option<Instant>>,
 }
 
 impl State {
@@ -290,6 +303,7 @@ impl State {
             return None;
         }
         let fault = self.script.get(hits.len()).or(self.script.last())?.clone();
+        let fault = self.in_window(fault);
         hits.push(Hit {
             at: Instant::now(),
             path: request.path,
@@ -301,6 +315,30 @@ impl State {
             hung_up: None,
         });
         Some((hits.len() - 1, fault))
+    }
+
+    /// A [`Fault::LimitWindow`] as what it answers now: a 429 inside the
+    /// window, a 200 after it.
+    fn in_window(&self, fault: Fault) -> Fault {
+        let Fault::LimitWindow {
+            window,
+            retry_after,
+        } = fault
+        else {
+            return fault;
+        };
+        let now = Instant::now();
+        let opened = *self
+            .window_opened
+            .lock()
+            .expect("window")
+            .get_or_insert(now);
+        if now < opened + window {
+            let retry_after = vec![("Retry-After".to_owned(), retry_after.to_string())];
+            Fault::WithHeaders(429, retry_after)
+        } else {
+            Fault::ok("ok")
+        }
     }
 
     /// Updates the hit at `index`.
@@ -377,6 +415,8 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
                 std::future::pending::<()>().await;
                 return;
             }
+            // Resolved when picked (`State::in_window`).
+            Fault::LimitWindow { .. } => response(500, "Internal Server Error", &[], ""),
             Fault::Stream(steps) => {
                 let on_event = || state.record(index, |hit| hit.events_sent += 1);
                 match sse::play(&mut stream, &steps, on_event).await {

@@ -156,7 +156,7 @@ const fn key(name: &'static str, example: &'static str) -> Key {
 }
 
 /// The keys of `#[retry(...)]`.
-pub(crate) const RETRY_KEYS: [Key; 10] = [
+pub(crate) const RETRY_KEYS: [Key; 11] = [
     key("layer", "layer = \"provider\""),
     key("attempts", "attempts = 3"),
     key("backoff", "backoff = \"250ms\""),
@@ -166,6 +166,7 @@ pub(crate) const RETRY_KEYS: [Key; 10] = [
     key("on", "on = [transient, rate_limited]"),
     key("config", "config = self.retry.clone()"),
     key("clone", "clone(arg)"),
+    key("upstream", "upstream = self.upstream"),
     key("crate", "crate = \"nika_retry\""),
 ];
 

@@ -46,9 +46,11 @@ use crate::engine::GiveUp;
 use crate::{ErrorCategory, Layer};
 
 mod log;
+pub(crate) mod upstream;
 mod violation;
 
 pub use log::EventLog;
+pub use upstream::UpstreamEvent;
 pub use violation::LayerViolation;
 
 /// How a decision ended.
@@ -127,6 +129,10 @@ pub struct RetryEvent {
     /// Attempts so far under the outermost retried call, across every layer:
     /// one plus every retry taken.
     pub total_attempts: u32,
+    /// How long the attempt waited at its held
+    /// [`Upstream`](crate::upstream::Upstream) before it started; `None`
+    /// if it did not wait.
+    pub upstream_wait: Option<Duration>,
 }
 
 impl RetryEvent {
@@ -203,6 +209,12 @@ pub trait RetryObserver: Send + Sync {
     /// fail on it.
     fn on_layer_violation(&self, violation: &LayerViolation) {
         let _ = violation;
+    }
+
+    /// A hold of a shared [`Upstream`](crate::upstream::Upstream) started
+    /// or grew; nothing by default.
+    fn on_upstream(&self, event: &UpstreamEvent) {
+        let _ = event;
     }
 }
 

@@ -53,6 +53,8 @@ pub(crate) struct Settings {
     pub(crate) jitter: Option<f32>,
     pub(crate) on: Option<Vec<Retryable>>,
     pub(crate) config: Option<Expr>,
+    /// `upstream = EXPR`: the shared upstream every attempt passes first.
+    pub(crate) upstream: Option<Expr>,
     /// The arguments of `clone(…)`, in the order written.
     pub(crate) clones: Vec<Cloned>,
 }

@@ -323,6 +323,7 @@ mod tests {
             reason: None,
             since_first_failure: Duration::ZERO,
             total_attempts: attempt,
+            upstream_wait: None,
         }
     }
 

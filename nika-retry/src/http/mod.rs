@@ -12,6 +12,7 @@ use crate::ErrorCategory;
 
 #[cfg(feature = "reqwest")]
 mod connector;
+mod rate_limits;
 #[cfg(feature = "reqwest")]
 mod reqwest;
 
@@ -19,6 +20,7 @@ mod reqwest;
 pub use self::reqwest::classify_response;
 #[cfg(feature = "reqwest")]
 pub use connector::{ConnectLayer, ConnectService, Connecting, client_builder};
+pub use rate_limits::{RateLimits, rate_limits};
 
 /// The category of an HTTP status code.
 ///

@@ -8,9 +8,9 @@ mod derive;
 mod renamed;
 
 pub use crate::run::{
-    Attempt, AttemptLimits, Call, FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt,
-    NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall, moved_by_each_attempt, once,
-    sleep,
+    AsUpstream, Attempt, AttemptLimits, Call, FromHeld, FromTimeout, IntoConfig, IntoLimit,
+    MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
+    UpstreamTurn, moved_by_each_attempt, once, sleep,
 };
 pub use derive::{
     DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe, hint_duration,

@@ -3,6 +3,7 @@
 
 use core::time::Duration;
 
+use crate::upstream::{Held, Upstream};
 use crate::{RetryConfig, TimeoutError};
 
 /// A `#[timeout]` value given as an expression: `Duration` or `Option<Duration>`.
@@ -70,6 +71,45 @@ pub trait FromTimeout {
 impl<E: From<TimeoutError>> FromTimeout for E {
     fn from_timeout(error: TimeoutError) -> Self {
         E::from(error)
+    }
+}
+
+/// The error type of a `#[retry(upstream = …)]` fn: it must absorb a [`Held`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot say that the upstream is held: `upstream = …` needs `{Self}: From<nika_retry::upstream::Held>`",
+    label = "this error type needs `From<nika_retry::upstream::Held>`",
+    note = "add a variant such as `#[error(transparent)] #[category(transparent)] Held(#[from] nika_retry::upstream::Held)`: a call that will not wait out a hold fails with it"
+)]
+pub trait FromHeld {
+    /// Converts the hold.
+    fn from_held(held: Held) -> Self;
+}
+
+impl<E: From<Held>> FromHeld for E {
+    fn from_held(held: Held) -> Self {
+        E::from(held)
+    }
+}
+
+/// `#[retry(upstream = EXPR)]`: an `Upstream` or a reference to one.
+#[diagnostic::on_unimplemented(
+    message = "`upstream = …` must be a `nika_retry::upstream::Upstream` (or a reference to one), not `{Self}`",
+    label = "expected `Upstream` or `&Upstream`"
+)]
+pub trait AsUpstream {
+    /// The upstream.
+    fn as_upstream(&self) -> &Upstream;
+}
+
+impl AsUpstream for Upstream {
+    fn as_upstream(&self) -> &Upstream {
+        self
+    }
+}
+
+impl<U: AsUpstream + ?Sized> AsUpstream for &U {
+    fn as_upstream(&self) -> &Upstream {
+        (**self).as_upstream()
     }
 }
 

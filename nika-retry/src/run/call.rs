@@ -212,7 +212,7 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.next_within(None, result, config, self_type)
+        self.next_within(None, Duration::ZERO, result, config, self_type)
     }
 
     /// [`next`](Call::next), for a call bounded by `deadline`.
@@ -220,6 +220,7 @@ impl Call {
     pub(super) fn next_within<R, C>(
         &mut self,
         deadline: Option<Total>,
+        waited: Duration,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -233,12 +234,12 @@ impl Call {
             // A first attempt that succeeds, outside any token bucket: done.
             None if self.attempt == 1 && self.bucket.is_none() => None,
             None => {
-                self.succeeded(self_type);
+                self.succeeded(self_type, waited);
                 None
             }
             Some(error) => {
                 let failure = Failure::of(error);
-                self.failed(failure, deadline, &mut lazy(config), self_type)
+                self.failed(failure, deadline, waited, &mut lazy(config), self_type)
             }
         }
     }
@@ -253,7 +254,7 @@ impl Call {
 
     /// After a success that a token bucket counts, or that took retries.
     #[cold]
-    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>) {
+    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Duration) {
         let retried = self.attempt > 1;
         match &self.bucket {
             Some(bucket) if retried => bucket.release(self.bucket_taken),
@@ -264,7 +265,7 @@ impl Call {
             return;
         }
         // As the failed attempts left it: `config = …` is not evaluated again.
-        let event = self.event(
+        let mut event = self.event(
             Instant::now(),
             self_type,
             self.attempt,
@@ -272,6 +273,7 @@ impl Call {
             self.last_category,
             Outcome::Recovered,
         );
+        event.upstream_wait = waited_at_upstream(waited);
         events::emit(&event);
     }
 
@@ -280,6 +282,7 @@ impl Call {
         &mut self,
         failure: Failure,
         deadline: Option<Total>,
+        waited: Duration,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Instant> {
@@ -348,6 +351,7 @@ impl Call {
         // Recomputed only for a listener: the jitter drew `delay` from it.
         event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
         event.reason = reason;
+        event.upstream_wait = waited_at_upstream(waited);
         events::emit(&event);
         wake
     }
@@ -394,6 +398,7 @@ impl Call {
                 .and_then(|start| self.first_failure.after(start))
                 .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
             total_attempts: budget.map_or(attempt, |b| b.used()),
+            upstream_wait: None,
         }
     }
 }
@@ -423,6 +428,11 @@ impl Drop for Entered<'_> {
             call.budget = budget;
         }
     }
+}
+
+/// An event's `upstream_wait`: `None` for an attempt that did not wait.
+fn waited_at_upstream(waited: Duration) -> Option<Duration> {
+    (!waited.is_zero()).then_some(waited)
 }
 
 /// The sleep between attempts, until the instant [`Call::next`] gave.

@@ -9,6 +9,7 @@
 //!   ([`Attempt`]), the loop's `next` and `sleep`.
 //! - [`timed`]: a call with `#[timeout]` beside `#[retry]` ([`TimedCall`], [`Timed`]).
 //! - [`once`]: `#[timeout]` alone, one run of the body ([`Once`]).
+//! - [`upstream`]: an attempt's pass through its shared upstream ([`UpstreamTurn`]).
 //! - [`violation`]: the report of a loop that breaks the layer rule.
 //! - [`bounds`]: the traits generated code puts on the user's types, each
 //!   with the compile error that says what to write.
@@ -18,12 +19,15 @@ pub(crate) mod call;
 pub(crate) mod once;
 pub(crate) mod site;
 pub(crate) mod timed;
+pub(crate) mod upstream;
 pub(crate) mod violation;
 
 pub use bounds::{
-    FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt, RetryResult, moved_by_each_attempt,
+    AsUpstream, FromHeld, FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt, RetryResult,
+    moved_by_each_attempt,
 };
 pub use call::{Attempt, Call, NO_CONFIG, sleep};
 pub use once::{Once, once};
 pub use site::{AttemptLimits, Overrides, Site};
 pub use timed::{Timed, TimedCall};
+pub use upstream::UpstreamTurn;

@@ -21,9 +21,9 @@ use crate::{Classify, RetryConfig, TimeoutError};
 /// what its time limits share across attempts.
 #[derive(Debug)]
 pub struct TimedCall {
-    call: Call,
+    pub(super) call: Call,
     /// The total deadline, and the limit it came from (for the error).
-    deadline: Option<Total>,
+    pub(super) deadline: Option<Total>,
     /// Tells the attempts' own wake-ups from others', for `read`: allocated
     /// once an attempt with a `read` limit has gone pending.
     progress: Option<Arc<Progress>>,
@@ -86,7 +86,7 @@ impl TimedCall {
         C: FnOnce() -> Option<RetryConfig>,
     {
         self.call
-            .next_within(self.deadline, result, config, self_type)
+            .next_within(self.deadline, Duration::ZERO, result, config, self_type)
     }
 }
 

@@ -198,10 +198,24 @@ fn retry_loop(
         quote!(::core::option::Option::None)
     };
     // A braced argument: its span is the user's, where rustc reports a bound on it.
-    let next = quote_spanned!(at=> #call_at.next({ &#result }, #config, #self_type));
+    let (upstream, pass, next) = match &settings.upstream {
+        None => (
+            TokenStream::new(),
+            TokenStream::new(),
+            quote_spanned!(at=> #call_at.next({ &#result }, #config, #self_type)),
+        ),
+        Some(upstream) => {
+            let (upstream, pass, turn) = upstream_pass(krate, at, &call, upstream);
+            let next =
+                quote_spanned!(at=> #call_at.next_after(#turn, { &#result }, #config, #self_type));
+            (upstream, pass, next)
+        }
+    };
     quote! {
         let mut #call = #new_call;
+        #upstream
         loop {
+            #pass
             let #until = {
                 #(#clones)*
                 let #result = #attempt.await;
@@ -213,6 +227,41 @@ fn retry_loop(
             #krate::__private::sleep(#until).await;
         }
     }
+}
+
+/// `upstream = EXPR`: the upstream, evaluated once per call (a temporary
+/// lives as long as the call), and each attempt's pass through it, which
+/// returns `Held` through the error type's `From<Held>` when the hold is
+/// longer than the call waits. Returns the two and the turn's name.
+fn upstream_pass(
+    krate: &syn::Path,
+    at: Span,
+    call: &Ident,
+    upstream: &syn::Expr,
+) -> (TokenStream, TokenStream, Ident) {
+    // Located at the expression: a value of the wrong type is reported there.
+    let value = Ident::new(
+        "__nika_upstream",
+        Span::mixed_site().located_at(upstream.span()),
+    );
+    let turn = Ident::new("__nika_turn", Span::mixed_site());
+    let held = Ident::new("__nika_held", Span::mixed_site());
+    let at_expr = krate::at(krate, upstream.span());
+    let as_upstream = quote_spanned!(upstream.span()=>
+        #at_expr::__private::AsUpstream::as_upstream(&#value)
+    );
+    let at_error = krate::at(krate, at);
+    let from_held = quote_spanned!(at=> #at_error::__private::FromHeld::from_held(#held));
+    let setup = quote!(let #value = &(#upstream););
+    let pass = quote! {
+        let #turn = match #call.pass(#as_upstream).await {
+            ::core::result::Result::Ok(#turn) => #turn,
+            ::core::result::Result::Err(#held) => {
+                return ::core::result::Result::Err(#from_held);
+            }
+        };
+    };
+    (setup, pass, turn)
 }
 
 /// `#[timeout]` alone: one run under the limits, no loop.

@@ -151,7 +151,7 @@ fn elsewhere(attr: &str, name: &str, value: &Value) -> Option<String> {
         (
             "timeout",
             "attempts" | "backoff" | "max_backoff" | "multiplier" | "jitter" | "on" | "config"
-            | "clone",
+            | "clone" | "upstream",
         ) => Some(format!("`{name}` is a key of #[retry]; write it there")),
         ("timeout", "timeout") => Some(
             "name the limit: attempt = \"30s\" bounds each attempt, total = \"5m\" the whole call"

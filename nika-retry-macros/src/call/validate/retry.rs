@@ -40,7 +40,7 @@ pub(super) fn retry_settings(
     let mut has_clone = false;
     for arg in &args {
         let name = arg.key.to_string();
-        if layer == Some(Layer::Tool) && !matches!(name.as_str(), "layer" | "clone") {
+        if layer == Some(Layer::Tool) && !matches!(name.as_str(), "layer" | "clone" | "upstream") {
             errors.spanned(
                 &arg.key,
                 format!(
@@ -71,6 +71,7 @@ pub(super) fn retry_settings(
             "jitter" => s.jitter = jitter(errors, expr),
             "on" => s.on = categories(errors, expr, layer),
             "config" => s.config = Some(expr.clone()),
+            "upstream" => s.upstream = Some(expr.clone()),
             _ => {} // `layer`, handled above.
         }
     }

@@ -1,0 +1,101 @@
+//! [`UpstreamEvent`]: a hold of a shared upstream started or grew.
+
+use core::fmt;
+use core::time::Duration;
+
+use super::{OBSERVERS, RetryObserver};
+use crate::upstream::HoldReason;
+
+/// A hold of an [`Upstream`](crate::upstream::Upstream) started (logged at
+/// `WARN`) or was extended (`DEBUG`). One event per hold, not one per call
+/// that waits at it: those carry their wait in
+/// [`RetryEvent::upstream_wait`](super::RetryEvent::upstream_wait).
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use std::time::Duration;
+/// use nika_retry::events::{observe, RetryEvent, RetryObserver, UpstreamEvent};
+/// use nika_retry::upstream::{HoldReason, Upstream};
+///
+/// #[derive(Default)]
+/// struct Holds(Mutex<Vec<String>>);
+/// impl RetryObserver for Holds {
+///     fn on_event(&self, _: &RetryEvent) {}
+///     fn on_upstream(&self, event: &UpstreamEvent) {
+///         self.0.lock().unwrap().push(event.to_string());
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let holds = Arc::new(Holds::default());
+/// let upstream = Upstream::new("anthropic/claude");
+/// observe(holds.clone(), async { upstream.hold_for(Duration::from_secs(20)) }).await;
+/// assert_eq!(
+///     *holds.0.lock().unwrap(),
+///     ["upstream `anthropic/claude` held for 20s (a hold set by hand)"]
+/// );
+/// # }
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamEvent {
+    /// The upstream's name.
+    pub upstream: String,
+    /// How long it is held from now.
+    pub held_for: Duration,
+    /// Why.
+    pub reason: HoldReason,
+    /// It extended a hold in force rather than starting one.
+    pub extended: bool,
+}
+
+impl fmt::Display for UpstreamEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let held_for =
+            Duration::from_millis(self.held_for.as_millis().try_into().unwrap_or(u64::MAX));
+        write!(
+            f,
+            "upstream `{}` {} for {} ({})",
+            self.upstream,
+            if self.extended {
+                "hold extended"
+            } else {
+                "held"
+            },
+            humantime::format_duration(held_for),
+            self.reason
+        )
+    }
+}
+
+/// Sends `event` to `tracing` and to every observer in force, innermost first.
+pub(crate) fn emit(event: &UpstreamEvent) {
+    #[cfg(feature = "tracing")]
+    {
+        let ms = u64::try_from(event.held_for.as_millis()).unwrap_or(u64::MAX);
+        macro_rules! trace {
+            ($level:expr) => {
+                tracing::event!(
+                    target: "nika_retry",
+                    $level,
+                    upstream = event.upstream.as_str(),
+                    held_for_ms = ms,
+                    reason = event.reason.as_str(),
+                    extended = event.extended,
+                    "{event}"
+                )
+            };
+        }
+        if event.extended {
+            trace!(tracing::Level::DEBUG);
+        } else {
+            trace!(tracing::Level::WARN);
+        }
+    }
+    OBSERVERS.with(|o| {
+        for observer in o.borrow().iter().rev() {
+            RetryObserver::on_upstream(&**observer, event);
+        }
+    });
+}

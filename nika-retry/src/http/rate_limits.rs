@@ -1,0 +1,310 @@
+//! [`rate_limits`]: what a response's rate-limit headers say is left.
+
+use core::time::Duration;
+use std::time::SystemTime;
+
+use super::Headers;
+
+/// What a response's rate-limit headers say: at most `remaining` more
+/// requests before `reset` from now (0: none until then).
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use nika_retry::http::{rate_limits, RateLimits};
+///
+/// let headers = [("ratelimit", "\"default\";r=50;t=30")];
+/// let limits: RateLimits = rate_limits(&headers[..], SystemTime::now()).unwrap();
+/// assert_eq!((limits.remaining, limits.reset), (50, Duration::from_secs(30)));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimits {
+    /// Requests left before `reset`.
+    pub remaining: u32,
+    /// When the count resets, from the response.
+    pub reset: Duration,
+}
+
+/// One limit a dialect reports: `remaining` of it until `reset`; `requests`
+/// when it counts requests (tokens only ever hold when none are left).
+struct Limit {
+    remaining: u64,
+    reset: Duration,
+    requests: bool,
+}
+
+/// Reads the rate-limit headers of a response as `now` (the response's
+/// time) sees them: OpenAI's `x-ratelimit-remaining-{requests,tokens}` with
+/// `x-ratelimit-reset-*` (a Go duration: `6m0s`, `1s`, `12ms`), Anthropic's
+/// `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{remaining,reset}`
+/// (the reset an RFC 3339 instant), and the IETF `RateLimit` field (`r=`
+/// remaining, `t=` seconds).
+///
+/// Any limit with nothing left wins (the latest reset among them); else the
+/// requests left, if a dialect counts them. `None` when no header says
+/// anything usable: an unparsable, negative or past value is ignored,
+/// never a panic.
+///
+/// ```
+/// use std::time::{Duration, SystemTime};
+/// use nika_retry::http::{rate_limits, RateLimits};
+///
+/// let openai = [
+///     ("x-ratelimit-remaining-requests", "59"),
+///     ("x-ratelimit-reset-requests", "1s"),
+///     ("x-ratelimit-remaining-tokens", "0"),
+///     ("x-ratelimit-reset-tokens", "6m0s"),
+/// ];
+/// let limits = rate_limits(&openai[..], SystemTime::now()).unwrap();
+/// assert_eq!((limits.remaining, limits.reset), (0, Duration::from_secs(360)), "tokens ran out");
+///
+/// assert_eq!(rate_limits(&[("x-ratelimit-reset-requests", "soon")][..], SystemTime::now()), None);
+/// ```
+pub fn rate_limits<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<RateLimits> {
+    let mut limits: Vec<Limit> = Vec::new();
+    for kind in ["requests", "tokens"] {
+        let remaining = header(headers, &format!("x-ratelimit-remaining-{kind}"));
+        let reset = header(headers, &format!("x-ratelimit-reset-{kind}"));
+        if let (Some(remaining), Some(reset)) =
+            (remaining.and_then(count), reset.and_then(go_duration))
+        {
+            limits.push(Limit {
+                remaining,
+                reset,
+                requests: kind == "requests",
+            });
+        }
+    }
+    for kind in ["requests", "tokens", "input-tokens", "output-tokens"] {
+        let remaining = header(headers, &format!("anthropic-ratelimit-{kind}-remaining"));
+        let reset = header(headers, &format!("anthropic-ratelimit-{kind}-reset"));
+        let reset = reset
+            .and_then(|r| humantime::parse_rfc3339(r.trim()).ok())
+            .and_then(|at| at.duration_since(now).ok());
+        if let (Some(remaining), Some(reset)) = (remaining.and_then(count), reset) {
+            limits.push(Limit {
+                remaining,
+                reset,
+                requests: kind == "requests",
+            });
+        }
+    }
+    if let Some(limit) = header(headers, "ratelimit").and_then(ietf) {
+        limits.push(limit);
+    }
+    let limits = limits.into_iter().filter(|l| !l.reset.is_zero());
+    let mut spent: Option<Duration> = None;
+    let mut requests: Option<RateLimits> = None;
+    for limit in limits {
+        if limit.remaining == 0 {
+            spent = Some(spent.map_or(limit.reset, |s| s.max(limit.reset)));
+        } else if limit.requests {
+            let remaining = u32::try_from(limit.remaining).unwrap_or(u32::MAX);
+            let tighter = requests.is_none_or(|r| remaining < r.remaining);
+            if tighter {
+                requests = Some(RateLimits {
+                    remaining,
+                    reset: limit.reset,
+                });
+            }
+        }
+    }
+    match spent {
+        Some(reset) => Some(RateLimits {
+            remaining: 0,
+            reset,
+        }),
+        None => requests,
+    }
+}
+
+fn header<'h, H: Headers + ?Sized>(headers: &'h H, name: &str) -> Option<&'h str> {
+    headers
+        .header(name)
+        .and_then(|v| core::str::from_utf8(v).ok())
+}
+
+/// A count: digits only (no sign, no fraction).
+fn count(value: &str) -> Option<u64> {
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Past u64: as many as can be, not an error.
+    Some(value.parse().unwrap_or(u64::MAX))
+}
+
+/// A Go-style duration: `6m0s`, `1h2m3.5s`, `12ms`, `250us`; `0` alone.
+fn go_duration(value: &str) -> Option<Duration> {
+    let mut rest = value.trim();
+    if rest == "0" {
+        return Some(Duration::ZERO);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, tail) = rest.split_at(digits);
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        let scale = match unit {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        let number: f64 = number.parse().ok().filter(|n: &f64| n.is_finite())?;
+        total = total.checked_add(Duration::try_from_secs_f64(number * scale).ok()?)?;
+        rest = tail;
+    }
+    Some(total)
+}
+
+/// The IETF `RateLimit` field: `"policy";r=50;t=30` (the draft's
+/// `limit=100, remaining=50, reset=30` too).
+fn ietf(value: &str) -> Option<Limit> {
+    let mut remaining = None;
+    let mut reset = None;
+    for param in value.split([';', ',']) {
+        let Some((key, val)) = param.split_once('=') else {
+            continue;
+        };
+        let val = val.trim();
+        match key.trim() {
+            "r" | "remaining" => remaining = remaining.or(count(val)),
+            "t" | "reset" => reset = reset.or(count(val)),
+            _ => {}
+        }
+    }
+    Some(Limit {
+        remaining: remaining?,
+        reset: Duration::from_secs(reset?),
+        requests: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    fn now() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000)
+    }
+
+    fn read(headers: &[(&str, &str)]) -> Option<(u32, Duration)> {
+        rate_limits(headers, now()).map(|l| (l.remaining, l.reset))
+    }
+
+    #[test]
+    fn go_durations() {
+        let ms = Duration::from_millis;
+        for (text, want) in [
+            ("6m0s", Some(ms(360_000))),
+            ("1s", Some(ms(1000))),
+            ("12ms", Some(ms(12))),
+            ("1h2m3.5s", Some(ms(3_723_500))),
+            ("250us", Some(Duration::from_micros(250))),
+            ("0", Some(Duration::ZERO)),
+            ("", None),
+            ("-1s", None),
+            ("1", None),
+            ("1d", None),
+            ("s", None),
+            ("1.2.3s", None),
+            ("99999999999999999999999h", None),
+        ] {
+            assert_eq!(go_duration(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn openai_requests_left_and_tokens_spent() {
+        let headers = [
+            ("x-ratelimit-remaining-requests", "3"),
+            ("x-ratelimit-reset-requests", "20s"),
+        ];
+        assert_eq!(read(&headers), Some((3, Duration::from_secs(20))));
+        let headers = [
+            ("x-ratelimit-remaining-requests", "3"),
+            ("x-ratelimit-reset-requests", "20s"),
+            ("x-ratelimit-remaining-tokens", "0"),
+            ("x-ratelimit-reset-tokens", "1m"),
+        ];
+        assert_eq!(read(&headers), Some((0, Duration::from_secs(60))));
+        let tokens_left = [
+            ("x-ratelimit-remaining-tokens", "10"),
+            ("x-ratelimit-reset-tokens", "1m"),
+        ];
+        assert_eq!(
+            read(&tokens_left),
+            None,
+            "tokens left do not bound the requests"
+        );
+    }
+
+    #[test]
+    fn anthropic_instants_against_the_responses_time() {
+        let at = |s: u64| humantime::format_rfc3339(now() + Duration::from_secs(s)).to_string();
+        let (in_30, in_90) = (at(30), at(90));
+        let headers = [
+            ("anthropic-ratelimit-requests-remaining", "7"),
+            ("anthropic-ratelimit-requests-reset", in_30.as_str()),
+        ];
+        assert_eq!(read(&headers), Some((7, Duration::from_secs(30))));
+        let headers = [
+            ("anthropic-ratelimit-output-tokens-remaining", "0"),
+            ("anthropic-ratelimit-output-tokens-reset", in_90.as_str()),
+        ];
+        assert_eq!(read(&headers), Some((0, Duration::from_secs(90))));
+        let past = humantime::format_rfc3339(now() - Duration::from_secs(5)).to_string();
+        let headers = [
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("anthropic-ratelimit-requests-reset", past.as_str()),
+        ];
+        assert_eq!(read(&headers), None, "a past reset holds nothing");
+    }
+
+    #[test]
+    fn ietf_field_both_spellings() {
+        assert_eq!(
+            read(&[("RateLimit", "\"default\";r=0;t=12")]),
+            Some((0, Duration::from_secs(12)))
+        );
+        assert_eq!(
+            read(&[("ratelimit", "limit=100, remaining=50, reset=30")]),
+            Some((50, Duration::from_secs(30)))
+        );
+        assert_eq!(read(&[("ratelimit", "\"default\";r=5")]), None, "no reset");
+    }
+
+    #[test]
+    fn garbage_changes_nothing() {
+        for value in ["-3", "1e9", "", " ", "NaN", "٣", "18446744073709551616000"] {
+            let headers = [
+                ("x-ratelimit-remaining-requests", value),
+                ("x-ratelimit-reset-requests", "1s"),
+            ];
+            let got = read(&headers);
+            assert!(
+                got.is_none() || got == Some((u32::MAX, Duration::from_secs(1))),
+                "{value:?}: {got:?}"
+            );
+        }
+        let far = [("ratelimit", "r=0;t=99999999999999999999")];
+        assert_eq!(
+            read(&far).map(|r| r.0),
+            Some(0),
+            "a huge reset is read, the upstream caps it"
+        );
+    }
+}

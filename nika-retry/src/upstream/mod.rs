@@ -1,0 +1,307 @@
+//! Calls that share an upstream: one server's pushback holds all of them.
+//!
+//! A workflow runs many calls at once against one limit (a provider's API
+//! key and model, a tool server). An [`Upstream`] is the state they share:
+//! when one attempt is told to wait (a 429's `Retry-After`, rate-limit
+//! headers that say nothing is left), no attempt of any call in it starts
+//! until then; then one goes first (the probe) and the others follow its
+//! outcome, spread out so that they do not arrive together.
+//!
+//! ```
+//! use std::time::Duration;
+//! use nika_retry::upstream::{Held, Upstream};
+//! use nika_retry::{retry, Classify};
+//!
+//! #[derive(Debug, thiserror::Error, Classify)]
+//! pub enum ProviderError {
+//!     #[error("rate limited")]
+//!     #[category(rate_limited, retry_after = retry_after)]
+//!     RateLimited { retry_after: Option<Duration> },
+//!     /// A call that would not wait out the hold (past its cap or its deadline).
+//!     #[error(transparent)]
+//!     #[category(transparent)]
+//!     Held(#[from] Held),
+//! }
+//!
+//! pub struct Client {
+//!     upstream: Upstream,
+//! }
+//!
+//! impl Client {
+//!     #[retry(layer = "provider", upstream = self.upstream)]
+//!     pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
+//!         Ok(prompt.to_uppercase())
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let client = Client { upstream: Upstream::new("openai/gpt-4o") };
+//! client.upstream.hold_for(Duration::from_secs(5));
+//! let started = tokio::time::Instant::now();
+//! assert_eq!(client.complete("hi").await.unwrap(), "HI");
+//! assert_eq!(started.elapsed(), Duration::from_secs(5), "it waited the hold out");
+//! # }
+//! ```
+//!
+//! A fn that names no upstream pays nothing for it; an open upstream costs
+//! its calls one atomic load per attempt.
+
+mod held;
+mod state;
+mod store;
+mod wait;
+
+use core::fmt;
+use core::time::Duration;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+pub use held::{Held, HoldReason};
+pub use state::MAX_HOLD;
+pub use store::{InProcess, Store};
+pub(crate) use wait::{Patience, Turn};
+
+use crate::events::{self, UpstreamEvent};
+use crate::http::{self, Headers};
+use state::{Grown, State};
+
+/// The state the calls to one upstream share. Clones are handles to the
+/// same state; it is `Send + Sync` and cheap to clone.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::upstream::Upstream;
+///
+/// let upstream = Upstream::new(format!("openai/{}", "gpt-4o"))
+///     .with_breaker(5, Duration::from_secs(30));
+/// assert_eq!(upstream.name(), "openai/gpt-4o");
+/// assert_eq!(upstream.held_for(), None);
+/// ```
+#[derive(Clone)]
+pub struct Upstream {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    name: Cow<'static, str>,
+    /// Whether an attempt must look at `state` before it starts: a hold, an
+    /// allowance, a probe's turn. `false` is the open upstream's one load.
+    guarded: AtomicBool,
+    /// Whether the breaker has failures counted (a success then resets them).
+    counting: AtomicBool,
+    state: Mutex<State>,
+    /// The waiters for a probe's outcome.
+    released: Notify,
+    store: Option<Arc<dyn Store>>,
+}
+
+impl Upstream {
+    /// An upstream called `name` (in events and errors: `"openai/gpt-4o"`).
+    pub fn new(name: impl Into<Cow<'static, str>>) -> Upstream {
+        Upstream {
+            shared: Arc::new(Shared {
+                name: name.into(),
+                guarded: AtomicBool::new(false),
+                counting: AtomicBool::new(false),
+                state: Mutex::new(State::default()),
+                released: Notify::new(),
+                store: None,
+            }),
+        }
+    }
+
+    /// The name given to [`new`](Upstream::new).
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Holds the upstream for `duration` from now (unless it is held longer
+    /// already): no attempt of its calls starts before then.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Upstream;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let upstream = Upstream::new("tools/mailer");
+    /// upstream.hold_for(Duration::from_secs(10));
+    /// upstream.hold_for(Duration::from_secs(3)); // holds only ever extend
+    /// assert_eq!(upstream.held_for(), Some(Duration::from_secs(10)));
+    /// # }
+    /// ```
+    pub fn hold_for(&self, duration: Duration) {
+        self.hold(duration, HoldReason::ByHand);
+    }
+
+    /// Reads a response's rate-limit headers (a success's too): OpenAI's
+    /// `x-ratelimit-*`, Anthropic's `anthropic-ratelimit-*`, the IETF
+    /// `RateLimit` field ([`http::rate_limits`]). None left holds the
+    /// upstream until the reset; `R` left lets at most `R` more attempts
+    /// start before it. An unparsable or absent value changes nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Upstream;
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let upstream = Upstream::new("openai/gpt-4o");
+    /// let headers = [
+    ///     ("x-ratelimit-remaining-requests", "0"),
+    ///     ("x-ratelimit-reset-requests", "6m0s"),
+    /// ];
+    /// upstream.observe(&headers[..]);
+    /// assert_eq!(upstream.held_for(), Some(Duration::from_secs(360)));
+    /// # }
+    /// ```
+    pub fn observe<H: Headers + ?Sized>(&self, headers: &H) {
+        let Some(limits) = http::rate_limits(headers, std::time::SystemTime::now()) else {
+            return;
+        };
+        let now = Instant::now();
+        let grown = self.locked(|state| state.allow(now, limits.remaining, limits.reset));
+        self.after_hold(grown);
+    }
+
+    /// Turns on the breaker: after `failures` consecutive failed attempts
+    /// of its calls classified `Transient`, the upstream is held for
+    /// `open_for`, then released through a probe; any success resets the
+    /// count. Off by default; `failures` of 0 leaves it off.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Upstream;
+    ///
+    /// let upstream = Upstream::new("tools/search").with_breaker(5, Duration::from_secs(30));
+    /// # let _ = upstream;
+    /// ```
+    pub fn with_breaker(self, failures: u32, open_for: Duration) -> Upstream {
+        self.locked(|state| state.breaker = (failures > 0).then_some((failures, open_for)));
+        self
+    }
+
+    /// Keeps the hold in `store`, shared with every process that uses it
+    /// ([`Store`]); the in-process state stays the fallback.
+    ///
+    /// ```
+    /// use nika_retry::upstream::{InProcess, Upstream};
+    ///
+    /// // Two upstreams of one name sharing a store see each other's holds.
+    /// let store = InProcess::default();
+    /// let a = Upstream::new("openai/gpt-4o").with_store(store.clone());
+    /// let b = Upstream::new("openai/gpt-4o").with_store(store);
+    /// # let _ = (a, b);
+    /// ```
+    pub fn with_store(self, store: impl Store) -> Upstream {
+        let store: Arc<dyn Store> = Arc::new(store);
+        let shared = match Arc::try_unwrap(self.shared) {
+            Ok(shared) => Shared {
+                store: Some(store),
+                ..shared
+            },
+            // A handle cloned already keeps the old state; this one starts
+            // afresh with the store, its breaker kept.
+            Err(shared) => {
+                let breaker = shared
+                    .state
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .breaker;
+                Shared {
+                    name: shared.name.clone(),
+                    guarded: AtomicBool::new(false),
+                    counting: AtomicBool::new(false),
+                    state: Mutex::new(State::with_breaker(breaker)),
+                    released: Notify::new(),
+                    store: Some(store),
+                }
+            }
+        };
+        // With a store, every attempt asks it.
+        shared.guarded.store(true, Ordering::Relaxed);
+        Upstream {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// What is left of the hold in force, if any (for metrics and tests).
+    ///
+    /// ```
+    /// use nika_retry::upstream::Upstream;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// assert_eq!(Upstream::new("open").held_for(), None);
+    /// # }
+    /// ```
+    pub fn held_for(&self) -> Option<Duration> {
+        let now = Instant::now();
+        self.locked(|state| state.left(now))
+    }
+
+    /// Holds for `d` with `reason`, and says so.
+    pub(crate) fn hold(&self, d: Duration, reason: HoldReason) {
+        let now = Instant::now();
+        let grown = self.locked(|state| state.hold(now, d, reason));
+        self.after_hold(grown);
+    }
+
+    /// Runs `f` on the state under its lock, then publishes whether
+    /// attempts must look at it.
+    fn locked<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut state = self.lock();
+        let r = f(&mut state);
+        self.publish(&state);
+        r
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state stays consistent at every step: a panic elsewhere
+        // while it was locked leaves nothing half-done.
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn publish(&self, state: &State) {
+        let guarded = state.guarded() || self.shared.store.is_some();
+        self.shared.guarded.store(guarded, Ordering::Release);
+        self.shared
+            .counting
+            .store(state.failures > 0, Ordering::Relaxed);
+    }
+
+    /// The event of a hold that started or grew; a store learns of it.
+    fn after_hold(&self, grown: Option<Grown>) {
+        let Some(grown) = grown else { return };
+        if let Some(store) = &self.shared.store {
+            store.hold(&self.shared.name, grown.held_for, grown.reason);
+        }
+        events::upstream::emit(&UpstreamEvent {
+            upstream: self.shared.name.to_string(),
+            held_for: grown.held_for,
+            reason: grown.reason,
+            extended: grown.extended,
+        });
+    }
+}
+
+impl fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.name())
+            .field("held_for", &self.held_for())
+            .field("store", &self.shared.store)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

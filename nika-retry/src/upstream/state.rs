@@ -1,0 +1,284 @@
+//! What an upstream's calls share, decided under its lock: the hold, the
+//! allowance, whose turn the probe is, the breaker's count. No clock read
+//! and no wait here: the caller passes `now` and does the waiting.
+
+use core::time::Duration;
+
+use tokio::time::Instant;
+
+use super::HoldReason;
+
+/// The longest hold anything can set: a value past it (a header from a
+/// broken server, a garbage key in a shared store) is cut to it, so that
+/// nothing holds an upstream for ever.
+pub const MAX_HOLD: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The longest spread of a release.
+const MAX_SPREAD: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Default)]
+pub(super) struct State {
+    /// The end of the hold, once set: kept after it passes until a probe's
+    /// outcome releases it.
+    pub(super) until: Option<Instant>,
+    pub(super) reason: Option<HoldReason>,
+    /// How long the hold was when last set: a tenth of it spreads the release.
+    length: Duration,
+    /// At most `.0` more attempts start before `.1`.
+    allowance: Option<(u32, Instant)>,
+    /// A caller has the probe's turn: it waits for the hold's end, then its
+    /// attempt goes first.
+    pub(super) probe: bool,
+    /// The spread of the last release, for the waiters it woke.
+    pub(super) spread: Duration,
+    /// `(failures, open_for)` of the breaker, if it is on.
+    pub(super) breaker: Option<(u32, Duration)>,
+    /// Consecutive transient failures, for the breaker.
+    pub(super) failures: u32,
+}
+
+/// What a caller does at the upstream now.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Start the attempt.
+    Go,
+    /// Take the probe's turn: wait until `until` (perhaps past), then go first.
+    Probe { until: Instant },
+    /// Wait for the probe's outcome; the hold ends at `until` at the earliest.
+    Wait { until: Instant },
+}
+
+/// A hold that started or grew, for its event.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub(super) struct Grown {
+    pub(super) held_for: Duration,
+    pub(super) reason: HoldReason,
+    /// It extended a hold in force (an event at `DEBUG`, not `WARN`).
+    pub(super) extended: bool,
+}
+
+impl State {
+    pub(super) fn with_breaker(breaker: Option<(u32, Duration)>) -> State {
+        State {
+            breaker,
+            ..State::default()
+        }
+    }
+
+    /// Holds until `now + d` unless a hold in force ends later.
+    pub(super) fn hold(&mut self, now: Instant, d: Duration, reason: HoldReason) -> Option<Grown> {
+        let d = d.min(MAX_HOLD);
+        if d.is_zero() {
+            return None;
+        }
+        let until = now + d;
+        let in_force = self.until.filter(|&u| u > now);
+        if in_force.is_some_and(|u| u >= until) {
+            return None;
+        }
+        self.until = Some(until);
+        self.reason = Some(reason);
+        self.length = d;
+        Some(Grown {
+            held_for: d,
+            reason,
+            extended: in_force.is_some(),
+        })
+    }
+
+    /// What is left of the hold at `now`.
+    pub(super) fn left(&self, now: Instant) -> Option<Duration> {
+        self.until
+            .map(|u| u.saturating_duration_since(now))
+            .filter(|d| !d.is_zero())
+    }
+
+    /// A response said `remaining` more requests are allowed until `reset`
+    /// from now: replaces the count; none left is a hold until the reset.
+    pub(super) fn allow(&mut self, now: Instant, remaining: u32, reset: Duration) -> Option<Grown> {
+        let reset = reset.min(MAX_HOLD);
+        if remaining == 0 {
+            self.allowance = None;
+            return self.hold(now, reset, HoldReason::RateLimitHeaders);
+        }
+        self.allowance = Some((remaining, now + reset));
+        None
+    }
+
+    /// The next caller's step at `now`.
+    pub(super) fn step(&mut self, now: Instant) -> (Step, Option<Grown>) {
+        if let Some(until) = self.until {
+            let step = if self.probe {
+                Step::Wait { until }
+            } else {
+                self.probe = true;
+                Step::Probe { until }
+            };
+            return (step, None);
+        }
+        match self.allowance {
+            Some((_, reset)) if reset <= now => self.allowance = None,
+            Some((1, reset)) => {
+                // This attempt takes the last one: the next waits for the reset.
+                self.allowance = None;
+                let grown = self.hold(now, reset - now, HoldReason::RateLimitHeaders);
+                return (Step::Go, grown);
+            }
+            Some((left, reset)) => self.allowance = Some((left - 1, reset)),
+            None => {}
+        }
+        (Step::Go, None)
+    }
+
+    /// The probe's attempt ended at `now`; unless its outcome held the
+    /// upstream again, releases it. Returns whether it did.
+    pub(super) fn probed(&mut self, now: Instant) -> bool {
+        self.probe = false;
+        if self.until.is_some_and(|u| u > now) {
+            return false;
+        }
+        self.until = None;
+        self.reason = None;
+        self.spread = (self.length / 10).min(MAX_SPREAD);
+        true
+    }
+
+    /// Whether a caller must look here before it starts an attempt.
+    pub(super) fn guarded(&self) -> bool {
+        self.until.is_some() || self.allowance.is_some() || self.probe
+    }
+
+    /// A transient failure, for the breaker: `Some(open_for)` when it opens.
+    pub(super) fn failed_transiently(&mut self) -> Option<Duration> {
+        let (failures, open_for) = self.breaker?;
+        self.failures += 1;
+        if self.failures < failures {
+            return None;
+        }
+        self.failures = 0;
+        Some(open_for)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    #[test]
+    fn a_hold_only_ever_extends() {
+        let now = Instant::now();
+        let mut state = State::default();
+        let first = state.hold(now, secs(20), HoldReason::ServerHint);
+        assert_eq!(
+            first.map(|g| (g.held_for, g.extended)),
+            Some((secs(20), false))
+        );
+        assert_eq!(
+            state.hold(now + secs(1), secs(5), HoldReason::ByHand),
+            None,
+            "shorter"
+        );
+        assert_eq!(state.until, Some(now + secs(20)));
+        assert_eq!(state.reason, Some(HoldReason::ServerHint));
+        let grown = state.hold(now + secs(1), secs(30), HoldReason::Breaker);
+        assert_eq!(grown.map(|g| g.extended), Some(true));
+        assert_eq!(state.until, Some(now + secs(31)));
+        assert_eq!(state.left(now + secs(30)), Some(secs(1)));
+    }
+
+    #[test]
+    fn garbage_lengths_hold_at_most_a_day_and_zero_not_at_all() {
+        let now = Instant::now();
+        let mut state = State::default();
+        assert_eq!(state.hold(now, Duration::ZERO, HoldReason::ByHand), None);
+        assert_eq!(state.until, None);
+        state.hold(now, Duration::MAX, HoldReason::ByHand);
+        assert_eq!(state.left(now), Some(MAX_HOLD));
+    }
+
+    #[test]
+    fn one_probe_then_the_rest_after_its_outcome() {
+        let now = Instant::now();
+        let mut state = State::default();
+        state.hold(now, secs(10), HoldReason::ServerHint);
+        let until = now + secs(10);
+        assert_eq!(state.step(now).0, Step::Probe { until });
+        assert_eq!(state.step(now).0, Step::Wait { until });
+        assert_eq!(
+            state.step(now + secs(11)).0,
+            Step::Wait { until },
+            "still the probe's"
+        );
+        assert!(state.probed(now + secs(11)), "released");
+        assert_eq!(state.spread, secs(1), "a tenth of 10 s, at most 1 s");
+        assert!(!state.guarded());
+        assert_eq!(state.step(now + secs(11)).0, Step::Go);
+    }
+
+    #[test]
+    fn a_probe_pushed_back_again_keeps_the_hold() {
+        let now = Instant::now();
+        let mut state = State::default();
+        state.hold(now, secs(2), HoldReason::ServerHint);
+        state.step(now);
+        state.hold(now + secs(2), secs(3), HoldReason::ServerHint);
+        assert!(!state.probed(now + secs(2)));
+        assert!(!state.probe, "the next caller takes the turn");
+        assert_eq!(state.spread, Duration::ZERO);
+        assert_eq!(
+            state.step(now + secs(2)).0,
+            Step::Probe {
+                until: now + secs(5)
+            }
+        );
+    }
+
+    #[test]
+    fn an_allowance_lets_that_many_start_before_its_reset() {
+        let now = Instant::now();
+        let mut state = State::default();
+        assert_eq!(state.allow(now, 2, secs(6)), None);
+        assert_eq!(state.step(now), (Step::Go, None));
+        let (step, grown) = state.step(now);
+        assert_eq!(step, Step::Go, "the second of two");
+        assert_eq!(grown.map(|g| g.reason), Some(HoldReason::RateLimitHeaders));
+        assert_eq!(
+            state.step(now).0,
+            Step::Probe {
+                until: now + secs(6)
+            },
+            "the third waits"
+        );
+    }
+
+    #[test]
+    fn an_allowance_past_its_reset_is_forgotten_and_a_later_one_replaces_it() {
+        let now = Instant::now();
+        let mut state = State::default();
+        state.allow(now, 1, secs(1));
+        state.allow(now, 5, secs(1));
+        assert_eq!(state.step(now), (Step::Go, None), "5 replaced 1");
+        assert_eq!(state.step(now + secs(2)), (Step::Go, None));
+        assert!(!state.guarded(), "past its reset: nothing to check");
+        let grown = state.allow(now, 0, secs(3));
+        assert_eq!(grown.map(|g| g.held_for), Some(secs(3)), "none left holds");
+    }
+
+    #[test]
+    fn the_breaker_opens_after_that_many_transient_failures_in_a_row() {
+        let mut state = State::default();
+        assert_eq!(state.failed_transiently(), None, "off by default");
+        state.breaker = Some((3, secs(30)));
+        assert_eq!(state.failed_transiently(), None);
+        assert_eq!(state.failed_transiently(), None);
+        state.failures = 0; // what a success does
+        assert_eq!(state.failed_transiently(), None);
+        assert_eq!(state.failed_transiently(), None);
+        assert_eq!(state.failed_transiently(), Some(secs(30)));
+        assert_eq!(state.failures, 0, "and counts afresh");
+    }
+}

@@ -1,0 +1,202 @@
+//! An attempt's pass through its upstream: wait out a hold, take the
+//! probe's turn, and after the attempt, what its outcome tells the others.
+
+use core::pin::pin;
+use core::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::time::Instant;
+
+use super::state::Step;
+use super::store::STORE_WAIT;
+use super::{Held, HoldReason, Store, Upstream};
+use crate::ErrorCategory;
+use crate::engine::Failure;
+
+/// What lets one attempt start: given back after it with its outcome.
+/// Dropped without an outcome (the call was cancelled), a probe passes its
+/// turn on.
+pub(crate) struct Turn<'u> {
+    upstream: &'u Upstream,
+    probe: bool,
+    /// How long the caller waited for it.
+    pub(crate) waited: Duration,
+}
+
+/// How long a call may wait.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Patience {
+    /// The longest server hint the call sleeps on (`max_retry_after`).
+    pub(crate) cap: Duration,
+    /// The call's `total` deadline.
+    pub(crate) deadline: Option<Instant>,
+}
+
+impl Upstream {
+    /// The turn of the next attempt of a call with `patience`: at once if
+    /// the upstream is open, else after the hold (or `Held`, if the hold is
+    /// longer than the call waits).
+    #[inline]
+    pub(crate) async fn pass(&self, patience: Patience) -> Result<Turn<'_>, Held> {
+        if !self.shared.guarded.load(Ordering::Acquire) {
+            return Ok(Turn {
+                upstream: self,
+                probe: false,
+                waited: Duration::ZERO,
+            });
+        }
+        self.wait(patience).await
+    }
+
+    #[cold]
+    async fn wait(&self, patience: Patience) -> Result<Turn<'_>, Held> {
+        let start = Instant::now();
+        let mut woken = false;
+        loop {
+            if let Some(store) = &self.shared.store {
+                self.ask(store).await;
+            }
+            let mut released = pin!(self.shared.released.notified());
+            let now = Instant::now();
+            let (step, grown, spread) = {
+                let mut state = self.lock();
+                let (step, grown) = state.step(now);
+                let reason = state.reason.unwrap_or(HoldReason::ServerHint);
+                let until = match step {
+                    Step::Go => None,
+                    Step::Probe { until } | Step::Wait { until } => Some(until),
+                };
+                if let Some(left) = until.map(|u| u.saturating_duration_since(now))
+                    && (left > patience.cap || patience.deadline.is_some_and(|d| now + left > d))
+                {
+                    if matches!(step, Step::Probe { .. }) {
+                        state.probe = false;
+                    }
+                    self.publish(&state);
+                    drop(state);
+                    self.after_hold(grown);
+                    return Err(Held::new(self.shared.name.clone(), left, reason));
+                }
+                if matches!(step, Step::Wait { .. }) {
+                    // Registered under the lock: a release after it is seen.
+                    released.as_mut().enable();
+                }
+                self.publish(&state);
+                (step, grown, state.spread)
+            };
+            self.after_hold(grown);
+            match step {
+                Step::Go => {
+                    if woken && !spread.is_zero() {
+                        // Released with the others: arrive spread out.
+                        let jitter =
+                            fastrand::u64(..=spread.as_nanos().try_into().unwrap_or(u64::MAX));
+                        tokio::time::sleep(Duration::from_nanos(jitter)).await;
+                    }
+                    return Ok(self.turn(false, start));
+                }
+                Step::Probe { until } => {
+                    // Owned from here: a probe dropped while it sleeps passes its turn.
+                    let mut turn = self.turn(true, start);
+                    let mut until = until;
+                    loop {
+                        tokio::time::sleep_until(until).await;
+                        match self.lock().until {
+                            Some(later) if later > until => until = later,
+                            _ => break,
+                        }
+                    }
+                    turn.waited = start.elapsed();
+                    return Ok(turn);
+                }
+                Step::Wait { .. } => {
+                    released.await;
+                    woken = true;
+                }
+            }
+        }
+    }
+
+    fn turn(&self, probe: bool, start: Instant) -> Turn<'_> {
+        Turn {
+            upstream: self,
+            probe,
+            waited: start.elapsed(),
+        }
+    }
+
+    /// Takes the store's hold into the local state; a store that fails or
+    /// is slow is passed over.
+    async fn ask(&self, store: &Arc<dyn Store>) {
+        let asked = tokio::time::timeout(STORE_WAIT, store.held_for(&self.shared.name)).await;
+        if let Ok(Ok(Some((left, reason)))) = asked {
+            let now = Instant::now();
+            let grown = self.locked(|state| state.hold(now, left, reason));
+            // Seen in the store: its event was the process's that set it.
+            let _ = grown;
+        }
+    }
+}
+
+impl Turn<'_> {
+    /// The attempt ended: `failure` is its error's, `backoff` the sleep its
+    /// call drew before a retry. A server hint holds the upstream, whether
+    /// or not the call retries; a rate limit without one holds it for the
+    /// backoff; a probe's outcome releases the others unless it held again.
+    #[inline]
+    pub(crate) fn settle(self, failure: Option<Failure>, backoff: Option<Duration>) {
+        let shared = &self.upstream.shared;
+        if failure.is_none() && !self.probe && !shared.counting.load(Ordering::Relaxed) {
+            return;
+        }
+        self.settle_slow(failure, backoff);
+    }
+
+    #[cold]
+    fn settle_slow(mut self, failure: Option<Failure>, backoff: Option<Duration>) {
+        let upstream = self.upstream;
+        let probe = core::mem::take(&mut self.probe);
+        let now = Instant::now();
+        let grown = upstream.locked(|state| {
+            let mut grown = None;
+            match failure {
+                None => state.failures = 0,
+                Some(failure) => {
+                    let hold = match (failure.retry_after, failure.category) {
+                        (Some(hint), _) => Some(hint),
+                        (None, ErrorCategory::RateLimited) => backoff,
+                        (None, _) => None,
+                    };
+                    if let Some(hold) = hold {
+                        grown = state.hold(now, hold, HoldReason::ServerHint);
+                    }
+                    if failure.category == ErrorCategory::Transient
+                        && let Some(open_for) = state.failed_transiently()
+                    {
+                        grown = state.hold(now, open_for, HoldReason::Breaker).or(grown);
+                    }
+                }
+            }
+            if probe {
+                state.probed(now);
+            }
+            grown
+        });
+        upstream.after_hold(grown);
+        if probe {
+            // Released, or held again: either way the waiters look again.
+            upstream.shared.released.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if self.probe {
+            // A probe that never finished: the next waiter takes its turn.
+            self.upstream.locked(|state| state.probe = false);
+            self.upstream.shared.released.notify_one();
+        }
+    }
+}

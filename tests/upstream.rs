@@ -1,0 +1,221 @@
+//! Calls that share an upstream, against a real loopback server and a real
+//! reqwest client: one 429 holds every caller, who then wait it out (one
+//! probe first) or fail at once with `Held` when it is longer than they wait.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nika_retry::events::{RetryEvent, RetryObserver, UpstreamEvent, observe};
+use nika_retry::upstream::{Held, HoldReason, Upstream};
+use nika_retry::{Classify, ErrorCategory, retry};
+use nika_retry_tests::fault::{Fault, FaultServer, Hit};
+
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error("status {0}")]
+    Api(u16, ErrorCategory, Option<Duration>),
+    #[error("transport: {0}")]
+    Transport(String),
+    #[error(transparent)]
+    Held(#[from] Held),
+}
+
+impl Classify for Error {
+    fn category(&self) -> ErrorCategory {
+        match self {
+            Error::Api(_, category, _) => *category,
+            Error::Transport(_) => ErrorCategory::Transient,
+            Error::Held(held) => held.category(),
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::Api(_, _, hint) => *hint,
+            Error::Held(held) => held.retry_after(),
+            Error::Transport(_) => None,
+        }
+    }
+}
+
+struct Provider {
+    client: reqwest::Client,
+    url: String,
+    upstream: Upstream,
+}
+
+impl Provider {
+    fn new(server: &FaultServer) -> Provider {
+        Provider {
+            client: reqwest::Client::new(),
+            url: server.url("/v1/chat"),
+            upstream: Upstream::new("test/model"),
+        }
+    }
+
+    async fn send(&self) -> Result<String, Error> {
+        let response = self
+            .client
+            .post(&self.url)
+            .send()
+            .await
+            .map_err(|e| Error::Transport(e.to_string()))?;
+        if response.status().is_success() {
+            return response
+                .text()
+                .await
+                .map_err(|e| Error::Transport(e.to_string()));
+        }
+        let (category, hint) = nika_retry::http::classify_response(&response);
+        Err(Error::Api(response.status().as_u16(), category, hint))
+    }
+
+    #[retry(layer = "provider", upstream = self.upstream)]
+    async fn shared(&self) -> Result<String, Error> {
+        self.send().await
+    }
+
+    #[retry(layer = "provider")]
+    async fn alone(&self) -> Result<String, Error> {
+        self.send().await
+    }
+}
+
+/// `n` calls of `call`, the i-th started `i × 50 ms` after the first.
+async fn fan_out<F, Fut>(n: u64, call: F) -> Vec<Result<String, Error>>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<String, Error>>,
+{
+    let calls = (0..n).map(|i| {
+        let call = call();
+        async move {
+            tokio::time::sleep(Duration::from_millis(50 * i)).await;
+            call.await
+        }
+    });
+    futures_util::future::join_all(calls).await
+}
+
+fn limited(hits: &[Hit]) -> usize {
+    hits.iter()
+        .filter(|h| matches!(h.fault, Fault::WithHeaders(429, _)))
+        .count()
+}
+
+/// A 1 s limit opened by the first request; its 429s ask for 2 s.
+fn window() -> Fault {
+    Fault::LimitWindow {
+        window: Duration::from_secs(1),
+        retry_after: 2,
+    }
+}
+
+#[tokio::test]
+async fn one_429_holds_every_caller_where_alone_each_meets_its_own() {
+    let server = FaultServer::start([window()]).await;
+    let provider = Provider::new(&server);
+    let results = fan_out(12, || provider.shared()).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let hits = server.hits();
+    assert_eq!(limited(&hits), 1, "one request met the limit: {hits:#?}");
+    assert_eq!(hits.len(), 13, "12 calls, one retried");
+    // No request while held: after the 429, none before its 2 s are over.
+    let first = hits[0].at;
+    assert!(
+        hits[1..]
+            .iter()
+            .all(|h| h.at >= first + Duration::from_secs(2)),
+        "{:?}",
+        hits.iter().map(|h| h.at - first).collect::<Vec<_>>()
+    );
+
+    let server = FaultServer::start([window()]).await;
+    let provider = Provider::new(&server);
+    let results = fan_out(12, || provider.alone()).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(limited(&server.hits()), 12, "each call met the limit alone");
+}
+
+#[tokio::test]
+async fn the_probe_goes_first_and_the_rest_follow_its_outcome() {
+    let server = FaultServer::start([window()]).await;
+    let provider = Provider::new(&server);
+    fan_out(8, || provider.shared()).await;
+    let hits = server.hits();
+    let first = hits[0].at;
+    let released: Vec<Duration> = hits[1..].iter().map(|h| h.at - first).collect();
+    // The probe's request is answered before any other of the released ones
+    // is sent: it alone is within its round trip of the hold's end.
+    let probe = released[0];
+    assert!(probe >= Duration::from_secs(2), "{released:?}");
+    assert!(released[1..].iter().all(|&at| at >= probe), "{released:?}");
+    // Spread over a tenth of the 2 s hold, not all at one instant.
+    let spread = released[released.len() - 1] - released[1];
+    assert!(spread <= Duration::from_millis(400), "{released:?}");
+}
+
+#[tokio::test]
+async fn a_hold_longer_than_the_cap_fails_the_others_at_once_with_held() {
+    let server = FaultServer::start([Fault::WithHeaders(
+        429,
+        vec![("Retry-After".into(), "3600".into())],
+    )])
+    .await;
+    let provider = Provider::new(&server);
+    let first = provider.shared().await;
+    assert!(matches!(first, Err(Error::Api(429, ..))), "{first:?}");
+    let started = tokio::time::Instant::now();
+    let Err(Error::Held(held)) = provider.shared().await else {
+        panic!("the second call did not wait an hour")
+    };
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(server.requests(), 1, "the held call sent nothing");
+    assert_eq!(
+        (held.upstream(), held.reason()),
+        ("test/model", HoldReason::ServerHint)
+    );
+    assert!(held.left() > Duration::from_secs(3590) && held.left() <= Duration::from_secs(3600));
+    assert_eq!(
+        held.retry_after(),
+        Some(held.left()),
+        "an outer layer may wait it"
+    );
+}
+
+#[derive(Default)]
+struct Seen {
+    holds: Mutex<Vec<UpstreamEvent>>,
+    waits: Mutex<Vec<Option<Duration>>>,
+}
+
+impl RetryObserver for Seen {
+    fn on_event(&self, event: &RetryEvent) {
+        self.waits.lock().unwrap().push(event.upstream_wait);
+    }
+    fn on_upstream(&self, event: &UpstreamEvent) {
+        self.holds.lock().unwrap().push(event.clone());
+    }
+}
+
+#[tokio::test]
+async fn one_event_per_hold_and_the_waits_on_the_calls_events() {
+    let server = FaultServer::start([window()]).await;
+    let provider = Provider::new(&server);
+    let seen = Arc::new(Seen::default());
+    observe(seen.clone(), fan_out(6, || provider.shared())).await;
+    let holds = seen.holds.lock().unwrap().clone();
+    assert_eq!(holds.len(), 1, "{holds:?}");
+    assert_eq!(holds[0].upstream, "test/model");
+    assert_eq!(holds[0].held_for, Duration::from_secs(2));
+    assert_eq!(holds[0].reason, HoldReason::ServerHint);
+    assert!(!holds[0].extended);
+    // Only the call that got the 429 retried: its retry's event and its
+    // recovery. The callers that waited and then succeeded at once log nothing.
+    let waits = seen.waits.lock().unwrap().clone();
+    assert_eq!(waits.len(), 2, "{waits:?}");
+    assert_eq!(
+        waits[0], None,
+        "the 429 came on an attempt that did not wait"
+    );
+}
