@@ -63,7 +63,7 @@ use tokio::time::Instant;
 
 pub use held::{Held, HoldReason};
 pub use state::MAX_HOLD;
-pub use store::{InProcess, Store};
+pub use store::{InProcess, STORE_WAIT, Store, StoreFuture};
 pub(crate) use wait::{Patience, Turn};
 
 use crate::events::{self, UpstreamEvent};
