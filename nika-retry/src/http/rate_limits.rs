@@ -61,38 +61,28 @@ struct Limit {
 /// assert_eq!(rate_limits(&[("x-ratelimit-reset-requests", "soon")][..], SystemTime::now()), None);
 /// ```
 pub fn rate_limits<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<RateLimits> {
-    let mut limits: Vec<Limit> = Vec::new();
-    for kind in ["requests", "tokens"] {
-        let remaining = header(headers, &format!("x-ratelimit-remaining-{kind}"));
-        let reset = header(headers, &format!("x-ratelimit-reset-{kind}"));
-        if let (Some(remaining), Some(reset)) =
-            (remaining.and_then(count), reset.and_then(go_duration))
-        {
-            limits.push(Limit {
-                remaining,
-                reset,
-                requests: kind == "requests",
-            });
-        }
-    }
-    for kind in ["requests", "tokens", "input-tokens", "output-tokens"] {
-        let remaining = header(headers, &format!("anthropic-ratelimit-{kind}-remaining"));
-        let reset = header(headers, &format!("anthropic-ratelimit-{kind}-reset"));
-        let reset = reset
-            .and_then(|r| humantime::parse_rfc3339(r.trim()).ok())
-            .and_then(|at| at.duration_since(now).ok());
-        if let (Some(remaining), Some(reset)) = (remaining.and_then(count), reset) {
-            limits.push(Limit {
-                remaining,
-                reset,
-                requests: kind == "requests",
-            });
-        }
-    }
-    if let Some(limit) = header(headers, "ratelimit").and_then(ietf) {
-        limits.push(limit);
-    }
-    let limits = limits.into_iter().filter(|l| !l.reset.is_zero());
+    let openai = OPENAI.iter().filter_map(|&(remaining, reset, requests)| {
+        Some(Limit {
+            remaining: count(header(headers, remaining)?)?,
+            reset: go_duration(header(headers, reset)?)?,
+            requests,
+        })
+    });
+    let anthropic = ANTHROPIC
+        .iter()
+        .filter_map(|&(remaining, reset, requests)| {
+            let at = humantime::parse_rfc3339(header(headers, reset)?.trim()).ok()?;
+            Some(Limit {
+                remaining: count(header(headers, remaining)?)?,
+                reset: at.duration_since(now).ok()?,
+                requests,
+            })
+        });
+    let ietf = header(headers, "ratelimit").and_then(ietf);
+    let limits = openai
+        .chain(anthropic)
+        .chain(ietf)
+        .filter(|l| !l.reset.is_zero());
     let mut spent: Option<Duration> = None;
     let mut requests: Option<RateLimits> = None;
     for limit in limits {
@@ -117,6 +107,44 @@ pub fn rate_limits<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<
         None => requests,
     }
 }
+
+/// `(remaining, reset, counts requests)` header names of OpenAI's dialect.
+const OPENAI: [(&str, &str, bool); 2] = [
+    (
+        "x-ratelimit-remaining-requests",
+        "x-ratelimit-reset-requests",
+        true,
+    ),
+    (
+        "x-ratelimit-remaining-tokens",
+        "x-ratelimit-reset-tokens",
+        false,
+    ),
+];
+
+/// The same for Anthropic's.
+const ANTHROPIC: [(&str, &str, bool); 4] = [
+    (
+        "anthropic-ratelimit-requests-remaining",
+        "anthropic-ratelimit-requests-reset",
+        true,
+    ),
+    (
+        "anthropic-ratelimit-tokens-remaining",
+        "anthropic-ratelimit-tokens-reset",
+        false,
+    ),
+    (
+        "anthropic-ratelimit-input-tokens-remaining",
+        "anthropic-ratelimit-input-tokens-reset",
+        false,
+    ),
+    (
+        "anthropic-ratelimit-output-tokens-remaining",
+        "anthropic-ratelimit-output-tokens-reset",
+        false,
+    ),
+];
 
 fn header<'h, H: Headers + ?Sized>(headers: &'h H, name: &str) -> Option<&'h str> {
     headers
