@@ -100,18 +100,24 @@ struct Shared {
     store: Option<Arc<dyn Store>>,
 }
 
+impl Shared {
+    fn new(name: Cow<'static, str>, state: State, store: Option<Arc<dyn Store>>) -> Shared {
+        Shared {
+            name,
+            guarded: AtomicBool::new(false),
+            counting: AtomicBool::new(false),
+            state: Mutex::new(state),
+            released: Notify::new(),
+            store,
+        }
+    }
+}
+
 impl Upstream {
     /// An upstream called `name` (in events and errors: `"openai/gpt-4o"`).
     pub fn new(name: impl Into<Cow<'static, str>>) -> Upstream {
         Upstream {
-            shared: Arc::new(Shared {
-                name: name.into(),
-                guarded: AtomicBool::new(false),
-                counting: AtomicBool::new(false),
-                state: Mutex::new(State::default()),
-                released: Notify::new(),
-                store: None,
-            }),
+            shared: Arc::new(Shared::new(name.into(), State::default(), None)),
         }
     }
 
@@ -213,14 +219,11 @@ impl Upstream {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .breaker;
-                Shared {
-                    name: shared.name.clone(),
-                    guarded: AtomicBool::new(false),
-                    counting: AtomicBool::new(false),
-                    state: Mutex::new(State::with_breaker(breaker)),
-                    released: Notify::new(),
-                    store: Some(store),
-                }
+                Shared::new(
+                    shared.name.clone(),
+                    State::with_breaker(breaker),
+                    Some(store),
+                )
             }
         };
         // With a store, every attempt asks it.

@@ -132,9 +132,8 @@ impl Upstream {
         let asked = tokio::time::timeout(STORE_WAIT, store.held_for(&self.shared.name)).await;
         if let Ok(Ok(Some((left, reason)))) = asked {
             let now = Instant::now();
-            let grown = self.locked(|state| state.hold(now, left, reason));
-            // Seen in the store: its event was the process's that set it.
-            let _ = grown;
+            // No event: the process that set the hold in the store sent it.
+            self.locked(|state| state.hold(now, left, reason));
         }
     }
 }
