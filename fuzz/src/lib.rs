@@ -4,6 +4,7 @@
 
 mod bytes;
 pub mod duration_literal;
+pub mod rate_limits;
 pub mod retry_after;
 pub mod task_policy_yaml;
 
@@ -42,6 +43,11 @@ mod tests {
     #[test]
     fn duration_literal() {
         run("duration_literal", crate::duration_literal::check);
+    }
+
+    #[test]
+    fn rate_limits() {
+        run("rate_limits", crate::rate_limits::check);
     }
 
     #[test]

@@ -113,7 +113,7 @@ fn check_delta_seconds(input: &mut Bytes<'_>, now: SystemTime) {
 
 /// The civil date of `secs` since the epoch (a negative count is before
 /// it): (year, month 1–12, day 1–31, weekday index into `DAYS`).
-fn civil(secs: i64) -> (i64, usize, i64, usize) {
+pub(crate) fn civil(secs: i64) -> (i64, usize, i64, usize) {
     let days = secs.div_euclid(86_400);
     // Days from civil, inverted (proleptic Gregorian, eras of 400 years).
     let z = days + 719_468;
