@@ -186,3 +186,50 @@ fn http_status_from_an_option_and_a_status_code() {
     };
     assert_eq!(typed.category(), ErrorCategory::Auth);
 }
+
+/// What `http::classify_response` decided, kept as it said it: the server's
+/// `x-should-retry` already folded into the category.
+#[derive(Debug, thiserror::Error, Classify)]
+enum Kept {
+    #[error("api error {status}")]
+    #[category(from = category, retry_after = retry_after)]
+    Api {
+        status: u16,
+        category: ErrorCategory,
+        retry_after: Option<Duration>,
+    },
+    #[error("status")]
+    #[category(from = 1, retry_after_ms = 0)]
+    Tuple(u64, ErrorCategory),
+}
+
+#[derive(Debug, Classify)]
+#[category(from = 0)]
+struct KeptStruct(ErrorCategory);
+
+#[test]
+fn from_takes_the_category_a_field_holds_not_the_status() {
+    // A 503 the server said not to retry, and a 409 it said to.
+    let refused = Kept::Api {
+        status: 503,
+        category: ErrorCategory::Permanent,
+        retry_after: None,
+    };
+    assert_eq!(refused.category(), ErrorCategory::Permanent);
+    assert_eq!(refused.retry_after(), None);
+    let retried = Kept::Api {
+        status: 409,
+        category: ErrorCategory::Transient,
+        retry_after: Some(Duration::from_secs(3)),
+    };
+    assert_eq!(retried.category(), ErrorCategory::Transient);
+    assert_eq!(retried.retry_after(), Some(Duration::from_secs(3)));
+    let tuple = Kept::Tuple(250, ErrorCategory::RateLimited);
+    assert_eq!(tuple.category(), ErrorCategory::RateLimited);
+    assert_eq!(tuple.retry_after(), Some(Duration::from_millis(250)));
+    assert_eq!(
+        KeptStruct(ErrorCategory::Auth).category(),
+        ErrorCategory::Auth
+    );
+    assert_eq!(KeptStruct(ErrorCategory::Auth).retry_after(), None);
+}

@@ -191,7 +191,7 @@ pub(crate) fn example(keys: &[Key], name: &str) -> Option<&'static str> {
 }
 
 /// The keys of `#[category(...)]`: the categories, then the other keys.
-pub(crate) const CATEGORY_KEYS: [&str; 11] = [
+pub(crate) const CATEGORY_KEYS: [&str; 12] = [
     "transient",
     "rate_limited",
     "auth",
@@ -199,6 +199,7 @@ pub(crate) const CATEGORY_KEYS: [&str; 11] = [
     "permanent",
     "transparent",
     "http_status",
+    "from",
     "retry_after",
     "retry_after_ms",
     "default",

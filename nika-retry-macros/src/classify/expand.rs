@@ -34,6 +34,11 @@ pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenS
                 let call = quote_spanned!(field.ty.span()=> #k::Classify::category({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
+            Source::Field(field) => {
+                let (member, binding) = (&field.member, bind(field.ty));
+                let call = super::from::call(krate, field, &binding);
+                quote!(#path { #member: #binding, .. } => #call,)
+            }
         }
     });
 

@@ -3,6 +3,7 @@
 mod ast;
 mod attr;
 mod expand;
+mod from;
 mod timeout;
 mod valid;
 

@@ -7,6 +7,7 @@ use syn::{Fields, Ident, Member, Type};
 
 use super::ast::{Input, Shape, Variant};
 use super::attr::{Item, Value, category_attrs};
+use super::from;
 use crate::errors::Errors;
 use crate::suggest::unknown;
 use crate::vocab::{CATEGORY_KEYS, Category};
@@ -22,6 +23,8 @@ pub(crate) enum Source<'a> {
     Fixed(Category),
     HttpStatus(FieldRef<'a>),
     Transparent(FieldRef<'a>),
+    /// `from = field`: a field of type `ErrorCategory`.
+    Field(FieldRef<'a>),
 }
 
 /// The unit of a hint field.
@@ -102,6 +105,7 @@ struct Said<'a> {
     transparent: Option<Ident>,
     http_status: Option<(Ident, FieldRef<'a>)>,
     hint: Option<(Ident, HintUnit, FieldRef<'a>)>,
+    from: Option<(Ident, FieldRef<'a>)>,
 }
 
 fn variant_rule<'a>(
@@ -148,6 +152,7 @@ fn variant_rule<'a>(
         transparent,
         http_status,
         hint,
+        from,
     } = said;
 
     if let Some(flag) = &transparent {
@@ -155,6 +160,7 @@ fn variant_rule<'a>(
             category.as_ref().map(|(_, key)| key),
             http_status.as_ref().map(|(key, _)| key),
             hint.as_ref().map(|(key, ..)| key),
+            from.as_ref().map(|(key, _)| key),
         ];
         for key in others.into_iter().flatten() {
             errors.spanned(
@@ -184,6 +190,20 @@ fn variant_rule<'a>(
             hint: None,
         });
     }
+    if let Some((key, field)) = from {
+        let others = [
+            category.as_ref().map(|(_, key)| key),
+            http_status.as_ref().map(|(key, _)| key),
+        ];
+        if from::conflicts(errors, &key, &others, &where_) {
+            return None;
+        }
+        return Some(Rule {
+            variant: variant.ident,
+            source: Source::Field(field),
+            hint: hint.map(|(_, unit, field)| (unit, field)),
+        });
+    }
     if let (Some((c, _)), Some((key, _))) = (&category, &http_status) {
         errors.spanned(
             key,
@@ -198,7 +218,7 @@ fn variant_rule<'a>(
             if let Some((key, ..)) = &hint {
                 errors.spanned(
                     key,
-                    format!("`{key}` needs a category beside it, e.g. #[category(rate_limited, {key} = field)] or #[category(http_status = status, {key} = field)]"),
+                    format!("`{key}` needs a category beside it, e.g. #[category(rate_limited, {key} = field)], #[category(http_status = status, {key} = field)] or #[category(from = category, {key} = field)]"),
                 );
                 return None;
             }
@@ -254,6 +274,23 @@ fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, variant: 
             ),
             None => said.transparent = Some(item.key),
         },
+        from::KEY => {
+            let Some(value) = &item.value else {
+                errors.spanned(
+                    &item.key,
+                    "`from` names a field of type `ErrorCategory`: #[category(from = category)]",
+                );
+                return;
+            };
+            let Some(field) = resolve(errors, value, fields) else {
+                return;
+            };
+            if said.from.is_some() {
+                errors.spanned(&item.key, "`from` is set twice; keep one");
+            } else {
+                said.from = Some((item.key, field));
+            }
+        }
         "http_status" | "retry_after" | "retry_after_ms" => {
             let Some(value) = &item.value else {
                 errors.spanned(

@@ -45,6 +45,29 @@ pub fn status_category<S: HttpStatus + ?Sized>(status: &S) -> ErrorCategory {
     }
 }
 
+/// `#[category(from = field)]`: the category itself, decided at run time.
+#[diagnostic::on_unimplemented(
+    message = "`from = …` names a field of type `{Self}`; it takes an `ErrorCategory`",
+    label = "expected `nika_retry::ErrorCategory`",
+    note = "keep the category `nika_retry::http::classify_response` returns in the field; for a status code, use `http_status = field`"
+)]
+pub trait CategoryField {
+    /// The category.
+    fn category(&self) -> ErrorCategory;
+}
+
+impl CategoryField for ErrorCategory {
+    fn category(&self) -> ErrorCategory {
+        *self
+    }
+}
+
+/// The category in a `from` field.
+#[inline]
+pub fn category_from<C: CategoryField + ?Sized>(field: &C) -> ErrorCategory {
+    field.category()
+}
+
 /// `#[category(retry_after = field)]`: a `Duration` or `Option<Duration>`.
 #[diagnostic::on_unimplemented(
     message = "`retry_after = …` names a field of type `{Self}`; it takes a `Duration` or an `Option<Duration>`",

@@ -13,6 +13,6 @@ pub use crate::run::{
     UpstreamTurn, moved_by_each_attempt, once, sleep,
 };
 pub use derive::{
-    DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe, hint_duration,
-    hint_millis, status_category,
+    CategoryField, DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe,
+    category_from, hint_duration, hint_millis, status_category,
 };

@@ -1,0 +1,10 @@
+use nika_retry::{Classify, ErrorCategory};
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum Error {
+    #[error("wrapped")]
+    #[category(transparent, from = 0)]
+    Wrapped(ErrorCategory),
+}
+
+fn main() {}
