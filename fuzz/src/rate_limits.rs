@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nika_retry::http::rate_limits;
+use nika_retry::http::{RateLimits, rate_limits};
 
 use crate::bytes::Bytes;
 use crate::retry_after::civil;
@@ -54,21 +54,37 @@ pub fn check(data: &[u8]) {
     check_ietf(&mut input, now);
 }
 
-/// All zeros (at least one digit): the only counts that read as spent.
-fn zero(v: &[u8]) -> bool {
-    let v = v.trim_ascii();
-    !v.is_empty() && v.iter().all(|&b| b == b'0')
+/// How long a read says to hold: a limit with nothing left.
+fn spent(read: Option<RateLimits>) -> Option<Duration> {
+    read.filter(|r| r.remaining == 0).map(|r| r.reset)
 }
 
-/// The count that all-digit text spells, digit by digit (past `u64`, `u64::MAX`).
+/// The requests a read says are left, when some are.
+fn left(read: Option<RateLimits>) -> Option<u64> {
+    read.filter(|r| r.remaining > 0)
+        .map(|r| u64::from(r.remaining))
+}
+
+/// A value as the parser sees it: UTF-8, trimmed of any whitespace.
+fn text(v: &[u8]) -> Option<&[u8]> {
+    std::str::from_utf8(v).ok().map(|t| t.trim().as_bytes())
+}
+
+/// All zeros (at least one digit): the only counts that read as spent.
+fn zero(v: &[u8]) -> bool {
+    text(v).is_some_and(|v| !v.is_empty() && v.iter().all(|&b| b == b'0'))
+}
+
+/// The count that all-digit text spells, digit by digit (past `u32`, as
+/// [`RateLimits::remaining`] holds it, `u32::MAX`).
 fn digits(v: &[u8]) -> Option<u64> {
-    let v = v.trim_ascii();
+    let v = text(v)?;
     (!v.is_empty() && v.iter().all(u8::is_ascii_digit)).then(|| {
         v.iter()
             .try_fold(0u64, |n, d| {
                 n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
             })
-            .unwrap_or(u64::MAX)
+            .map_or(u64::from(u32::MAX), |n| n.min(u64::from(u32::MAX)))
     })
 }
 
@@ -95,13 +111,12 @@ fn check_raw(data: &[u8], now: SystemTime) {
     };
     let read = rate_limits(&headers[..], now);
     let field = first("ratelimit").filter(|v| std::str::from_utf8(v).is_ok());
-    if read.exhausted.is_some() {
+    if spent(read).is_some() {
         let spent = REMAINING.iter().any(|n| first(n).is_some_and(zero))
             || field.is_some_and(|f| ietf_r(f).any(zero));
         assert!(spent, "{headers:?}: {read:?}");
     }
-    if let Some((left, _)) = read.remaining {
-        assert_ne!(left, 0);
+    if let Some(left) = left(read) {
         let spelled = REQUESTS
             .iter()
             .filter_map(|n| first(n).and_then(digits))
@@ -131,24 +146,28 @@ fn check_go_duration(input: &mut Bytes<'_>, now: SystemTime) {
         _ => (format!("{s}.{:03}s", ms % 1000), s * 1000 + ms % 1000),
     };
     let want = Duration::from_millis(want);
-    let spent = |reset: &str| {
-        rate_limits(
+    let hold = |reset: &str| {
+        spent(rate_limits(
             &[
                 ("x-ratelimit-remaining-tokens", "0"),
                 ("x-ratelimit-reset-tokens", reset),
             ][..],
             now,
-        )
-        .exhausted
+        ))
     };
-    let got = spent(&text).unwrap_or_else(|| panic!("{text:?} not read"));
+    // A reset of zero holds nothing.
+    if want.is_zero() {
+        assert_eq!(hold(&text), None, "{text:?}");
+        return;
+    }
+    let got = hold(&text).unwrap_or_else(|| panic!("{text:?} not read"));
     // A fraction goes through floating point: within a microsecond.
     assert!(
         got.abs_diff(want) <= Duration::from_micros(1),
         "{text:?}: {got:?}"
     );
-    assert_eq!(spent(&format!("-{text}")), None, "-{text:?}");
-    let left = rate_limits(
+    assert_eq!(hold(&format!("-{text}")), None, "-{text:?}");
+    let allowed = left(rate_limits(
         &[
             (
                 "x-ratelimit-remaining-requests",
@@ -157,13 +176,12 @@ fn check_go_duration(input: &mut Bytes<'_>, now: SystemTime) {
             ("x-ratelimit-reset-requests", &*text),
         ][..],
         now,
-    )
-    .remaining;
-    assert_eq!(left.map(|(n, _)| n), Some(u64::from(shape / 4) + 1));
+    ));
+    assert_eq!(allowed, Some(u64::from(shape / 4) + 1));
 }
 
 /// An RFC 3339 instant, in UTC or at an offset, reads as its distance from
-/// `now` (zero if past); an impossible day is no instant.
+/// `now` (none if not after it); an impossible day is no instant.
 fn check_rfc3339(input: &mut Bytes<'_>, now: SystemTime) {
     let secs = input.u64() % YEAR_10000;
     let offset_min = i64::from(input.u8() % 48) * 30 - 720;
@@ -180,19 +198,19 @@ fn check_rfc3339(input: &mut Bytes<'_>, now: SystemTime) {
     };
     let want = (UNIX_EPOCH + Duration::from_secs(secs))
         .duration_since(now)
-        .unwrap_or(Duration::ZERO);
+        .ok()
+        .filter(|d| !d.is_zero());
     let reset = |text: &str| {
-        rate_limits(
+        spent(rate_limits(
             &[
                 ("anthropic-ratelimit-requests-remaining", "0"),
                 ("anthropic-ratelimit-requests-reset", text),
             ][..],
             now,
-        )
-        .exhausted
+        ))
     };
     let utc = write(secs as i64, "Z");
-    assert_eq!(reset(&utc), Some(want), "{utc:?} at {now:?}");
+    assert_eq!(reset(&utc), want, "{utc:?} at {now:?}");
     if (0..YEAR_10000 as i64).contains(&local) {
         let sign = if offset_min < 0 { '-' } else { '+' };
         let zone = format!(
@@ -201,15 +219,16 @@ fn check_rfc3339(input: &mut Bytes<'_>, now: SystemTime) {
             offset_min.abs() % 60
         );
         let shifted = write(local, &zone);
-        assert_eq!(reset(&shifted), Some(want), "{shifted:?} at {now:?}");
+        assert_eq!(reset(&shifted), want, "{shifted:?} at {now:?}");
     }
     let (y, mo, _, _) = civil(secs as i64);
     let impossible = format!("{y:04}-{mo:02}-32T00:00:00Z");
     assert_eq!(reset(&impossible), None, "{impossible:?}");
 }
 
-/// An IETF field with a few members: the spent one with the longest `t`
-/// holds; the fewest requests left among the others is the allowance.
+/// An IETF field with a few policies: the spent one with the longest `t`
+/// holds; else the fewest requests left is the allowance (a `t` of zero
+/// says nothing).
 fn check_ietf(input: &mut Bytes<'_>, now: SystemTime) {
     let members: Vec<(u64, u64)> = (0..1 + input.u8() % 4)
         .map(|_| (u64::from(input.u8() % 4), input.u64() >> (input.u8() % 64)))
@@ -221,21 +240,12 @@ fn check_ietf(input: &mut Bytes<'_>, now: SystemTime) {
         .collect::<Vec<_>>()
         .join(", ");
     let read = rate_limits(&[("RateLimit", &*field)][..], now);
-    let spent = members
-        .iter()
-        .filter(|(r, _)| *r == 0)
-        .map(|(_, t)| *t)
-        .max();
-    assert_eq!(read.exhausted, spent.map(Duration::from_secs), "{field:?}");
-    let fewest = members
-        .iter()
-        .filter(|(r, _)| *r > 0)
-        .map(|(r, _)| *r)
-        .min();
-    assert_eq!(read.remaining.map(|(n, _)| n), fewest, "{field:?}");
+    let live = || members.iter().filter(|(_, t)| *t > 0);
+    let longest = live().filter(|(r, _)| *r == 0).map(|(_, t)| *t).max();
+    assert_eq!(spent(read), longest.map(Duration::from_secs), "{field:?}");
+    let fewest = live().map(|(r, _)| *r).filter(|r| *r > 0).min();
+    let fewest = fewest.filter(|_| longest.is_none());
+    assert_eq!(left(read), fewest, "{field:?}");
     let negative = field.replace("t=", "t=-");
-    assert_eq!(
-        rate_limits(&[("RateLimit", &*negative)][..], now),
-        Default::default()
-    );
+    assert_eq!(rate_limits(&[("RateLimit", &*negative)][..], now), None);
 }

@@ -71,14 +71,14 @@ pub fn rate_limits<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<
     let anthropic = ANTHROPIC
         .iter()
         .filter_map(|&(remaining, reset, requests)| {
-            let at = humantime::parse_rfc3339(header(headers, reset)?.trim()).ok()?;
+            let at = rfc3339(header(headers, reset)?.trim())?;
             Some(Limit {
                 remaining: count(header(headers, remaining)?)?,
                 reset: at.duration_since(now).ok()?,
                 requests,
             })
         });
-    let ietf = header(headers, "ratelimit").and_then(ietf);
+    let ietf = header(headers, "ratelimit").into_iter().flat_map(ietf);
     let limits = openai
         .chain(anthropic)
         .chain(ietf)
@@ -197,9 +197,47 @@ fn go_duration(value: &str) -> Option<Duration> {
     Some(total)
 }
 
-/// The IETF `RateLimit` field: `"policy";r=50;t=30` (the draft's
-/// `limit=100, remaining=50, reset=30` too).
-fn ietf(value: &str) -> Option<Limit> {
+/// An RFC 3339 instant, in UTC (`Z`) or at an offset (`+02:00`).
+fn rfc3339(value: &str) -> Option<SystemTime> {
+    let Some((local, zone)) = value
+        .len()
+        .checked_sub(6)
+        .filter(|&at| value.is_char_boundary(at))
+        .map(|at| value.split_at(at))
+        .filter(|(_, zone)| zone.starts_with(['+', '-']))
+    else {
+        return humantime::parse_rfc3339(value).ok();
+    };
+    let (hours, minutes) = zone[1..].split_once(':')?;
+    let [hours, minutes] = [hours, minutes].map(|n| count(n).filter(|_| n.len() == 2));
+    let offset =
+        Duration::from_secs(hours.filter(|&h| h < 24)? * 3600 + minutes.filter(|&m| m < 60)? * 60);
+    // humantime reads UTC only: read the local time as UTC, then shift it.
+    let local = humantime::parse_rfc3339(&format!("{local}Z")).ok()?;
+    if zone.starts_with('+') {
+        local.checked_sub(offset)
+    } else {
+        local.checked_add(offset)
+    }
+}
+
+/// The IETF `RateLimit` field: a list of policies, one limit each
+/// (`"minute";r=50;t=30, "day";r=0;t=3600`); the draft's older single
+/// `limit=100, remaining=50, reset=30`, whose commas part the parameters,
+/// when no member is a limit by itself.
+fn ietf(value: &str) -> impl Iterator<Item = Limit> + '_ {
+    let mut members = value.split(',').filter_map(ietf_params).peekable();
+    let whole = members
+        .peek()
+        .is_none()
+        .then(|| ietf_params(value))
+        .flatten();
+    members.chain(whole)
+}
+
+/// The first `r`/`remaining` and `t`/`reset` among `;`- or `,`-separated
+/// parameters.
+fn ietf_params(value: &str) -> Option<Limit> {
     let mut remaining = None;
     let mut reset = None;
     for param in value.split([';', ',']) {
@@ -313,6 +351,37 @@ mod tests {
             Some((50, Duration::from_secs(30)))
         );
         assert_eq!(read(&[("ratelimit", "\"default\";r=5")]), None, "no reset");
+    }
+
+    #[test]
+    fn rfc3339_at_an_offset() {
+        let at = |text| rfc3339(text).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_secs());
+        assert_eq!(at("2023-11-14T22:13:20Z"), Some(1_700_000_000));
+        assert_eq!(at("2023-11-15T00:43:20+02:30"), Some(1_700_000_000));
+        assert_eq!(at("2023-11-14T15:13:20-07:00"), Some(1_700_000_000));
+        for bad in [
+            "2023-11-14T22:13:20+2:300",
+            "2023-11-14T22:13:20+25:00",
+            "+01:00",
+            "2023-11-14T22:13:20",
+        ] {
+            assert_eq!(at(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ietf_policies_each_a_limit() {
+        let field = "\"minute\";r=50;t=30, \"hour\";r=7;t=900";
+        assert_eq!(
+            read(&[("RateLimit", field)]),
+            Some((7, Duration::from_secs(900)))
+        );
+        let field = "\"minute\";r=50;t=30, \"day\";r=0;t=3600, \"hour\";r=0;t=60";
+        assert_eq!(
+            read(&[("RateLimit", field)]),
+            Some((0, Duration::from_secs(3600))),
+            "the spent policy that lasts longest"
+        );
     }
 
     #[test]
