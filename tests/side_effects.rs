@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{EventLog, Outcome, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Classify, Layer, Reached, RetryConfig, TimeoutError, retry};
+use nika_retry::{Classify, Layer, RetryConfig, TimeoutError, retry};
 use nika_retry_tests::logs::{Clock, logged};
 
 /// One failure of each `Reached`.
