@@ -72,7 +72,7 @@
 //! # Pieces
 //!
 //! - [`macro@retry`], [`macro@timeout`] and [`derive@Classify`]: the macros.
-//! - [`ErrorCategory`], [`Classify`], [`Layer`], [`RetryConfig`], [`TimeoutError`]: the vocabulary.
+//! - [`ErrorCategory`], [`Classify`], [`Reached`], [`Layer`], [`RetryConfig`], [`TimeoutError`]: the vocabulary.
 //! - [`engine`]: the decision state machine the generated loops drive, usable by hand.
 //! - [`http`]: status classification and `Retry-After` parsing.
 //! - [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
@@ -87,7 +87,7 @@
 // Folders by role, imports one way (a folder never imports one listed
 // above it):
 //
-// - vocabulary, leaves: `category`, `classify`, `layer`, `config`, `key`,
+// - vocabulary, leaves: `category`, `classify`, `reached`, `layer`, `config`, `key`,
 //   `timeout_error`, `bucket`, `http/`, `events/` (what a decision looks
 //   like outside: `RetryEvent`, observers, the `EventLog`).
 // - `engine/`: pure decisions. `Failure` in, `Decision` out (`RetryState`,
@@ -158,6 +158,7 @@ pub mod http;
 mod key;
 mod layer;
 mod policy;
+mod reached;
 mod run;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
@@ -178,6 +179,7 @@ pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use connect::{Connect, connect};
 pub use key::IdempotencyKey;
 pub use layer::{Layer, ParseLayerError};
+pub use reached::{Reached, io_kind_reached};
 pub use timeout_error::{Boundary, TimeoutError};
 
 /// The crate README's example, compiled as a doctest so that it stays true.
