@@ -2,8 +2,10 @@
 //! against a real HTTP server on 127.0.0.1 that fails on purpose, through a
 //! verb crate's transport (L1), provider and tool (L2), with each workflow
 //! task's YAML policy in force, and a streamed answer (retried before its
-//! first token, never after). Every retry decision is printed as it
-//! happens, tagged with its layer.
+//! first token, never after), then a dozen calls at once on one model
+//! whose limit answers 429 (one hold for all of them, beside the same calls
+//! each on their own). Every retry decision is printed as it happens,
+//! tagged with its layer.
 //!
 //! ```text
 //! cargo run --example demo
@@ -22,10 +24,12 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use nika_retry::Layer;
 use nika_retry::engine::GiveUp;
-use nika_retry::events::{EventLog, Outcome, RetryEvent, RetryObserver, observe};
+use nika_retry::events::{EventLog, Outcome, RetryEvent, RetryObserver, UpstreamEvent, observe};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry_tests::fault::{Fault, FaultServer, Step, closed_port};
-use nika_retry_tests::verb::{HttpTool, Provider, RequestOptions, Task, Transport, run_task};
+use nika_retry_tests::verb::{
+    HttpTool, Provider, ProviderError, RequestOptions, Task, Transport, run_task,
+};
 use tokio::time::Instant;
 
 /// Prints each event as a timeline row, and keeps it for the tally.
@@ -90,6 +94,18 @@ impl RetryObserver for Timeline {
         );
         self.log.on_event(e);
     }
+
+    fn on_upstream(&self, e: &UpstreamEvent) {
+        let verb = if e.extended { "hold extended" } else { "held" };
+        println!(
+            "  {:>7}  {:<8} {:<20} {verb} for {} ({}): every call on it waits",
+            fmt_ms(self.start.elapsed()),
+            "upstream",
+            e.upstream,
+            fmt_ms(e.held_for),
+            e.reason
+        );
+    }
 }
 
 fn fmt_ms(d: Duration) -> String {
@@ -123,6 +139,42 @@ fn describe(error: &dyn Error) -> String {
 
 fn requests(n: usize) -> String {
     format!("{n} request{}", if n == 1 { "" } else { "s" })
+}
+
+/// `n` completions through one provider (sharing its model's upstream, or
+/// each call on its own when not `shared`), the i-th started `i × 50 ms` after
+/// the first, against a model whose limit (a 1 s window opened by the first
+/// request) answers 429 with `Retry-After: 2`. Returns the results, how
+/// many requests met the limit, and how many were sent.
+async fn fan_out(shared: bool, n: u32) -> (Vec<Result<String, ProviderError>>, usize, usize) {
+    let server = FaultServer::start([Fault::LimitWindow {
+        window: Duration::from_secs(1),
+        retry_after: 2,
+    }])
+    .await;
+    let provider = Provider::for_model(
+        Transport::new(server.url(""), RequestOptions::default()),
+        "gpt-4o",
+    );
+    let provider = if shared {
+        provider
+    } else {
+        provider.unshared()
+    };
+    let calls = (0..n).map(|i| {
+        let provider = &provider;
+        async move {
+            tokio::time::sleep(Duration::from_millis(50) * i).await;
+            provider.complete("summarize a chapter").await
+        }
+    });
+    let results = futures_util::future::join_all(calls).await;
+    let hits = server.hits();
+    let limited = hits
+        .iter()
+        .filter(|h| matches!(h.fault, Fault::WithHeaders(429, _)))
+        .count();
+    (results, limited, hits.len())
 }
 
 /// One task of the demo workflow: its YAML, and what the server does.
@@ -192,7 +244,7 @@ async fn main() {
          is the delay jitter drew from a 250 ms backoff (between half of it and all\n\
          of it); a server hint is waited as given. \"→ provider\" hands the error to\n\
          the loop of the layer above.\n",
-        scenarios.len() + 2
+        scenarios.len() + 3
     );
     println!(
         "  {:>7}  {:<8} {:<20} {:<4} {:<12} {:<22} outcome",
@@ -323,6 +375,34 @@ async fn main() {
                     requests(server.requests()),
                     describe(&e)
                 );
+            }
+        }
+    }
+
+    // Then a dozen calls at once against one model: one 429 holds them all.
+    {
+        const CALLS: u32 = 12;
+        println!(
+            "\n▶ fan-out — {CALLS} calls at once on one model, whose limit starts answering 429 (Retry-After: 2)"
+        );
+        *timeline.above_http.lock().unwrap() = Some(Layer::Provider);
+        let (results, limited, sent) = observe(timeline.clone(), fan_out(true, CALLS)).await;
+        let (alone, alone_limited, alone_sent) = fan_out(false, CALLS).await;
+        match results.iter().chain(&alone).find_map(|r| r.as_ref().err()) {
+            None => {
+                ok += 1;
+                println!(
+                    "  ✓ {CALLS} answers: {limited} of {} met the limit on the shared upstream",
+                    requests(sent)
+                );
+                println!(
+                    "    (without it, each call alone: {alone_limited} of {} met the limit)",
+                    requests(alone_sent)
+                );
+            }
+            Some(e) => {
+                failed += 1;
+                println!("  ✗ {}", describe(e));
             }
         }
     }

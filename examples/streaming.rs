@@ -1,6 +1,8 @@
 //! A streamed LLM completion under the policy: server-sent events read with
 //! reqwest, retried while no token has arrived, never after; `read` cuts a
-//! stall, never a stream that keeps delivering.
+//! stall, never a stream that keeps delivering. A failed response keeps the
+//! category `http::classify_response` gives it: the server's
+//! `x-should-retry: true / false` wins over its status.
 //!
 //! ```text
 //! cargo run --example streaming
@@ -23,23 +25,27 @@
 //! ```
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::stream::{Started, started_when};
-use nika_retry::{Classify, TimeoutError, retry, timeout};
+use nika_retry::{Classify, ErrorCategory, TimeoutError, retry, timeout};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 #[derive(Debug, thiserror::Error, Classify)]
 pub enum ProviderError {
-    /// A non-success status, with the server's wait hint.
+    /// A non-success status: its category and wait hint as
+    /// `classify_response` read them (the status, unless the server's
+    /// `x-should-retry` says otherwise).
     #[error("api error {status}")]
-    #[category(http_status = status, retry_after = retry_after)]
+    #[category(from = category, retry_after = retry_after)]
     Api {
         status: u16,
+        category: ErrorCategory,
         retry_after: Option<Duration>,
     },
     /// Refused, reset, or a body cut mid-stream: transient.
@@ -92,10 +98,10 @@ impl Client {
             .await?;
         let status = response.status();
         if !status.is_success() {
-            let (_, retry_after) = nika_retry::http::classify_response(&response);
-            let status = status.as_u16();
+            let (category, retry_after) = nika_retry::http::classify_response(&response);
             return Err(ProviderError::Api {
-                status,
+                status: status.as_u16(),
+                category,
                 retry_after,
             });
         }
@@ -129,7 +135,10 @@ impl RetryObserver for Print {
 async fn main() -> Result<(), ProviderError> {
     let client = Client {
         http: reqwest::Client::new(),
-        url: format!("http://{}/v1/stream", serve().await),
+        url: format!(
+            "http://{}/v1/stream",
+            serve(&[Answer::Cut, Answer::Story]).await.0
+        ),
     };
     let mut stream = observe(Arc::new(Print), client.complete("tell a story")).await?;
     println!(
@@ -147,32 +156,53 @@ async fn main() -> Result<(), ProviderError> {
 
 // ---- The example's own SSE server: not part of what you copy.
 
-/// Starts the server on 127.0.0.1 and returns its address: its first
-/// answer is cut after a ping, every later one streams a sentence.
-async fn serve() -> std::net::SocketAddr {
+/// How the server answers one request.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// Headers and a ping, then the connection closes: no token.
+    Cut,
+    /// A sentence, a word every 50 ms.
+    Story,
+    /// This status line and headers, and an empty body.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Status(&'static str),
+}
+
+/// Starts the server on 127.0.0.1 and returns its address and the count
+/// of requests it got: it answers each of `script` in turn, then repeats
+/// the last.
+async fn serve(script: &'static [Answer]) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = requests.clone();
     tokio::spawn(async move {
-        for n in 0.. {
+        loop {
             let Ok((socket, _)) = listener.accept().await else {
                 return;
             };
-            tokio::spawn(answer(socket, n == 0));
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            let answer_n = script[n.min(script.len() - 1)];
+            tokio::spawn(answer(socket, answer_n));
         }
     });
-    addr
+    (addr, requests)
 }
 
-async fn answer(mut socket: TcpStream, cut: bool) -> std::io::Result<()> {
+async fn answer(mut socket: TcpStream, answer: Answer) -> std::io::Result<()> {
     read_request(&mut socket).await?;
+    if let Answer::Status(head) = answer {
+        let response = format!("{head}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        socket.write_all(response.as_bytes()).await?;
+        return socket.shutdown().await;
+    }
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
                 transfer-encoding: chunked\r\nconnection: close\r\n\r\n";
     socket.write_all(head.as_bytes()).await?;
     socket
         .write_all(&event_chunk("event: ping\ndata: {}"))
         .await?;
-    if cut {
-        // Headers and a ping, then the connection closes: no token yet.
+    if let Answer::Cut = answer {
         return socket.shutdown().await;
     }
     for word in ["Once", " upon", " a", " time", "."] {
@@ -215,5 +245,53 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<()> {
                 return Ok(());
             }
         }
+    }
+}
+
+/// The server's `x-should-retry` against its status, on a real socket
+/// (`cargo test --example streaming`).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn client(script: &'static [Answer]) -> (Client, Arc<AtomicUsize>) {
+        let (addr, requests) = serve(script).await;
+        let http = reqwest::Client::new();
+        let url = format!("http://{addr}/v1/stream");
+        (Client { http, url }, requests)
+    }
+
+    #[tokio::test]
+    async fn a_503_the_server_says_not_to_retry_is_one_request() {
+        const REFUSED: Answer =
+            Answer::Status("HTTP/1.1 503 Service Unavailable\r\nx-should-retry: false");
+        let (client, requests) = client(&[REFUSED, Answer::Story]).await;
+        let Err(err) = client.complete("tell a story").await else {
+            panic!("a 503 the server said not to retry")
+        };
+        assert!(
+            matches!(err, ProviderError::Api { status: 503, .. }),
+            "{err:?}"
+        );
+        assert_eq!(err.category(), ErrorCategory::Permanent);
+        assert_eq!(requests.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_409_the_server_says_to_retry_is_retried() {
+        const RETRIED: Answer = Answer::Status("HTTP/1.1 409 Conflict\r\nx-should-retry: true");
+        let (client, requests) = client(&[RETRIED, Answer::Story]).await;
+        let mut stream = client
+            .complete("tell a story")
+            .await
+            .expect("the retry streams");
+        let mut words = String::new();
+        while let Some(chunk) = stream.next().await {
+            if let Chunk::Token(word) = chunk.expect("an event") {
+                words.push_str(&word);
+            }
+        }
+        assert_eq!(words, "Once upon a time.");
+        assert_eq!(requests.load(Ordering::SeqCst), 2);
     }
 }

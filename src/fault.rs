@@ -41,6 +41,10 @@ pub enum Fault {
         /// The wait asked for.
         retry_after_ms: u64,
     },
+    /// `429 Too Many Requests` as OpenAI sends it when the key's quota or
+    /// credit is spent: `insufficient_quota` in the JSON body, with a
+    /// `Retry-After` that waiting would not help.
+    QuotaExhausted,
     /// Starts a `200` response, then resets the connection mid-body.
     Reset,
     /// Starts a `200` response, then closes the connection mid-body (a FIN:
@@ -386,6 +390,15 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
                     &body,
                 )
             }
+            Fault::QuotaExhausted => response(
+                429,
+                "Too Many Requests",
+                &[
+                    ("Content-Type", "application/json".into()),
+                    ("Retry-After", "20".into()),
+                ],
+                r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#,
+            ),
             Fault::Reset => {
                 let head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial";
                 let _ = stream.write_all(head.as_bytes()).await;

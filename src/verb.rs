@@ -11,6 +11,7 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
 use nika_retry::stream::{Started, started_when};
 use nika_retry::task::{TaskPolicy, scope};
+use nika_retry::upstream::{Held, Upstream};
 use nika_retry::{Classify, Layer, RetryConfig, TimeoutError, retry, timeout};
 
 /// Per-request options of the transport (the http layer, L1, is configured per request).
@@ -94,6 +95,8 @@ pub struct Transport {
     client: reqwest::Client,
     base: String,
     options: RequestOptions,
+    /// The upstream whose rate-limit headers every response reports.
+    observed: Option<Upstream>,
 }
 
 impl Transport {
@@ -107,6 +110,7 @@ impl Transport {
             client,
             base: base.into(),
             options,
+            observed: None,
         }
     }
 
@@ -127,6 +131,9 @@ impl Transport {
                 .header("X-Retry-Count", attempt.total_retries);
         }
         let response = request.send().await?;
+        if let Some(upstream) = &self.observed {
+            upstream.observe(response.headers());
+        }
         let (_, retry_after) = nika_retry::http::classify_response(&response);
         let status = response.status();
         let body = response.text().await?;
@@ -144,6 +151,19 @@ impl Transport {
 /// What the provider fails with: a provider crate's `ProviderError`.
 #[derive(Debug, thiserror::Error, Classify)]
 pub enum ProviderError {
+    /// HTTP 429 with `insufficient_quota`: the key's quota or credit is
+    /// spent. Not retried, and no hold: waiting does not bring credit back.
+    #[error("quota exhausted: {message}")]
+    #[category(permanent)]
+    QuotaExhausted {
+        /// The body's message.
+        message: String,
+    },
+    /// The model's upstream is held (a 429 of another call, its rate-limit
+    /// headers) longer than this call may wait.
+    #[error(transparent)]
+    #[category(transparent)]
+    Held(#[from] Held),
     /// HTTP 429, with the provider's hint from its JSON body.
     #[error("rate limited")]
     #[category(rate_limited, retry_after_ms = retry_after_ms)]
@@ -183,6 +203,11 @@ impl From<HttpError> for ProviderError {
     fn from(error: HttpError) -> Self {
         match error {
             HttpError::Status {
+                status: 429, body, ..
+            } if quota_exhausted(&body) => ProviderError::QuotaExhausted {
+                message: error_message(429, &body),
+            },
+            HttpError::Status {
                 status: 429,
                 body,
                 retry_after,
@@ -206,6 +231,17 @@ impl From<HttpError> for ProviderError {
     }
 }
 
+/// Whether a 429's body says the quota, not the rate, ran out (OpenAI's
+/// `insufficient_quota`, as its `code` or `type`).
+fn quota_exhausted(body: &str) -> bool {
+    let json = serde_json::from_str::<serde_json::Value>(body).ok();
+    json.is_some_and(|v| {
+        [&v["error"]["code"], &v["error"]["type"]]
+            .iter()
+            .any(|field| field.as_str() == Some("insufficient_quota"))
+    })
+}
+
 /// What an error response says: the JSON body's `error.message`, else the
 /// body, else the status's reason phrase (an empty body says nothing).
 fn error_message(status: u16, body: &str) -> String {
@@ -221,18 +257,55 @@ fn error_message(status: u16, body: &str) -> String {
     }
 }
 
-/// An LLM provider over the transport.
+/// An LLM provider over the transport, for one model: its calls share the
+/// model's [`Upstream`] (a 429 to one holds them all; every response's
+/// rate-limit headers pace them).
 pub struct Provider {
     transport: Transport,
     stream_total: Option<Duration>,
+    upstream: Upstream,
+    shared: bool,
 }
 
 impl Provider {
-    /// A provider over `transport`.
+    /// A provider over `transport`, for the model `default`.
     pub fn new(transport: Transport) -> Provider {
+        Provider::for_model(transport, "default")
+    }
+
+    /// A provider over `transport`, for `model`: one upstream per model,
+    /// which is where a provider's rate limits count.
+    pub fn for_model(mut transport: Transport, model: &str) -> Provider {
+        let upstream = Upstream::new(format!("provider/{model}"));
+        transport.observed = Some(upstream.clone());
         Provider {
             transport,
             stream_total: None,
+            upstream,
+            shared: true,
+        }
+    }
+
+    /// This provider with each call on an upstream of its own, as without
+    /// sharing: a 429 holds only the call that got it (to compare with).
+    pub fn unshared(mut self) -> Provider {
+        self.transport.observed = None;
+        self.shared = false;
+        self
+    }
+
+    /// The model's upstream, which every call shares (unless
+    /// [unshared](Provider::unshared)).
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
+    /// The upstream a call passes: the model's, or a fresh one when
+    /// [unshared](Provider::unshared).
+    fn call_upstream(&self) -> Upstream {
+        match self.shared {
+            true => self.upstream.clone(),
+            false => Upstream::new(self.upstream.name().to_owned()),
         }
     }
 
@@ -253,7 +326,7 @@ impl Provider {
     /// inactivity limit: a stream that keeps delivering is never cut) and
     /// the [stream total](Provider::with_stream_total), if any. Each attempt
     /// sends the call's `Idempotency-Key` and `X-Retry-Count`.
-    #[retry(layer = "provider")]
+    #[retry(layer = "provider", upstream = self.call_upstream())]
     #[timeout(read = self.transport.options.read_timeout, total = self.stream_total)]
     pub async fn stream(
         &self,
@@ -272,6 +345,9 @@ impl Provider {
                 .header("X-Retry-Count", attempt.total_retries);
         }
         let response = request.send().await.map_err(HttpError::from)?;
+        if let Some(upstream) = &transport.observed {
+            upstream.observe(response.headers());
+        }
         let status = response.status();
         if !status.is_success() {
             let (_, retry_after) = nika_retry::http::classify_response(&response);
@@ -289,7 +365,8 @@ impl Provider {
 
     /// One completion. Retries 5xx and 429 (waiting out `retry_after_ms`),
     /// 3 attempts, 1 s then 4 s; a task's `retry:` block replaces that.
-    #[retry(layer = "provider")]
+    /// Every attempt first passes the model's upstream.
+    #[retry(layer = "provider", upstream = self.call_upstream())]
     pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
         Ok(self.transport.post("/v1/complete", prompt).await?)
     }
