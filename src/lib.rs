@@ -5,6 +5,8 @@
 
 pub mod doc;
 pub mod fault;
+#[cfg(feature = "redis")]
+pub mod fleet;
 pub mod logs;
 #[cfg(feature = "redis")]
 pub mod redis_server;
