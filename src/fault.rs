@@ -498,7 +498,12 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
             // Resolved when picked (`State::in_window`).
             Fault::LimitWindow { .. } => response(500, "Internal Server Error", &[], ""),
             // Taken (recorded), then the connection closes unanswered.
-            Fault::CommitThenDrop => return,
+            Fault::CommitThenDrop => {
+                if let Some(period) = refuse {
+                    state.gate.refuse_for(period);
+                }
+                return;
+            }
             // Unwrapped above; nested, it is answered as its inner fault would be.
             Fault::ThenRefuse(inner, _) => response(500, reason(500), &[], &format!("{inner:?}")),
             Fault::Stream(steps) => {
