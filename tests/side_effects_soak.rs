@@ -84,7 +84,10 @@ fn script(plans: &[Plan]) -> Vec<Fault> {
 
 /// Counts the decisions by layer, outcome and reason.
 #[derive(Default)]
-struct Tally(std::sync::Mutex<HashMap<(Layer, Outcome, Option<GiveUp>), u32>>);
+struct Tally(std::sync::Mutex<HashMap<Decided, u32>>);
+
+/// A decision's layer, outcome and reason.
+type Decided = (Layer, Outcome, Option<GiveUp>);
 
 impl RetryObserver for Tally {
     fn on_event(&self, e: &RetryEvent) {
