@@ -143,7 +143,7 @@ impl Decision {
 
 /// Why the engine gave up.
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GiveUp {
     /// The config does not retry this category.
     NotRetryable,
