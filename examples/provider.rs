@@ -47,9 +47,11 @@ pub struct Client {
 impl Client {
     /// One attempt of a completion. The macro generates the loop: 5xx and 429
     /// are retried (3 attempts, 1 s then 4 s, or the server's hint), 4xx are
-    /// not, and each attempt gets 120 s.
+    /// not, and each attempt gets 10 minutes: not streamed, the answer comes
+    /// whole once generated, so the limit is the longest generation accepted
+    /// (a `read` limit would cut a longer one and run it again).
     #[retry(layer = "provider")]
-    #[timeout(read = "120s")]
+    #[timeout(attempt = "10m")]
     pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
         // A stand-in for the HTTP call: rate limited once, then an answer.
         match self.calls.fetch_add(1, Ordering::SeqCst) {

@@ -7,7 +7,14 @@
 //! A [`Fault::Stream`] answers with server-sent events played from a script
 //! of [`Step`]s (see [`sse`]); the server then also sees a client that hangs
 //! up mid-stream ([`Hit::hung_up`]).
+//!
+//! For calls with side effects, a request can take effect and lose its
+//! answer ([`Fault::CommitThenDrop`]), and the server can refuse the
+//! connections that follow one ([`Fault::ThenRefuse`],
+//! [`FaultServer::refuse_for`]); [`FaultServer::effects`] counts what took
+//! effect.
 
+mod gate;
 pub mod sse;
 
 use std::net::SocketAddr;
@@ -69,12 +76,36 @@ pub enum Fault {
         /// The `Retry-After` the 429s carry, in seconds.
         retry_after: u64,
     },
+    /// Commits, then drops the acknowledgement: the server takes the
+    /// request (it counts as an effect, [`Hit::took_effect`]), then closes
+    /// the connection without answering, as a mail server that took the
+    /// mail and crashed before it said so.
+    CommitThenDrop,
+    /// Serves the inner fault with `Connection: close`, then refuses every
+    /// connection for this long (tokio's clock): the next attempt's connect
+    /// is refused and its request never leaves.
+    ThenRefuse(Box<Fault>, Duration),
 }
 
 impl Fault {
     /// `200 OK` with `body`.
     pub fn ok(body: &str) -> Fault {
         Fault::Ok(body.to_owned())
+    }
+
+    /// `fault`, then connections refused for `period` ([`Fault::ThenRefuse`]).
+    pub fn then_refuse(fault: Fault, period: Duration) -> Fault {
+        Fault::ThenRefuse(Box::new(fault), period)
+    }
+
+    /// Whether a request served this fault took effect on the server: it
+    /// was answered `200 OK`, or committed before its answer was dropped.
+    pub fn takes_effect(&self) -> bool {
+        match self {
+            Fault::Ok(_) | Fault::Stall(..) | Fault::CommitThenDrop => true,
+            Fault::ThenRefuse(inner, _) => inner.takes_effect(),
+            _ => false,
+        }
     }
 
     /// A streamed response playing `steps`.
@@ -112,6 +143,13 @@ pub struct Hit {
     pub hung_up: Option<Instant>,
 }
 
+impl Hit {
+    /// Whether the request took effect on the server ([`Fault::takes_effect`]).
+    pub fn took_effect(&self) -> bool {
+        self.fault.takes_effect()
+    }
+}
+
 /// What the server reads of a request.
 struct Request {
     path: String,
@@ -123,6 +161,7 @@ struct Request {
 /// A running fault server.
 pub struct FaultServer {
     addr: SocketAddr,
+    gate: gate::Gate,
     hits: Arc<Mutex<Vec<Hit>>>,
     open: Arc<AtomicUsize>,
     task: JoinHandle<()>,
@@ -148,6 +187,7 @@ impl FaultServer {
             .await
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
+        let gate = gate::Gate::new(listener).expect("the listener's address");
         let script: Vec<Fault> = script.into_iter().collect();
         let hits = Arc::new(Mutex::new(Vec::new()));
         let open = Arc::new(AtomicUsize::new(0));
@@ -156,12 +196,14 @@ impl FaultServer {
             hits: hits.clone(),
             max_requests,
             window_opened: Mutex::new(None),
+            gate: gate.clone(),
         });
         let counter = open.clone();
+        let accepting = gate.clone();
         let task = tokio::spawn(async move {
             let accept = async {
                 let mut connections = tokio::task::JoinSet::new();
-                while let Ok((stream, _)) = listener.accept().await {
+                while let Ok(stream) = std::future::poll_fn(|cx| accepting.poll_accept(cx)).await {
                     let open = Open::new(counter.clone());
                     connections.spawn(serve(stream, state.clone(), open));
                     if state.served() >= state.max_requests {
@@ -173,6 +215,7 @@ impl FaultServer {
         });
         FaultServer {
             addr,
+            gate,
             hits,
             open,
             task,
@@ -197,6 +240,24 @@ impl FaultServer {
     /// How many requests arrived.
     pub fn requests(&self) -> usize {
         self.hits.lock().expect("hits").len()
+    }
+
+    /// Refuses every connection from now for `period` (tokio's clock), then
+    /// listens again on the same port; a connection already open is kept.
+    pub fn refuse_for(&self, period: Duration) {
+        self.gate.refuse_for(period);
+    }
+
+    /// How many periods of refused connections there were
+    /// ([`refuse_for`](FaultServer::refuse_for), [`Fault::ThenRefuse`]).
+    pub fn refusal_periods(&self) -> usize {
+        self.gate.closings()
+    }
+
+    /// How many requests took effect ([`Hit::took_effect`]).
+    pub fn effects(&self) -> usize {
+        let hits = self.hits.lock().expect("hits");
+        hits.iter().filter(|h| h.took_effect()).count()
     }
 
     /// How many streamed responses the client abandoned mid-script (see
@@ -292,6 +353,8 @@ struct State {
     max_requests: usize,
     /// When a [`Fault::LimitWindow`] opened.
     window_opened: Mutex<Option<Instant>>,
+    /// The listener, for [`Fault::ThenRefuse`].
+    gate: gate::Gate,
 }
 
 impl State {
@@ -363,6 +426,10 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
         let Some((index, fault)) = state.next(request) else {
             return;
         };
+        let (fault, refuse) = match fault {
+            Fault::ThenRefuse(inner, period) => (*inner, Some(period)),
+            fault => (fault, None),
+        };
         let response = match fault {
             Fault::Ok(body) => response(200, "OK", &[], &body),
             Fault::Status(status) => response(status, reason(status), &[], ""),
@@ -430,6 +497,15 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
             }
             // Resolved when picked (`State::in_window`).
             Fault::LimitWindow { .. } => response(500, "Internal Server Error", &[], ""),
+            // Taken (recorded), then the connection closes unanswered.
+            Fault::CommitThenDrop => {
+                if let Some(period) = refuse {
+                    state.gate.refuse_for(period);
+                }
+                return;
+            }
+            // Unwrapped above; nested, it is answered as its inner fault would be.
+            Fault::ThenRefuse(inner, _) => response(500, reason(500), &[], &format!("{inner:?}")),
             Fault::Stream(steps) => {
                 let on_event = || state.record(index, |hit| hit.events_sent += 1);
                 match sse::play(&mut stream, &steps, on_event).await {
@@ -444,6 +520,15 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
                 }
             }
         };
+        if let Some(period) = refuse {
+            // Closed before the answer goes out: the client's next connect,
+            // which can only follow the answer, finds no listener.
+            state.gate.refuse_for(period);
+            let closing = response.replacen("\r\n", "\r\nConnection: close\r\n", 1);
+            let _ = stream.write_all(closing.as_bytes()).await;
+            let _ = stream.shutdown().await;
+            return;
+        }
         if stream.write_all(response.as_bytes()).await.is_err() {
             return;
         }

@@ -5,6 +5,8 @@
 
 pub mod doc;
 pub mod fault;
+#[cfg(feature = "redis")]
+pub mod fleet;
 pub mod logs;
 #[cfg(feature = "redis")]
 pub mod redis_server;
@@ -15,6 +17,12 @@ pub mod verb;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/tools-and-tasks.md")]
 pub struct ToolsAndTasksDoctests;
+
+/// `README.md`: each of its Rust snippets is compiled (and run where it has
+/// a `main`) as a doctest, so that what a new user copies from it builds.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

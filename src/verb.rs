@@ -1,11 +1,16 @@
 //! A small verb crate, written as a user of nika-retry writes one: the HTTP
 //! transport (L1), a provider calling an LLM API over it (L2), with a
-//! streamed completion too, a tool that calls an HTTP service (L2), and a
+//! streamed completion too, a tool that calls an HTTP service (L2), a
+//! mailer (a tool with a side effect, not idempotent), and a
 //! task runner that puts a workflow task's YAML policy in force. The
 //! integration tests and the demo drive it against the
 //! [fault server](crate::fault).
 
 use std::time::Duration;
+
+mod mail;
+
+pub use mail::{MailError, Mailer};
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};

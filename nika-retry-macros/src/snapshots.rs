@@ -201,3 +201,20 @@ fn provider_fn_returning_a_started_stream() {
         call::expand(Kind::Retry, quote!(layer = "provider"), input),
     );
 }
+
+#[test]
+fn not_idempotent_at_run_time() {
+    let input = quote! {
+        async fn send(&self, req: &Request) -> Result<Response, HttpError> {
+            self.client.execute(req).await
+        }
+    };
+    check(
+        "not_idempotent",
+        call::expand(
+            Kind::Retry,
+            quote!(layer = "http", idempotent = req.method.is_idempotent()),
+            input,
+        ),
+    );
+}

@@ -145,6 +145,34 @@ impl ToTokens for Retryable {
     }
 }
 
+/// What a failed attempt reached, as `#[category(reached = …)]` names it:
+/// `nika_retry::Reached`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Reach {
+    No,
+    Refused,
+    Maybe,
+}
+
+impl Reach {
+    const ALL: [Reach; 3] = [Reach::No, Reach::Refused, Reach::Maybe];
+    /// The names `reached = …` takes, in the runtime's order.
+    pub(crate) const NAMES: [&'static str; 3] = ["no", "refused", "maybe"];
+
+    pub(crate) fn from_name(name: &str) -> Option<Reach> {
+        Reach::ALL
+            .into_iter()
+            .find(|r| Reach::NAMES[*r as usize] == name)
+    }
+}
+
+impl ToTokens for Reach {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        let variant = ["No", "Refused", "Maybe"][*self as usize];
+        tokens.append(Ident::new(variant, Span::call_site()));
+    }
+}
+
 /// A key of `#[retry]` or `#[timeout]`, with the example its messages show.
 pub(crate) struct Key {
     pub(crate) name: &'static str,
@@ -156,7 +184,7 @@ const fn key(name: &'static str, example: &'static str) -> Key {
 }
 
 /// The keys of `#[retry(...)]`.
-pub(crate) const RETRY_KEYS: [Key; 11] = [
+pub(crate) const RETRY_KEYS: [Key; 12] = [
     key("layer", "layer = \"provider\""),
     key("attempts", "attempts = 3"),
     key("backoff", "backoff = \"250ms\""),
@@ -167,6 +195,7 @@ pub(crate) const RETRY_KEYS: [Key; 11] = [
     key("config", "config = self.retry.clone()"),
     key("clone", "clone(arg)"),
     key("upstream", "upstream = self.upstream"),
+    key("idempotent", "idempotent = false"),
     key("crate", "crate = \"nika_retry\""),
 ];
 
@@ -191,7 +220,7 @@ pub(crate) fn example(keys: &[Key], name: &str) -> Option<&'static str> {
 }
 
 /// The keys of `#[category(...)]`: the categories, then the other keys.
-pub(crate) const CATEGORY_KEYS: [&str; 12] = [
+pub(crate) const CATEGORY_KEYS: [&str; 13] = [
     "transient",
     "rate_limited",
     "auth",
@@ -202,6 +231,7 @@ pub(crate) const CATEGORY_KEYS: [&str; 12] = [
     "from",
     "retry_after",
     "retry_after_ms",
+    "reached",
     "default",
     "crate",
 ];
@@ -220,6 +250,12 @@ mod tests {
             assert!(CATEGORY_KEYS.contains(&c.name()));
         }
         assert_eq!(Layer::from_name("database"), None);
+        for name in Reach::NAMES {
+            let reach = Reach::from_name(name).unwrap();
+            assert_eq!(Reach::NAMES[reach as usize], name);
+        }
+        let reaches = Reach::ALL;
+        assert_eq!(quote::quote!(#(#reaches)*).to_string(), "No Refused Maybe");
         let (layers, categories) = (Layer::ALL, Category::ALL);
         assert_eq!(
             quote::quote!(#(#layers)*).to_string(),

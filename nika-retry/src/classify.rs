@@ -3,7 +3,7 @@
 use core::time::Duration;
 use std::io;
 
-use crate::{Boundary, ErrorCategory, TimeoutError};
+use crate::{Boundary, ErrorCategory, Reached, TimeoutError, io_kind_reached};
 
 /// Classifies an error for the retry loop.
 ///
@@ -79,6 +79,29 @@ pub trait Classify {
     fn timeout(&self) -> Option<&TimeoutError> {
         None
     }
+
+    /// Whether the failed attempt may have reached the other side and taken
+    /// effect there: what a call that is not idempotent
+    /// (`#[retry(…, idempotent = false)]`) repeats only when it certainly
+    /// did not ([`Reached::No`], [`Reached::Refused`]).
+    ///
+    /// By default from the category ([`Reached::default_for`]):
+    /// `RateLimited` is `Refused`, every other `Maybe`. Implemented for
+    /// [`TimeoutError`] (a `connect` limit is `No`), `io::Error` (by kind,
+    /// [`io_kind_reached`]), `reqwest::Error` (`is_connect()` is `No`, a
+    /// 429, 503 or 408 `Refused`) and by `#[derive(Classify)]`
+    /// (`#[category(transient, reached = no)]`, `transparent` delegating).
+    ///
+    /// ```
+    /// use std::io;
+    /// use nika_retry::{Classify, Reached};
+    ///
+    /// assert_eq!(io::Error::from(io::ErrorKind::ConnectionRefused).reached(), Reached::No);
+    /// assert_eq!(io::Error::from(io::ErrorKind::ConnectionReset).reached(), Reached::Maybe);
+    /// ```
+    fn reached(&self) -> Reached {
+        Reached::default_for(self.category())
+    }
 }
 
 impl<T: Classify + ?Sized> Classify for &T {
@@ -91,6 +114,9 @@ impl<T: Classify + ?Sized> Classify for &T {
     fn timeout(&self) -> Option<&TimeoutError> {
         (**self).timeout()
     }
+    fn reached(&self) -> Reached {
+        (**self).reached()
+    }
 }
 
 impl<T: Classify + ?Sized> Classify for Box<T> {
@@ -102,6 +128,9 @@ impl<T: Classify + ?Sized> Classify for Box<T> {
     }
     fn timeout(&self) -> Option<&TimeoutError> {
         (**self).timeout()
+    }
+    fn reached(&self) -> Reached {
+        (**self).reached()
     }
 }
 
@@ -118,12 +147,27 @@ impl Classify for TimeoutError {
     fn timeout(&self) -> Option<&TimeoutError> {
         Some(self)
     }
+
+    /// A `connect` limit expired before the connection was made: `No`;
+    /// any other limit cut an attempt that may have been sent: `Maybe`.
+    fn reached(&self) -> Reached {
+        if self.boundary() == Boundary::Connect {
+            Reached::No
+        } else {
+            Reached::Maybe
+        }
+    }
 }
 
 impl Classify for tokio::time::error::Elapsed {
     /// A plain `tokio::time::timeout` around one attempt: the next may be faster.
     fn category(&self) -> ErrorCategory {
         ErrorCategory::Transient
+    }
+
+    /// The attempt it cut may have been sent: `Maybe`.
+    fn reached(&self) -> Reached {
+        Reached::Maybe
     }
 }
 
@@ -145,6 +189,19 @@ impl Classify for io::Error {
     /// one further down its inner errors and their sources.
     fn timeout(&self) -> Option<&TimeoutError> {
         TimeoutError::find(self)
+    }
+
+    /// By kind ([`io_kind_reached`]: refused, unreachable, address not
+    /// available are `No`), except an error that holds a [`TimeoutError`],
+    /// which says what that timeout says.
+    fn reached(&self) -> Reached {
+        match self
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<TimeoutError>())
+        {
+            Some(timeout) => timeout.reached(),
+            None => io_kind_reached(self.kind()),
+        }
     }
 }
 
@@ -272,6 +329,41 @@ mod tests {
         assert_eq!(io::Error::from(K::TimedOut).timeout(), None);
     }
 
+    #[test]
+    fn what_reached_the_other_side() {
+        let d = Duration::from_secs(1);
+        let limit = |b| TimeoutError::new(b, d, Layer::Http);
+        assert_eq!(limit(Boundary::Connect).reached(), Reached::No);
+        for b in [Boundary::Read, Boundary::Attempt, Boundary::Total] {
+            assert_eq!(limit(b).reached(), Reached::Maybe, "{b}");
+        }
+        // Through an io::Error, a reference and a box.
+        assert_eq!(
+            io::Error::from(limit(Boundary::Connect)).reached(),
+            Reached::No
+        );
+        assert_eq!(
+            io::Error::from(limit(Boundary::Read)).reached(),
+            Reached::Maybe
+        );
+        assert_eq!(Classify::reached(&&limit(Boundary::Connect)), Reached::No);
+        assert_eq!(Box::new(limit(Boundary::Read)).reached(), Reached::Maybe);
+        assert_eq!(io::Error::from(K::ConnectionRefused).reached(), Reached::No);
+        assert_eq!(io::Error::from(K::AddrNotAvailable).reached(), Reached::No);
+        assert_eq!(
+            io::Error::from(K::ConnectionReset).reached(),
+            Reached::Maybe
+        );
+        // A hand-written impl without `reached` takes it from its category.
+        struct Throttled;
+        impl Classify for Throttled {
+            fn category(&self) -> ErrorCategory {
+                ErrorCategory::RateLimited
+            }
+        }
+        assert_eq!(Throttled.reached(), Reached::Refused);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn tokio_elapsed_is_transient() {
         let elapsed = tokio::time::timeout(Duration::from_millis(1), core::future::pending::<()>())
@@ -279,5 +371,6 @@ mod tests {
             .unwrap_err();
         assert_eq!(elapsed.category(), ErrorCategory::Transient);
         assert_eq!(elapsed.timeout(), None, "tokio's, not one of ours");
+        assert_eq!(elapsed.reached(), Reached::Maybe);
     }
 }

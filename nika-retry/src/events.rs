@@ -3,7 +3,8 @@
 //! ADR-019 accepts three retry layers on the condition that the user can
 //! always tell which one is firing. Each decision becomes a [`RetryEvent`],
 //! sent to `tracing` (feature `tracing`, on by default: target `nika_retry`;
-//! WARN for a retry and for a give-up after retries, DEBUG for a give-up on
+//! WARN for a retry, for a give-up after retries and for a call not
+//! retried because its attempt may have taken effect, DEBUG for a give-up on
 //! the first attempt — not retryable, a one-attempt layer, the 429 that the
 //! http layer leaves to the provider — and for a recovery) and to the
 //! [`RetryObserver`]s installed with [`observe`], such as the ready-made
@@ -140,6 +141,31 @@ impl RetryEvent {
     pub fn fn_name(&self) -> &'static str {
         self.operation.rsplit("::").next().unwrap_or(self.operation)
     }
+
+    /// `my_crate::http::Transport::post` for a method (its impl's type and
+    /// its name), the `operation` for a free fn.
+    fn qualified_name(&self) -> std::borrow::Cow<'static, str> {
+        match self.self_type {
+            Some(ty) => format!("{ty}::{}", self.fn_name()).into(),
+            None => self.operation.into(),
+        }
+    }
+
+    /// `Transport::post` for a method, `module::post` for a free fn: the
+    /// last segment of the owner and the fn's name.
+    pub(crate) fn short_name(&self) -> String {
+        let owner = self.self_type.unwrap_or(
+            self.operation
+                .trim_end_matches(self.fn_name())
+                .trim_end_matches("::"),
+        );
+        let owner = owner.rsplit("::").next().unwrap_or(owner);
+        if owner.is_empty() {
+            self.fn_name().to_owned()
+        } else {
+            format!("{owner}::{}", self.fn_name())
+        }
+    }
 }
 
 impl fmt::Display for RetryEvent {
@@ -147,11 +173,8 @@ impl fmt::Display for RetryEvent {
     /// or `… transient: retrying in 713ms (jittered from 1s)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[{}] ", self.layer)?;
-        match self.self_type {
-            // `my_crate::http::Transport` and `my_crate::http::post` give `my_crate::http::Transport::post`.
-            Some(ty) => write!(f, "{ty}::{}", self.fn_name())?,
-            None => f.write_str(self.operation)?,
-        }
+        let name = self.qualified_name();
+        f.write_str(&name)?;
         write!(
             f,
             " attempt {}/{} {}: {}",
@@ -171,8 +194,15 @@ impl fmt::Display for RetryEvent {
                 )?;
             }
         }
-        if let Some(reason) = self.reason {
-            write!(f, " ({reason})")?;
+        match self.reason {
+            // The fn by name: the one whose effect someone may have to check.
+            Some(GiveUp::MayHaveTakenEffect) => write!(
+                f,
+                " (not retried: the attempt may have taken effect and `{}` is not idempotent)",
+                self.short_name()
+            )?,
+            Some(reason) => write!(f, " ({reason})")?,
+            None => {}
         }
         Ok(())
     }
@@ -309,10 +339,14 @@ pub(crate) enum Level {
     Warn,
 }
 
-/// The level of an event of `outcome` after the 1-based `attempt`.
+/// The level of an event of `outcome` after the 1-based `attempt`, given
+/// up for `reason`: a call not retried because its attempt may have taken
+/// effect is a WARN even on its first attempt, since someone may have to
+/// check whether it did.
 #[inline]
-pub(crate) fn level(outcome: Outcome, attempt: u32) -> Level {
+pub(crate) fn level(outcome: Outcome, attempt: u32, reason: Option<GiveUp>) -> Level {
     match outcome {
+        _ if reason == Some(GiveUp::MayHaveTakenEffect) => Level::Warn,
         Outcome::Retrying => Level::Warn,
         Outcome::Recovered => Level::Debug,
         Outcome::GaveUp | Outcome::BudgetExhausted if attempt > 1 => Level::Warn,
@@ -377,7 +411,7 @@ fn trace(e: &RetryEvent) {
             )
         };
     }
-    match level(e.outcome, e.attempt) {
+    match level(e.outcome, e.attempt, e.reason) {
         Level::Debug => event!(tracing::Level::DEBUG),
         Level::Warn => event!(tracing::Level::WARN),
     }

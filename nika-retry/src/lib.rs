@@ -30,9 +30,10 @@
 //!
 //! impl Client {
 //!     /// One attempt; 5xx and 429 are retried 3 times in all, 1 s then 4 s apart
-//!     /// (or as long as the server's hint says), each attempt bounded to 120 s.
+//!     /// (or as long as the server's hint says). Not streamed, the answer comes
+//!     /// whole once generated: `attempt` bounds that (a `read` would cut a long one).
 //!     #[retry(layer = "provider")]
-//!     #[timeout(read = "120s")]
+//!     #[timeout(attempt = "10m")]
 //!     pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
 //!         Ok(format!("echo: {prompt}"))
 //!     }
@@ -71,7 +72,7 @@
 //! # Pieces
 //!
 //! - [`macro@retry`], [`macro@timeout`] and [`derive@Classify`]: the macros.
-//! - [`ErrorCategory`], [`Classify`], [`Layer`], [`RetryConfig`], [`TimeoutError`]: the vocabulary.
+//! - [`ErrorCategory`], [`Classify`], [`Reached`], [`Layer`], [`RetryConfig`], [`TimeoutError`]: the vocabulary.
 //! - [`engine`]: the decision state machine the generated loops drive, usable by hand.
 //! - [`http`]: status classification and `Retry-After` parsing.
 //! - [`connect`]: the connect boundary of a `#[timeout(connect = …)]` fn.
@@ -86,7 +87,7 @@
 // Folders by role, imports one way (a folder never imports one listed
 // above it):
 //
-// - vocabulary, leaves: `category`, `classify`, `layer`, `config`, `key`,
+// - vocabulary, leaves: `category`, `classify`, `reached`, `layer`, `config`, `key`,
 //   `timeout_error`, `bucket`, `http/`, `events/` (what a decision looks
 //   like outside: `RetryEvent`, observers, the `EventLog`).
 // - `engine/`: pure decisions. `Failure` in, `Decision` out (`RetryState`,
@@ -157,6 +158,7 @@ pub mod http;
 mod key;
 mod layer;
 mod policy;
+mod reached;
 mod run;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
@@ -177,6 +179,7 @@ pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use connect::{Connect, connect};
 pub use key::IdempotencyKey;
 pub use layer::{Layer, ParseLayerError};
+pub use reached::{Reached, io_kind_reached};
 pub use timeout_error::{Boundary, TimeoutError};
 
 /// The crate README's example, compiled as a doctest so that it stays true.
@@ -303,7 +306,9 @@ pub use nika_retry_macros::retry;
 ///   by anything it waits on; every wake-up restarts it. A long response that
 ///   keeps streaming is never cut by `read`; a stalled one is. A sibling
 ///   future in a `join!` beside the call does not count as its progress.
-///   `http` and `provider` layers only.
+///   `http` and `provider` layers only. A call that is **not streamed** hears
+///   nothing until the server has the whole answer, so there `read` bounds
+///   the generation itself: see [below](#a-call-that-is-not-streamed).
 /// - `attempt` bounds one attempt's whole duration (a retry gets a fresh one).
 ///   An expired attempt is dropped: a child process it started keeps running
 ///   unless it was spawned with `tokio::process::Command::kill_on_drop(true)`
@@ -345,6 +350,63 @@ pub use nika_retry_macros::retry;
 /// # async fn main() {
 /// let err = run(Some(Duration::from_secs(1))).await.unwrap_err();
 /// assert_eq!(err.to_string(), "attempt timeout of 1s expired (layer tool)");
+/// # }
+/// ```
+///
+/// # A call that is not streamed
+///
+/// A non-streamed completion gets no byte, not even its headers, until the
+/// server has generated all of it: its inactivity *is* the generation time.
+/// `read = "120s"` there cuts a 3-minute answer at 120 s and runs it again,
+/// 3 times in a provider loop (and up to 9 requests with an http loop under
+/// it). Bound such a call by the longest generation you accept, with
+/// `attempt` (or a `read` that large), or stream it: then `read` is the gap
+/// between two events, and a short one catches a stall without cutting a
+/// long answer ([`stream::started_when`]).
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use std::time::Duration;
+/// use nika_retry::{retry, timeout, Boundary, Classify, TimeoutError};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum ProviderError {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Timeout(#[from] TimeoutError),
+/// }
+///
+/// static REQUESTS: AtomicU32 = AtomicU32::new(0);
+///
+/// /// A stand-in for the request: the server is silent for the 3 minutes it
+/// /// takes to generate the answer, then sends it whole.
+/// async fn generate() -> Result<String, ProviderError> {
+///     REQUESTS.fetch_add(1, Ordering::SeqCst);
+///     tokio::time::sleep(Duration::from_secs(180)).await;
+///     Ok("the answer".into())
+/// }
+///
+/// /// `read` on a call that is not streamed: the 3 minutes are a stall.
+/// #[retry(layer = "provider")]
+/// #[timeout(read = "120s")]
+/// async fn cut() -> Result<String, ProviderError> {
+///     generate().await
+/// }
+///
+/// /// The longest generation accepted, as `attempt`.
+/// #[retry(layer = "provider")]
+/// #[timeout(attempt = "10m")]
+/// async fn whole() -> Result<String, ProviderError> {
+///     generate().await
+/// }
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let ProviderError::Timeout(err) = cut().await.unwrap_err();
+/// assert_eq!(err.boundary(), Boundary::Read);
+/// assert_eq!(REQUESTS.swap(0, Ordering::SeqCst), 3, "cut at 120 s and re-run, 3 times");
+///
+/// assert_eq!(whole().await.unwrap(), "the answer");
+/// assert_eq!(REQUESTS.load(Ordering::SeqCst), 1);
 /// # }
 /// ```
 ///

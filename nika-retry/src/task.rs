@@ -4,10 +4,14 @@
 //! Inside [`scope`], the task's `retry:` replaces the provider layer's policy
 //! and is the only thing that turns tool- and task-layer retries on; it never
 //! touches the http layer, which is set per request (ADR-019). The scope also
-//! sets the task's `timeout:` and the attempt budget that nested retry loops
-//! share: by default 9 (the ADR's 3 × 3), raised for a loop that allows
-//! more attempts by itself, so that it only ever stops loops from
-//! multiplying; a `budget:` the task sets always holds.
+//! sets the task's `timeout:` and the attempt budget. The budget is **per
+//! outermost call**, not per scope: each call of an annotated fn that no
+//! other annotated fn encloses starts a fresh one, which the retry loops
+//! nested under it share (a provider's attempts and its transport's, all
+//! counted). A scope in which the task makes five provider calls gives each
+//! of them the whole budget. By default it is 9 (the ADR's 3 × 3), raised
+//! for a loop that allows more attempts by itself, so that it only ever
+//! stops loops from multiplying; a `budget:` the task sets always holds.
 //!
 //! ```
 //! use nika_retry::task::{scope, TaskPolicy};
@@ -116,6 +120,52 @@ pub(crate) fn retry_in_force(layer: Layer) -> Option<RetryConfig> {
 /// Scopes nest (the innermost wins) and follow `fut` across `.await`s. The
 /// policy's `timeout:` bounds the whole of `fut`; its expiry is a
 /// [`TimeoutError`] of boundary `Total` at layer `task`.
+///
+/// The policy's attempt budget is not shared by the whole of `fut`: it
+/// bounds each outermost annotated call in it (with the loops nested under
+/// that call), and the next call starts afresh.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// use nika_retry::task::{scope, TaskPolicy};
+/// use nika_retry::{retry, Classify, Layer, RetryConfig, TimeoutError};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum Error {
+///     #[error("busy")]
+///     #[category(transient)]
+///     Busy,
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Timeout(#[from] TimeoutError),
+/// }
+///
+/// static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+///
+/// /// Always busy: each call makes every attempt it is allowed.
+/// #[retry(layer = "provider")]
+/// async fn complete() -> Result<(), Error> {
+///     ATTEMPTS.fetch_add(1, Ordering::SeqCst);
+///     Err(Error::Busy)
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // 5 attempts allowed, a budget of 2.
+/// let retry = RetryConfig::for_layer(Layer::Provider).with_max_attempts(5)?;
+/// let task = TaskPolicy::new().with_retry(retry).with_budget(2);
+/// scope(task, async {
+///     for _ in 0..3 {
+///         assert!(complete().await.is_err());
+///     }
+///     Ok::<(), Error>(())
+/// })
+/// .await?;
+/// // 2 attempts for each of the 3 calls, not 2 for the whole task.
+/// assert_eq!(ATTEMPTS.load(Ordering::SeqCst), 6);
+/// # Ok(())
+/// # }
+/// ```
 pub fn scope<F, T, E>(policy: TaskPolicy, fut: F) -> TaskScope<F, E>
 where
     F: Future<Output = Result<T, E>>,

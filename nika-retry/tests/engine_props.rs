@@ -53,6 +53,7 @@ fn limits() -> impl Strategy<Value = Limits> {
         .prop_map(|(time_left, budget_left)| Limits {
             time_left,
             budget_left,
+            ..Limits::NONE
         })
 }
 

@@ -32,4 +32,26 @@ impl ::nika_retry::Classify for ProviderError {
             _ => ::core::option::Option::None,
         }
     }
+    fn reached(&self) -> ::nika_retry::Reached {
+        match self {
+            Self::Api { status: __nika_field, .. } => {
+                ::nika_retry::__private::status_reached({ __nika_field })
+            }
+            Self::Timeout { 0: __nika_field, .. } => {
+                ::nika_retry::Classify::reached({ __nika_field })
+            }
+            _ => {
+                match ::nika_retry::Classify::timeout(self) {
+                    ::core::option::Option::Some(timeout) => {
+                        ::nika_retry::Classify::reached(timeout)
+                    }
+                    ::core::option::Option::None => {
+                        ::nika_retry::Reached::default_for(
+                            ::nika_retry::Classify::category(self),
+                        )
+                    }
+                }
+            }
+        }
+    }
 }

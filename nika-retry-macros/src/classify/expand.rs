@@ -84,6 +84,7 @@ pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenS
     };
 
     let timeout = super::timeout::method(input, rules, krate);
+    let reached = reached_method(rules, krate);
     let ident = input.ident;
     let generics = with_bounds(input.generics, rules, krate);
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
@@ -99,6 +100,61 @@ pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenS
             }
 
             #timeout
+
+            #reached
+        }
+    }
+}
+
+/// `fn reached`: a variant's `reached = …`, its field's (`transparent`),
+/// its status's (`http_status`); any other variant says what its timeout
+/// says if it holds one (a `connect` limit never left), else what its
+/// category does by default.
+fn reached_method(rules: &[Rule], krate: &syn::Path) -> TokenStream {
+    let bind = |ty: &Type| Ident::new("__nika_field", Span::mixed_site().located_at(ty.span()));
+    let mut arms: Vec<TokenStream> = Vec::new();
+    for rule in rules {
+        let path = match rule.variant {
+            Some(v) => quote!(Self::#v),
+            None => quote!(Self),
+        };
+        let arm = match (&rule.source, rule.reached) {
+            (_, Some(reach)) => quote!(#path { .. } => #krate::Reached::#reach,),
+            (Source::Transparent(field), None) => {
+                let (member, binding) = (&field.member, bind(field.ty));
+                let k = krate::at(krate, field.ty.span());
+                let call = quote_spanned!(field.ty.span()=> #k::Classify::reached({ #binding }));
+                quote!(#path { #member: #binding, .. } => #call,)
+            }
+            (Source::HttpStatus(field), None) => {
+                let (member, binding) = (&field.member, bind(field.ty));
+                let k = krate::at(krate, field.ty.span());
+                let call =
+                    quote_spanned!(field.ty.span()=> #k::__private::status_reached({ #binding }));
+                quote!(#path { #member: #binding, .. } => #call,)
+            }
+            _ => continue,
+        };
+        arms.push(arm);
+    }
+    if arms.len() < rules.len() {
+        arms.push(quote! {
+            _ => match #krate::Classify::timeout(self) {
+                ::core::option::Option::Some(timeout) => #krate::Classify::reached(timeout),
+                ::core::option::Option::None => {
+                    #krate::Reached::default_for(#krate::Classify::category(self))
+                }
+            },
+        });
+    }
+    let body = if rules.is_empty() {
+        quote!(match *self {})
+    } else {
+        quote!(match self { #(#arms)* })
+    };
+    quote! {
+        fn reached(&self) -> #krate::Reached {
+            #body
         }
     }
 }

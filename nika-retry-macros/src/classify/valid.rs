@@ -10,7 +10,7 @@ use super::attr::{Item, Value, category_attrs};
 use super::from;
 use crate::errors::Errors;
 use crate::suggest::unknown;
-use crate::vocab::{CATEGORY_KEYS, Category};
+use crate::vocab::{CATEGORY_KEYS, Category, Reach};
 
 /// A field named by `key = field`.
 pub(crate) struct FieldRef<'a> {
@@ -42,6 +42,9 @@ pub(crate) struct Rule<'a> {
     pub(crate) variant: Option<&'a Ident>,
     pub(crate) source: Source<'a>,
     pub(crate) hint: Option<(HintUnit, FieldRef<'a>)>,
+    /// `reached = no | refused | maybe`; `None`: the field's (`transparent`),
+    /// the status's (`http_status`), else the timeout's or the category's.
+    pub(crate) reached: Option<Reach>,
 }
 
 /// Validates every attribute of `input`, reporting all mistakes at once
@@ -106,6 +109,7 @@ struct Said<'a> {
     http_status: Option<(Ident, FieldRef<'a>)>,
     hint: Option<(Ident, HintUnit, FieldRef<'a>)>,
     from: Option<(Ident, FieldRef<'a>)>,
+    reached: Option<(Ident, Reach)>,
 }
 
 fn variant_rule<'a>(
@@ -153,6 +157,7 @@ fn variant_rule<'a>(
         http_status,
         hint,
         from,
+        reached,
     } = said;
 
     if let Some(flag) = &transparent {
@@ -161,11 +166,12 @@ fn variant_rule<'a>(
             http_status.as_ref().map(|(key, _)| key),
             hint.as_ref().map(|(key, ..)| key),
             from.as_ref().map(|(key, _)| key),
+            reached.as_ref().map(|(key, _)| key),
         ];
         for key in others.into_iter().flatten() {
             errors.spanned(
                 key,
-                format!("`transparent` takes the category and hint from the field; remove `{key}`"),
+                format!("`transparent` takes the category, the hint and what the attempt reached from the field; remove `{key}`"),
             );
         }
         let n = variant.fields.len();
@@ -188,6 +194,7 @@ fn variant_rule<'a>(
                 ty: &field.ty,
             }),
             hint: None,
+            reached: None,
         });
     }
     if let Some((key, field)) = from {
@@ -202,6 +209,7 @@ fn variant_rule<'a>(
             variant: variant.ident,
             source: Source::Field(field),
             hint: hint.map(|(_, unit, field)| (unit, field)),
+            reached: reached.map(|(_, r)| r),
         });
     }
     if let (Some((c, _)), Some((key, _))) = (&category, &http_status) {
@@ -219,6 +227,13 @@ fn variant_rule<'a>(
                 errors.spanned(
                     key,
                     format!("`{key}` needs a category beside it, e.g. #[category(rate_limited, {key} = field)], #[category(http_status = status, {key} = field)] or #[category(from = category, {key} = field)]"),
+                );
+                return None;
+            }
+            if let Some((key, _)) = &reached {
+                errors.spanned(
+                    key,
+                    "`reached` needs a category beside it, e.g. #[category(transient, reached = no)]",
                 );
                 return None;
             }
@@ -247,6 +262,7 @@ fn variant_rule<'a>(
         variant: variant.ident,
         source,
         hint: hint.map(|(_, unit, field)| (unit, field)),
+        reached: reached.map(|(_, r)| r),
     })
 }
 
@@ -321,6 +337,24 @@ fn read_item<'a>(errors: &mut Errors, said: &mut Said<'a>, item: Item, variant: 
                     HintUnit::Millis
                 };
                 said.hint = Some((item.key, unit, field));
+            }
+        }
+        "reached" => {
+            let message = "`reached` says whether the failed attempt may have reached the other side: \
+                           #[category(transient, reached = no | refused | maybe)]";
+            let name = match &item.value {
+                Some(Value::Ident(name)) => name,
+                _ => return errors.spanned(&item.key, message),
+            };
+            match Reach::from_name(&name.to_string()) {
+                Some(_) if said.reached.is_some() => {
+                    errors.spanned(&item.key, "`reached` is set twice; keep one");
+                }
+                Some(reach) => said.reached = Some((item.key, reach)),
+                None => errors.spanned(
+                    name,
+                    unknown("`reached` value", &name.to_string(), "values", &Reach::NAMES),
+                ),
             }
         }
         // A struct's `#[category]` is the type's own attribute, read by `crate_path`.

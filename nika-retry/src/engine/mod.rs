@@ -26,12 +26,16 @@
 //!   exceeds `max_backoff`;
 //! - a server hint replaces the backoff and still uses up an attempt; a hint
 //!   above `max_retry_after` is not slept on: the call gives up at once;
-//! - a sleep that would end at or past the deadline is not started.
+//! - a sleep that would end at or past the deadline is not started;
+//! - a call that is not idempotent ([`Limits::idempotent`]) repeats only
+//!   an attempt that certainly had no effect ([`Reached::No`],
+//!   [`Reached::Refused`]); any other failure it would have retried gives
+//!   up at once ([`GiveUp::MayHaveTakenEffect`]).
 
 use core::fmt;
 use core::time::Duration;
 
-use crate::{Classify, ErrorCategory, RetryConfig};
+use crate::{Classify, ErrorCategory, Reached, RetryConfig};
 
 mod backoff;
 #[cfg(test)]
@@ -49,16 +53,28 @@ pub struct Failure {
     /// [`TimeoutError`](crate::TimeoutError)): a retry after it costs a
     /// [`TokenBucket`](crate::TokenBucket) its `timeout_retry_cost`.
     pub timed_out: bool,
+    /// Whether the attempt may have reached the other side ([`Classify::reached`]).
+    pub reached: Reached,
 }
 
 impl Failure {
-    /// A failure of `category` with an optional server hint, not a timeout.
+    /// A failure of `category` with an optional server hint, not a
+    /// timeout, that reached the other side as the category says by
+    /// default ([`Reached::default_for`]).
     pub const fn new(category: ErrorCategory, retry_after: Option<Duration>) -> Failure {
         Failure {
             category,
             retry_after,
             timed_out: false,
+            reached: Reached::default_for(category),
         }
+    }
+
+    /// The same failure, with what its attempt reached.
+    #[must_use]
+    pub const fn with_reached(mut self, reached: Reached) -> Failure {
+        self.reached = reached;
+        self
     }
 
     /// The same failure, marked as a timeout (or not).
@@ -69,10 +85,12 @@ impl Failure {
     }
 
     /// The failure an error describes through [`Classify`]: its category,
-    /// its hint, and whether it is a timeout ([`Classify::timeout`]).
+    /// its hint, whether it is a timeout ([`Classify::timeout`]) and what
+    /// its attempt reached ([`Classify::reached`]).
     pub fn of<E: Classify + ?Sized>(error: &E) -> Failure {
         Failure::new(error.category(), error.retry_after())
             .with_timed_out(error.timeout().is_some())
+            .with_reached(error.reached())
     }
 }
 
@@ -83,13 +101,19 @@ pub struct Limits {
     pub time_left: Option<Duration>,
     /// Attempts left in the budget shared by nested retry layers, if one is in force.
     pub budget_left: Option<u32>,
+    /// Whether repeating an attempt is harmless (`#[retry(idempotent = …)]`,
+    /// `true` unless it says otherwise). If not, only a failure whose
+    /// attempt certainly had no effect is retried: no config, the task's
+    /// `retry:` included, can say otherwise.
+    pub idempotent: bool,
 }
 
 impl Limits {
-    /// No deadline and no shared budget.
+    /// No deadline, no shared budget, an idempotent call.
     pub const NONE: Limits = Limits {
         time_left: None,
         budget_left: None,
+        idempotent: true,
     };
 }
 
@@ -119,7 +143,7 @@ impl Decision {
 
 /// Why the engine gave up.
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GiveUp {
     /// The config does not retry this category.
     NotRetryable,
@@ -147,6 +171,11 @@ pub enum GiveUp {
         /// The sleep that would have been needed.
         delay: Duration,
     },
+    /// The call is not idempotent and the failed attempt may have reached
+    /// the other side and taken effect there ([`Reached::Maybe`]): repeating
+    /// it could repeat the effect (a second mail, a second payment), so it
+    /// is not retried, whatever the config says.
+    MayHaveTakenEffect,
 }
 
 impl fmt::Display for GiveUp {
@@ -168,6 +197,9 @@ impl fmt::Display for GiveUp {
                 f,
                 "a {} wait would pass the deadline",
                 humantime::format_duration(*delay)
+            ),
+            GiveUp::MayHaveTakenEffect => f.write_str(
+                "not retried: the attempt may have taken effect and the fn is not idempotent",
             ),
         }
     }
@@ -247,6 +279,11 @@ impl RetryState {
         }
         if limits.budget_left == Some(0) {
             return Decision::GiveUp(GiveUp::BudgetExhausted);
+        }
+        // Only a failure that would otherwise be retried: one the config
+        // gives up on anyway keeps its own reason.
+        if !limits.idempotent && !failure.reached.is_repeatable() {
+            return Decision::GiveUp(GiveUp::MayHaveTakenEffect);
         }
         let (delay, from_hint) = match failure.retry_after {
             Some(hint) if hint > cfg.max_retry_after => {

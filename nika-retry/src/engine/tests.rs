@@ -132,6 +132,7 @@ fn no_sleep_reaches_the_deadline() {
     let limits = Limits {
         time_left: Some(Duration::from_secs(1)),
         budget_left: None,
+        ..Limits::NONE
     };
     assert_eq!(
         state.decide(&cfg, T, limits),
@@ -142,6 +143,7 @@ fn no_sleep_reaches_the_deadline() {
     let roomy = Limits {
         time_left: Some(Duration::from_millis(1001)),
         budget_left: None,
+        ..Limits::NONE
     };
     assert_eq!(
         state.decide(&cfg, T, roomy),
@@ -155,6 +157,7 @@ fn a_spent_budget_stops_retries() {
     let limits = Limits {
         time_left: None,
         budget_left: Some(0),
+        ..Limits::NONE
     };
     assert_eq!(
         RetryState::with_seed(1).decide(&cfg, T, limits),
@@ -397,4 +400,92 @@ fn a_backoff_below_2_pow_64_ns_is_exact_to_the_nanosecond() {
     cfg.max_backoff = Duration::MAX;
     assert_eq!(backoff(&cfg, 1), d);
     assert_eq!(backoff(&cfg, 5), d);
+}
+
+/// A call that is not idempotent: every other limit left out.
+const NOT_IDEMPOTENT: Limits = Limits {
+    idempotent: false,
+    ..Limits::NONE
+};
+
+#[test]
+fn a_call_that_is_not_idempotent_retries_only_what_had_no_effect() {
+    let cfg = exact(Layer::Provider);
+    let decide =
+        |failure: Failure, limits: Limits| RetryState::with_seed(1).decide(&cfg, failure, limits);
+    // Never sent, or turned away: retried as any call is.
+    for reached in [Reached::No, Reached::Refused] {
+        assert_eq!(
+            decide(T.with_reached(reached), NOT_IDEMPOTENT),
+            Decision::retry(Duration::from_secs(1)),
+            "{reached}"
+        );
+    }
+    // A 429 is refused by default: retried after its hint.
+    let hinted = Failure::new(ErrorCategory::RateLimited, Some(Duration::from_secs(2)));
+    assert!(matches!(
+        decide(hinted, NOT_IDEMPOTENT),
+        Decision::Retry {
+            from_hint: true,
+            ..
+        }
+    ));
+    // What may have reached the other side gives up at once.
+    assert_eq!(
+        decide(T.with_reached(Reached::Maybe), NOT_IDEMPOTENT),
+        Decision::GiveUp(GiveUp::MayHaveTakenEffect)
+    );
+    assert_eq!(
+        decide(T, NOT_IDEMPOTENT),
+        Decision::GiveUp(GiveUp::MayHaveTakenEffect),
+        "a transient failure is Maybe by default"
+    );
+    // The same failure of an idempotent call is retried.
+    assert_eq!(
+        decide(T.with_reached(Reached::Maybe), Limits::NONE),
+        Decision::retry(Duration::from_secs(1))
+    );
+}
+
+#[test]
+fn a_failure_given_up_on_anyway_keeps_its_reason() {
+    let cfg = exact(Layer::Provider);
+    let permanent = Failure::new(ErrorCategory::Permanent, None);
+    assert_eq!(
+        RetryState::with_seed(1).decide(&cfg, permanent, NOT_IDEMPOTENT),
+        Decision::GiveUp(GiveUp::NotRetryable)
+    );
+    let mut last = RetryState::with_seed(1);
+    for _ in 1..cfg.effective_attempts() {
+        assert!(matches!(
+            last.decide(&cfg, T.with_reached(Reached::No), NOT_IDEMPOTENT),
+            Decision::Retry { .. }
+        ));
+    }
+    assert_eq!(
+        last.decide(&cfg, T, NOT_IDEMPOTENT),
+        Decision::GiveUp(GiveUp::AttemptsExhausted)
+    );
+    let spent = Limits {
+        budget_left: Some(0),
+        ..NOT_IDEMPOTENT
+    };
+    assert_eq!(
+        RetryState::with_seed(1).decide(&cfg, T, spent),
+        Decision::GiveUp(GiveUp::BudgetExhausted)
+    );
+}
+
+#[test]
+fn a_failure_reaches_as_its_error_says() {
+    let d = Duration::from_secs(1);
+    let connect = crate::TimeoutError::new(crate::Boundary::Connect, d, Layer::Http);
+    assert_eq!(Failure::of(&connect).reached, Reached::No);
+    let read = crate::TimeoutError::new(crate::Boundary::Read, d, Layer::Http);
+    assert_eq!(Failure::of(&read).reached, Reached::Maybe);
+    assert_eq!(RL.reached, Reached::Refused);
+    assert_eq!(
+        GiveUp::MayHaveTakenEffect.to_string(),
+        "not retried: the attempt may have taken effect and the fn is not idempotent"
+    );
 }

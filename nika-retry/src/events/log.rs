@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::time::Instant;
 
 use super::{LayerViolation, Outcome, RetryEvent, RetryObserver};
+use crate::engine::GiveUp;
 
 /// The engine's EventLog (ADR-019): a [`RetryObserver`] that keeps the
 /// events it receives, in order, for a test to assert on or a runner to
@@ -262,22 +263,15 @@ impl fmt::Display for Line<'_> {
         };
         let outcome = match (e.outcome, e.reason) {
             (Outcome::Retrying | Outcome::Recovered, _) | (_, None) => e.outcome.to_string(),
+            (_, Some(GiveUp::MayHaveTakenEffect)) => {
+                "not retried: may have taken effect, not idempotent".to_owned()
+            }
             (outcome, Some(reason)) => {
                 format!("{}: {reason}", outcome.as_str().replace('_', " "))
             }
         };
         // `Transport::post` for a method, `module::fn` for a free fn.
-        let owner = e.self_type.unwrap_or(
-            e.operation
-                .trim_end_matches(e.fn_name())
-                .trim_end_matches("::"),
-        );
-        let owner = owner.rsplit("::").next().unwrap_or(owner);
-        let operation = if owner.is_empty() {
-            e.fn_name().to_owned()
-        } else {
-            format!("{owner}::{}", e.fn_name())
-        };
+        let operation = e.short_name();
         write!(
             f,
             "{:>7}  {:<8} {:<20} {}/{}  {:<12} {:<22} {}",
@@ -305,7 +299,6 @@ fn short(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::GiveUp;
     use crate::{ErrorCategory, Layer};
 
     fn event(attempt: u32, outcome: Outcome) -> RetryEvent {
@@ -366,7 +359,10 @@ mod tests {
         let mut gave_up = event(3, Outcome::GaveUp);
         gave_up.reason = Some(GiveUp::AttemptsExhausted);
         gave_up.self_type = Some("runner::tools::Shell");
-        let lines: Vec<String> = [hinted, jittered, gave_up]
+        let mut not_idempotent = event(1, Outcome::GaveUp);
+        not_idempotent.reason = Some(GiveUp::MayHaveTakenEffect);
+        not_idempotent.self_type = Some("runner::tools::Mailer");
+        let lines: Vec<String> = [hinted, jittered, gave_up, not_idempotent]
             .iter()
             .map(|e| Line(Duration::from_millis(2500), e).to_string())
             .collect();
@@ -376,6 +372,7 @@ mod tests {
                 "  2.50s  tool     tools::run_shell     1/3  transient    1.50s (server hint)    retrying",
                 "  2.50s  tool     tools::run_shell     2/3  transient    713ms (of 1.00s)       retrying",
                 "  2.50s  tool     Shell::run_shell     3/3  transient                           gave up: attempts exhausted",
+                "  2.50s  tool     Mailer::run_shell    1/3  transient                           not retried: may have taken effect, not idempotent",
             ]
         );
     }

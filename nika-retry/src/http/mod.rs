@@ -8,7 +8,7 @@ use core::time::Duration;
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use crate::ErrorCategory;
+use crate::{ErrorCategory, Reached};
 
 #[cfg(feature = "reqwest")]
 mod connector;
@@ -17,7 +17,7 @@ mod rate_limits;
 mod reqwest;
 
 #[cfg(feature = "reqwest")]
-pub use self::reqwest::classify_response;
+pub use self::reqwest::{classify_response, response_reached};
 #[cfg(feature = "reqwest")]
 pub use connector::{ConnectLayer, ConnectService, Connecting, client_builder};
 pub use rate_limits::{RateLimits, rate_limits};
@@ -41,6 +41,25 @@ pub const fn status_category(status: u16) -> ErrorCategory {
         401 | 403 => ErrorCategory::Auth,
         404 | 410 => ErrorCategory::NotFound,
         _ => ErrorCategory::Permanent,
+    }
+}
+
+/// Whether a response of `status` says that the server did not act on the
+/// request: 429 (rate limited), 503 (unavailable) and 408 (request timeout)
+/// are [`Reached::Refused`], every other [`Reached::Maybe`] (a 500, 502 or
+/// 504 may come after the work was done). The companion of
+/// [`status_category`], for a call that is not idempotent.
+///
+/// ```
+/// use nika_retry::{http::status_reached, Reached};
+///
+/// assert_eq!(status_reached(503), Reached::Refused);
+/// assert_eq!(status_reached(502), Reached::Maybe);
+/// ```
+pub const fn status_reached(status: u16) -> Reached {
+    match status {
+        408 | 429 | 503 => Reached::Refused,
+        _ => Reached::Maybe,
     }
 }
 
@@ -246,6 +265,16 @@ mod tests {
         }
         for s in [0, 200, 301, 400, 402, 409, 422, 499, 600, u16::MAX] {
             assert_eq!(status_category(s), ErrorCategory::Permanent, "{s}");
+        }
+    }
+
+    #[test]
+    fn only_429_503_and_408_say_refused() {
+        for s in [408, 429, 503] {
+            assert_eq!(status_reached(s), Reached::Refused, "{s}");
+        }
+        for s in [0, 200, 400, 404, 409, 500, 502, 504, u16::MAX] {
+            assert_eq!(status_reached(s), Reached::Maybe, "{s}");
         }
     }
 

@@ -4,8 +4,8 @@ use std::time::SystemTime;
 
 use reqwest::header::HeaderMap;
 
-use crate::http::{Headers, response_category, retry_hint, status_category};
-use crate::{Classify, ErrorCategory};
+use crate::http::{Headers, response_category, retry_hint, status_category, status_reached};
+use crate::{Classify, ErrorCategory, Reached};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl Classify for reqwest::Error {
@@ -43,6 +43,23 @@ impl Classify for reqwest::Error {
     fn timeout(&self) -> Option<&crate::TimeoutError> {
         crate::TimeoutError::find(self)
     }
+
+    /// A limit of ours in its sources as that limit says (`connect`: `No`);
+    /// a status error by its status ([`status_reached`]: 429, 503, 408 are
+    /// `Refused`); a connect error (`is_connect()`) `No`; an `io::Error` in
+    /// its sources by kind; anything else `Maybe`.
+    fn reached(&self) -> Reached {
+        if let Some(timeout) = crate::TimeoutError::find(self) {
+            return timeout.reached();
+        }
+        if let Some(status) = self.status() {
+            return status_reached(status.as_u16());
+        }
+        if self.is_connect() {
+            return Reached::No;
+        }
+        io_source(self).map_or(Reached::Maybe, |io| crate::io_kind_reached(io.kind()))
+    }
 }
 
 /// The first `io::Error` in the source chain of `error`.
@@ -71,9 +88,13 @@ impl Headers for HeaderMap {
 /// `x-should-retry: true / false` header says otherwise
 /// ([`response_category`](crate::http::response_category)).
 ///
+/// Whether the attempt reached the other side is its companion,
+/// [`response_reached`].
+///
 /// ```
 /// # async fn demo(response: reqwest::Response) {
 /// let (category, hint) = nika_retry::http::classify_response(&response);
+/// let reached = nika_retry::http::response_reached(&response);
 /// # }
 /// ```
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
@@ -84,4 +105,24 @@ pub fn classify_response(
         response_category(response.status().as_u16(), response.headers()),
         retry_hint(response.headers(), SystemTime::now()),
     )
+}
+
+/// Whether a non-success response says that the server did not act on the
+/// request: `Refused` for 429, 503 and 408 ([`status_reached`]), `Maybe`
+/// otherwise. The companion of [`classify_response`], for an error type
+/// that keeps it (`#[category(…, reached = …)]` fixed per variant, or a
+/// hand-written [`Classify::reached`]).
+///
+/// ```
+/// # async fn demo(response: reqwest::Response) {
+/// use nika_retry::Reached;
+///
+/// if nika_retry::http::response_reached(&response) == Reached::Refused {
+///     // Safe to send again, even for a call that is not idempotent.
+/// }
+/// # }
+/// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub fn response_reached(response: &reqwest::Response) -> Reached {
+    status_reached(response.status().as_u16())
 }

@@ -45,6 +45,16 @@ pub fn status_category<S: HttpStatus + ?Sized>(status: &S) -> ErrorCategory {
     }
 }
 
+/// What the status in a `http_status` field says the attempt reached (429,
+/// 503, 408: refused). No status: the request may have been sent.
+#[inline]
+pub fn status_reached<S: HttpStatus + ?Sized>(status: &S) -> crate::Reached {
+    match status.status() {
+        Some(code) => crate::http::status_reached(code),
+        None => crate::Reached::Maybe,
+    }
+}
+
 /// `#[category(from = field)]`: the category itself, decided at run time.
 #[diagnostic::on_unimplemented(
     message = "`from = …` names a field of type `{Self}`; it takes an `ErrorCategory`",

@@ -14,5 +14,5 @@ pub use crate::run::{
 };
 pub use derive::{
     CategoryField, DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe,
-    category_from, hint_duration, hint_millis, status_category,
+    category_from, hint_duration, hint_millis, status_category, status_reached,
 };

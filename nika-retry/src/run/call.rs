@@ -45,6 +45,9 @@ pub struct Call {
     max_attempts: u32,
     /// Whether the last attempt failed on one of the call's own time limits.
     pub(super) timed_out: bool,
+    /// Whether an attempt may be repeated whatever it reached
+    /// (`idempotent = …`, said after each failed attempt; `true` without it).
+    pub(super) idempotent: bool,
     key: IdempotencyKey,
     /// When the first failure was, after `start` (which it implies).
     first_failure: Nanos,
@@ -73,6 +76,7 @@ impl Call {
             bucket_taken: 0,
             max_attempts: 0,
             timed_out: false,
+            idempotent: true,
             key: IdempotencyKey::UNDRAWN,
             first_failure: Nanos::NONE,
             last_category: ErrorCategory::Transient,
@@ -261,7 +265,7 @@ impl Call {
             Some(bucket) => bucket.refill(),
             None => {}
         }
-        if !retried || !events::listening(events::level(Outcome::Recovered, self.attempt)) {
+        if !retried || !events::listening(events::level(Outcome::Recovered, self.attempt, None)) {
             return;
         }
         // As the failed attempts left it: `config = …` is not evaluated again.
@@ -301,6 +305,8 @@ impl Call {
         let limits = Limits {
             time_left: deadline.map(|total| total.at.saturating_duration_since(now)),
             budget_left: budget.map(|b| b.left(max_attempts)),
+            // The fn's, never the config's: no task scope overrides it.
+            idempotent: self.idempotent,
         };
         let attempt = self.attempt;
         let mut state = RetryState::at(attempt);
@@ -332,7 +338,7 @@ impl Call {
             Decision::GiveUp(why) => (Outcome::GaveUp, None, false, Some(why)),
         };
         let wake = delay.map(|delay| later(now, delay));
-        if !events::listening(events::level(outcome, attempt)) {
+        if !events::listening(events::level(outcome, attempt, reason)) {
             return wake;
         }
         if self.first_failure.is_none() {

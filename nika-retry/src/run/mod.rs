@@ -7,6 +7,7 @@
 //!   its per-attempt limits ([`AttemptLimits`]).
 //! - [`call`]: one call of a `#[retry]` fn ([`Call`]) and one attempt of it
 //!   ([`Attempt`]), the loop's `next` and `sleep`.
+//! - `effect`: `idempotent = …`, said after each failed attempt.
 //! - [`timed`]: a call with `#[timeout]` beside `#[retry]` ([`TimedCall`], [`Timed`]).
 //! - [`once`]: `#[timeout]` alone, one run of the body ([`Once`]).
 //! - [`upstream`]: an attempt's pass through its shared upstream ([`UpstreamTurn`]).
@@ -16,6 +17,7 @@
 
 pub(crate) mod bounds;
 pub(crate) mod call;
+mod effect;
 pub(crate) mod once;
 pub(crate) mod site;
 pub(crate) mod timed;

@@ -48,6 +48,8 @@
 //! its calls one atomic load per attempt.
 
 mod held;
+#[cfg(feature = "redis")]
+mod redis;
 mod state;
 mod store;
 mod wait;
@@ -62,8 +64,11 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 pub use held::{Held, HoldReason};
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use redis::RedisStore;
 pub use state::MAX_HOLD;
-pub use store::{InProcess, STORE_WAIT, Store, StoreFuture};
+pub use store::{InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, STORE_WAIT, Store, StoreFuture};
 pub(crate) use wait::{Patience, Turn};
 
 use crate::events::{self, UpstreamEvent};
@@ -98,6 +103,8 @@ struct Shared {
     /// The waiters for a probe's outcome.
     released: Notify,
     store: Option<Arc<dyn Store>>,
+    /// This state's name for its probe's turn in a store.
+    token: u64,
 }
 
 impl Shared {
@@ -109,6 +116,7 @@ impl Shared {
             state: Mutex::new(state),
             released: Notify::new(),
             store,
+            token: fastrand::u64(..),
         }
     }
 }
@@ -172,6 +180,12 @@ impl Upstream {
         };
         let now = Instant::now();
         let grown = self.locked(|state| state.allow(now, limits.remaining, limits.reset));
+        if let Some(store) = &self.shared.store
+            && limits.remaining > 0
+        {
+            // None left is a hold: `after_hold` tells the store.
+            store.allow(&self.shared.name, limits.remaining, limits.reset);
+        }
         self.after_hold(grown);
     }
 
@@ -192,8 +206,9 @@ impl Upstream {
         self
     }
 
-    /// Keeps the hold in `store`, shared with every process that uses it
-    /// ([`Store`]); the in-process state stays the fallback.
+    /// Keeps the hold, the allowance and the probe's turn in `store`, shared
+    /// with every process that uses it ([`Store`]; with feature `redis`,
+    /// `RedisStore`); the in-process state stays the fallback.
     ///
     /// ```
     /// use nika_retry::upstream::{InProcess, Upstream};

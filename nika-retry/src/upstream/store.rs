@@ -1,4 +1,5 @@
-//! [`Store`]: where an upstream's hold lives beyond one process.
+//! [`Store`]: where an upstream's hold, allowance and probe's turn live
+//! beyond one process.
 
 use core::fmt;
 use core::future::Future;
@@ -15,14 +16,30 @@ use super::state::MAX_HOLD;
 /// What a store call returns: it may wait on the network, and fail.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = std::io::Result<T>> + Send + 'a>>;
 
-/// Keeps the holds of upstreams where several [`Upstream`](super::Upstream)s
-/// see them: every process of a fleet, on a shared server.
+/// What a store tells a probe whose wait for the hold's end is over.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeTurn {
+    /// Go: the probe's turn is this upstream's (a lease taken), or another
+    /// process's probe came back without a new hold.
+    Go,
+    /// Another process's probe is out: ask again shortly.
+    Wait,
+    /// Held again, for this long and why.
+    Held(Duration, HoldReason),
+}
+
+/// Keeps the state of upstreams where several [`Upstream`](super::Upstream)s
+/// see it: every process of a fleet, on a shared server.
 ///
 /// Holds are durations, measured by the store's own clock (so that no two
 /// processes' clocks are compared), and only ever extended. Every attempt
-/// of an upstream with a store asks it first; a store that fails or takes
-/// longer than [`STORE_WAIT`] is passed over for that attempt, and the
-/// upstream goes on with its own in-process state.
+/// of an upstream with a store asks it first ([`attempt`](Store::attempt));
+/// a store that fails or takes longer than [`STORE_WAIT`] is passed over for
+/// that attempt, and the upstream goes on with its own in-process state.
+///
+/// The methods past [`hold`](Store::hold) share the allowance and the
+/// probe's turn; their defaults share neither (each process keeps its own).
 ///
 /// ```
 /// use std::time::Duration;
@@ -45,17 +62,124 @@ pub trait Store: fmt::Debug + Send + Sync + 'static {
     /// Holds `upstream` for `held_for` from now, unless it is held longer.
     /// Never blocks: a store on the network sends it in the background.
     fn hold(&self, upstream: &str, held_for: Duration, reason: HoldReason);
+
+    /// An attempt of the upstream whose state is `token` is about to start:
+    /// the hold in force, if any (then it does not start). While another
+    /// upstream's probe is out, a hold of [`PROBE_OUT`]: the attempt waits
+    /// for that probe's outcome as the others do. Else it takes one from the
+    /// allowance, and taking the last one holds `upstream` until the
+    /// allowance's reset.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::{HoldReason, InProcess, Store};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let store = InProcess::default();
+    /// store.allow("tools/search", 2, Duration::from_secs(6));
+    /// assert_eq!(store.attempt("tools/search", 1).await.unwrap(), None);
+    /// assert_eq!(store.attempt("tools/search", 2).await.unwrap(), None, "the last one");
+    /// let held = store.attempt("tools/search", 1).await.unwrap();
+    /// assert_eq!(held, Some((Duration::from_secs(6), HoldReason::RateLimitHeaders)));
+    /// # }
+    /// ```
+    fn attempt<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+    ) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
+        let _ = token;
+        self.held_for(upstream)
+    }
+
+    /// At most `remaining` more attempts of `upstream` start before `reset`
+    /// from now (a later call replaces the count). Never blocks.
+    fn allow(&self, upstream: &str, remaining: u32, reset: Duration) {
+        let _ = (upstream, remaining, reset);
+    }
+
+    /// The hold ended: may the probe of the upstream whose state is `token`
+    /// (one per [`Upstream`](super::Upstream)) go first? Its turn is a lease
+    /// that [`probed`](Store::probed) gives back; one that never comes back
+    /// (its process crashed) expires.
+    fn probe<'a>(&'a self, upstream: &'a str, token: u64) -> StoreFuture<'a, ProbeTurn> {
+        let _ = (upstream, token);
+        Box::pin(core::future::ready(Ok(ProbeTurn::Go)))
+    }
+
+    /// The probe of `token` ended; `released` if without a new hold (the
+    /// others go), else it passes its turn on. Never blocks.
+    fn probed(&self, upstream: &str, token: u64, released: bool) {
+        let _ = (upstream, token, released);
+    }
 }
 
 /// The longest an attempt waits for its upstream's store before it goes on
 /// with the in-process state.
 pub const STORE_WAIT: Duration = Duration::from_millis(50);
 
+/// How long another process's probe may keep its turn before the next one
+/// takes it: a probe that crashed holds nobody longer than this.
+pub const PROBE_LEASE: Duration = Duration::from_secs(5);
+
+/// The hold [`Store::attempt`] reports while another upstream's probe is
+/// out: the attempt becomes its upstream's probe, which asks the store for
+/// its turn ([`Store::probe`]) and so waits for the other's outcome.
+pub const PROBE_OUT: Duration = Duration::from_millis(1);
+
+/// How long a released probe's turn tells the other processes' probes to go.
+pub(super) const RELEASED_FOR: Duration = Duration::from_secs(1);
+
 /// A store in this process's memory: upstreams of one name that share it
-/// share their holds. Clones share one map.
+/// share their holds, allowances and probe's turn. Clones share one map.
 #[derive(Clone, Default)]
 pub struct InProcess {
-    holds: Arc<Mutex<HashMap<String, (Instant, HoldReason)>>>,
+    upstreams: Arc<Mutex<HashMap<String, Shared>>>,
+}
+
+/// One upstream's state in an [`InProcess`] store.
+#[derive(Default)]
+struct Shared {
+    hold: Option<(Instant, HoldReason)>,
+    allowance: Option<(u32, Instant)>,
+    /// The token whose probe is out (`None`: a released one), until when.
+    lease: Option<(Option<u64>, Instant)>,
+}
+
+impl InProcess {
+    fn with<R>(&self, upstream: &str, f: impl FnOnce(&mut Shared, Instant) -> R) -> R {
+        let now = Instant::now();
+        let mut map = self
+            .upstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let shared = match map.get_mut(upstream) {
+            Some(shared) => shared,
+            None => map.entry(upstream.to_owned()).or_default(),
+        };
+        f(shared, now)
+    }
+}
+
+impl Shared {
+    fn left(&self, now: Instant) -> Option<(Duration, HoldReason)> {
+        self.hold
+            .map(|(until, reason)| (until.saturating_duration_since(now), reason))
+            .filter(|(left, _)| !left.is_zero())
+    }
+
+    fn hold(&mut self, now: Instant, held_for: Duration, reason: HoldReason) {
+        let until = now + held_for.min(MAX_HOLD);
+        if self.hold.is_some_and(|(u, _)| u >= until) {
+            return;
+        }
+        self.hold = Some((until, reason));
+        if matches!(self.lease, Some((None, _))) {
+            // Held again: a released probe's word no longer stands.
+            self.lease = None;
+        }
+    }
 }
 
 impl fmt::Debug for InProcess {
@@ -69,24 +193,69 @@ impl Store for InProcess {
         &'a self,
         upstream: &'a str,
     ) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
-        let now = Instant::now();
-        let holds = self.holds.lock().unwrap_or_else(PoisonError::into_inner);
-        let left = holds
-            .get(upstream)
-            .map(|&(until, reason)| (until.saturating_duration_since(now), reason))
-            .filter(|(left, _)| !left.is_zero());
+        let left = self.with(upstream, |shared, now| shared.left(now));
         Box::pin(core::future::ready(Ok(left)))
     }
 
     fn hold(&self, upstream: &str, held_for: Duration, reason: HoldReason) {
-        let until = Instant::now() + held_for.min(MAX_HOLD);
-        let mut holds = self.holds.lock().unwrap_or_else(PoisonError::into_inner);
-        match holds.get_mut(upstream) {
-            Some(hold) if hold.0 >= until => {}
-            Some(hold) => *hold = (until, reason),
-            None => {
-                holds.insert(upstream.to_owned(), (until, reason));
+        self.with(upstream, |shared, now| shared.hold(now, held_for, reason));
+    }
+
+    fn attempt<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+    ) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
+        let held = self.with(upstream, |shared, now| {
+            if let Some(left) = shared.left(now) {
+                return Some(left);
             }
-        }
+            if matches!(shared.lease, Some((Some(other), until)) if other != token && until > now) {
+                return Some((PROBE_OUT, HoldReason::ServerHint));
+            }
+            match shared.allowance {
+                Some((_, reset)) if reset <= now => shared.allowance = None,
+                Some((n, reset)) if n <= 1 => {
+                    shared.allowance = None;
+                    shared.hold(now, reset - now, HoldReason::RateLimitHeaders);
+                }
+                Some((n, reset)) => shared.allowance = Some((n - 1, reset)),
+                None => {}
+            }
+            None
+        });
+        Box::pin(core::future::ready(Ok(held)))
+    }
+
+    fn allow(&self, upstream: &str, remaining: u32, reset: Duration) {
+        self.with(upstream, |shared, now| {
+            shared.allowance =
+                (remaining > 0 && !reset.is_zero()).then(|| (remaining, now + reset.min(MAX_HOLD)));
+        });
+    }
+
+    fn probe<'a>(&'a self, upstream: &'a str, token: u64) -> StoreFuture<'a, ProbeTurn> {
+        let turn = self.with(upstream, |shared, now| {
+            if let Some((left, reason)) = shared.left(now) {
+                return ProbeTurn::Held(left, reason);
+            }
+            match shared.lease {
+                Some((None, until)) if until > now => ProbeTurn::Go,
+                Some((Some(other), until)) if until > now && other != token => ProbeTurn::Wait,
+                _ => {
+                    shared.lease = Some((Some(token), now + PROBE_LEASE));
+                    ProbeTurn::Go
+                }
+            }
+        });
+        Box::pin(core::future::ready(Ok(turn)))
+    }
+
+    fn probed(&self, upstream: &str, token: u64, released: bool) {
+        self.with(upstream, |shared, now| {
+            if matches!(shared.lease, Some((Some(t), _)) if t == token) {
+                shared.lease = released.then_some((None, now + RELEASED_FOR));
+            }
+        });
     }
 }

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::state::Step;
 use super::store::STORE_WAIT;
-use super::{Held, HoldReason, Store, Upstream};
+use super::{Held, HoldReason, ProbeTurn, Store, Upstream};
 use crate::ErrorCategory;
 use crate::engine::Failure;
 
@@ -19,9 +19,22 @@ use crate::engine::Failure;
 /// turn on.
 pub(crate) struct Turn<'u> {
     upstream: &'u Upstream,
-    probe: bool,
+    pub(super) probe: bool,
     /// How long the caller waited for it.
     pub(crate) waited: Duration,
+}
+
+/// How often a probe asks the store again while another process's probe
+/// is out (each time jittered by up to half of it either way).
+const PROBE_POLL: Duration = Duration::from_millis(100);
+
+/// What the store said to a local probe.
+enum Lease {
+    Go,
+    /// Another process's probe is out: ask again then.
+    Poll(Instant),
+    /// Held again (taken into the local state).
+    Held,
 }
 
 /// How long a call may wait.
@@ -69,11 +82,16 @@ impl Upstream {
                 if let Some(left) = until.map(|u| u.saturating_duration_since(now))
                     && (left > patience.cap || patience.deadline.is_some_and(|d| now + left > d))
                 {
-                    if matches!(step, Step::Probe { .. }) {
+                    let passed_on = matches!(step, Step::Probe { .. });
+                    if passed_on {
                         state.probe = false;
                     }
                     self.publish(&state);
                     drop(state);
+                    if passed_on {
+                        // The turn goes to the next waiter, who has its own patience.
+                        self.shared.released.notify_one();
+                    }
                     self.after_hold(grown);
                     return Err(Held::new(self.shared.name.clone(), left, reason));
                 }
@@ -93,10 +111,21 @@ impl Upstream {
                     let mut until = until;
                     loop {
                         tokio::time::sleep_until(until).await;
-                        match self.lock().until {
-                            Some(later) if later > until => until = later,
-                            _ => break,
+                        if let Some(later) = self.lock().until.filter(|&later| later > until) {
+                            until = later;
+                            continue;
                         }
+                        match self.lease().await {
+                            Lease::Go => break,
+                            Lease::Poll(at) => until = at,
+                            // Held again in the store: the turn goes back
+                            // and this caller steps again, patience and all.
+                            Lease::Held => break,
+                        }
+                    }
+                    if self.lock().until.is_some_and(|u| u > Instant::now()) {
+                        drop(turn);
+                        continue;
                     }
                     turn.waited = start.elapsed();
                     return Ok(turn);
@@ -125,10 +154,34 @@ impl Upstream {
         }
     }
 
-    /// Takes the store's hold into the local state; a store that fails or
-    /// is slow is passed over.
+    /// The probe's turn in the store, once the hold has ended. A store that
+    /// fails or is slow is passed over (the local probe goes).
+    async fn lease(&self) -> Lease {
+        let Some(store) = &self.shared.store else {
+            return Lease::Go;
+        };
+        let probe = store.probe(&self.shared.name, self.shared.token);
+        let asked = tokio::time::timeout(STORE_WAIT, probe).await;
+        let now = Instant::now();
+        match asked {
+            Ok(Ok(ProbeTurn::Wait)) => Lease::Poll(now + PROBE_POLL.mul_f64(0.5 + fastrand::f64())),
+            Ok(Ok(ProbeTurn::Held(left, reason))) => {
+                self.locked(|state| state.hold(now, left, reason));
+                Lease::Held
+            }
+            _ => Lease::Go,
+        }
+    }
+
+    /// Takes the store's hold into the local state (and, if it is not
+    /// held, one from the store's allowance); a store that fails or is slow
+    /// is passed over.
     async fn ask(&self, store: &Arc<dyn Store>) {
-        let asked = tokio::time::timeout(STORE_WAIT, store.held_for(&self.shared.name)).await;
+        let asked = tokio::time::timeout(
+            STORE_WAIT,
+            store.attempt(&self.shared.name, self.shared.token),
+        )
+        .await;
         if let Ok(Ok(Some((left, reason)))) = asked {
             let now = Instant::now();
             // No event: the process that set the hold in the store sent it.
@@ -156,6 +209,7 @@ impl Turn<'_> {
         let upstream = self.upstream;
         let probe = core::mem::take(&mut self.probe);
         let now = Instant::now();
+        let mut released = false;
         let grown = upstream.locked(|state| {
             let mut grown = None;
             match failure {
@@ -177,11 +231,15 @@ impl Turn<'_> {
                 }
             }
             if probe {
-                state.probed(now);
+                released = state.probed(now);
             }
             grown
         });
         upstream.after_hold(grown);
+        if probe && let Some(store) = &upstream.shared.store {
+            // After the hold, if any: the store keeps their order.
+            store.probed(&upstream.shared.name, upstream.shared.token, released);
+        }
         if probe {
             // Released, or held again: either way the waiters look again.
             upstream.shared.released.notify_waiters();
@@ -193,8 +251,12 @@ impl Drop for Turn<'_> {
     fn drop(&mut self) {
         if self.probe {
             // A probe that never finished: the next waiter takes its turn.
+            let shared = &self.upstream.shared;
             self.upstream.locked(|state| state.probe = false);
-            self.upstream.shared.released.notify_one();
+            if let Some(store) = &shared.store {
+                store.probed(&shared.name, shared.token, false);
+            }
+            shared.released.notify_one();
         }
     }
 }

@@ -14,6 +14,7 @@
 //!                 if let Some(ret) = None::<R> { return ret; } // pins the output to R
 //!                 body
 //!             }).await;
+//!             call.idempotent(&result, || idempotent);  // for idempotent = false | EXPR
 //!             match call.next(&result, || config, self_type) {
 //!                 Some(until) => until,                // the backoff from the failure's clock read
 //!                 None => return result,
@@ -211,6 +212,15 @@ fn retry_loop(
             (upstream, pass, next)
         }
     };
+    // Evaluated only when an attempt fails, as `config`.
+    let idempotent = settings.idempotent.as_ref().map(|expr| {
+        // `-> bool`: a value of another type is reported at the expression
+        // as "expected `bool`"; the braces this needs are not the user's.
+        quote_spanned! {expr.span()=>
+            #[allow(unused_braces)]
+            #call.idempotent({ &#result }, || -> bool { #expr });
+        }
+    });
     quote! {
         let mut #call = #new_call;
         #upstream
@@ -219,6 +229,7 @@ fn retry_loop(
             let #until = {
                 #(#clones)*
                 let #result = #attempt.await;
+                #idempotent
                 match #next {
                     ::core::option::Option::Some(#until) => #until,
                     ::core::option::Option::None => return #result,

@@ -153,6 +153,12 @@ fn elsewhere(attr: &str, name: &str, value: &Value) -> Option<String> {
             "attempts" | "backoff" | "max_backoff" | "multiplier" | "jitter" | "on" | "config"
             | "clone" | "upstream",
         ) => Some(format!("`{name}` is a key of #[retry]; write it there")),
+        ("timeout", "idempotent") => Some(
+            "`idempotent` is a key of #[retry]: #[timeout] alone runs the body once and never \
+             retries it, so there is no repeat to guard; write #[retry(layer = …, idempotent = …)] \
+             if the fn retries, or remove it"
+                .to_owned(),
+        ),
         ("timeout", "timeout") => Some(
             "name the limit: attempt = \"30s\" bounds each attempt, total = \"5m\" the whole call"
                 .to_owned(),

@@ -40,7 +40,9 @@ pub(super) fn retry_settings(
     let mut has_clone = false;
     for arg in &args {
         let name = arg.key.to_string();
-        if layer == Some(Layer::Tool) && !matches!(name.as_str(), "layer" | "clone" | "upstream") {
+        if layer == Some(Layer::Tool)
+            && !matches!(name.as_str(), "layer" | "clone" | "upstream" | "idempotent")
+        {
             errors.spanned(
                 &arg.key,
                 format!(
@@ -72,6 +74,7 @@ pub(super) fn retry_settings(
             "on" => s.on = categories(errors, expr, layer),
             "config" => s.config = Some(expr.clone()),
             "upstream" => s.upstream = Some(expr.clone()),
+            "idempotent" => s.idempotent = idempotent(errors, expr),
             _ => {} // `layer`, handled above.
         }
     }
@@ -294,6 +297,26 @@ fn attempts(errors: &mut Errors, expr: &Expr) -> Option<u32> {
             );
             None
         }
+    }
+}
+
+/// `idempotent = false` or a `bool` expression, kept; `true` (what every
+/// fn means without the key) is dropped; another literal is refused.
+fn idempotent(errors: &mut Errors, expr: &Expr) -> Option<Expr> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        }) => (!b.value).then(|| expr.clone()),
+        Expr::Lit(_) => {
+            errors.spanned(
+                expr,
+                "`idempotent` takes a `bool`: idempotent = false for a call that a repeat could \
+                 repeat the effect of (a mail, a payment), or an expression evaluated after a \
+                 failed attempt, e.g. idempotent = request.method.is_idempotent()",
+            );
+            None
+        }
+        _ => Some(expr.clone()),
     }
 }
 

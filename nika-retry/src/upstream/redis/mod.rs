@@ -1,0 +1,427 @@
+//! [`RedisStore`]: an upstream's hold, allowance and probe's turn in Redis,
+//! shared by every process of a fleet.
+
+mod health;
+mod scripts;
+
+use core::fmt;
+use core::future::Future;
+use core::time::Duration;
+use std::io;
+use std::sync::Arc;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, ConnectionAddr, Script};
+use tokio::sync::mpsc;
+
+use super::store::RELEASED_FOR;
+use super::{
+    HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, ProbeTurn, STORE_WAIT, Store, StoreFuture,
+};
+use health::Health;
+use scripts::{Keys, reason_of, reason_text};
+
+/// How long [`RedisStore::connect`] waits for the server's first answer.
+const FIRST_ANSWER: Duration = Duration::from_secs(1);
+
+/// How many writes (holds, allowances, probes' outcomes) wait to be sent
+/// at most; past that, while the server does not take them, new ones are
+/// dropped (the in-process state has them).
+const QUEUED_WRITES: usize = 1024;
+
+/// A [`Store`] in Redis: a 429 seen by one worker process holds every
+/// worker on that upstream.
+///
+/// Each upstream has its keys under `nika-retry:upstream:{name}:` (the name
+/// as given, bytes and all; past 200 bytes cut and followed by a hash of
+/// it; the braces keep an upstream's keys in one Redis Cluster slot):
+///
+/// - `…:hold`: the hold, a key that expires when it ends (`SET … PX`, read
+///   with `PTTL`: the server's clock, never the processes'), its value why;
+///   extended by a script that only ever lengthens it;
+/// - `…:allowance`: how many attempts may still start, a counter that
+///   expires at its reset; the attempt that takes the last one holds the
+///   upstream until then;
+/// - `…:probe`: the probe's turn, a lease (`SET NX PX`) of
+///   [`PROBE_LEASE`]: a probe whose process crashed holds nobody longer.
+///
+/// Every attempt asks the server (one round trip, a script); there is no
+/// cache that could let a held attempt start. A key another program wrote
+/// (the wrong type, a value that is no number, no expiry, longer than
+/// [`MAX_HOLD`]) is deleted as garbage, never obeyed.
+///
+/// **Never a hostage.** A call to the server waits at most [`STORE_WAIT`];
+/// a server down, slow or restarting is passed over and the upstream goes on
+/// with its in-process state. The first failure of an outage is one warning
+/// (a `tracing` event at `WARN`, target `nika_retry`); meanwhile the server
+/// is asked again every half second, and the first answer ends the outage.
+/// The connection manager reconnects by itself. Neither `Display`, `Debug`,
+/// a log line nor an error shows the URL's password.
+///
+/// ```no_run
+/// use nika_retry::upstream::{RedisStore, Upstream};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
+/// let store = RedisStore::connect("redis://:secret@127.0.0.1:6379/0").await?;
+/// assert_eq!(store.to_string(), "redis at 127.0.0.1:6379");
+/// // Every worker process does the same: they share one hold.
+/// let upstream = Upstream::new("openai/gpt-4o").with_store(store);
+/// # let _ = upstream;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct RedisStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    connection: ConnectionManager,
+    health: Health,
+    /// Where the server is, without credentials.
+    at: String,
+    /// The URL's password, kept out of every text this store writes.
+    secret: Option<String>,
+    writes: mpsc::Sender<Write>,
+    scripts: Scripts,
+}
+
+struct Scripts {
+    held_for: Script,
+    hold: Script,
+    attempt: Script,
+    probe: Script,
+    probed: Script,
+}
+
+/// A write sent in the background, in order.
+enum Write {
+    Hold(Keys, Duration, HoldReason),
+    Allow(Keys, u32, Duration),
+    Probed(Keys, u64, bool),
+}
+
+impl RedisStore {
+    /// A store on the server at `url` (`redis://[:password@]host[:port][/db]`,
+    /// `rediss://…`, `redis+unix:///path/to/socket`). Fails only for a URL
+    /// that is not one; a server that does not answer yet is an outage (see
+    /// above): the store works once it answers.
+    ///
+    /// ```
+    /// use nika_retry::upstream::RedisStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let err = RedisStore::connect("http://:hunter2@example.com").await.unwrap_err();
+    /// assert!(!err.to_string().contains("hunter2"));
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for a URL that is not a Redis URL (the URL is not in
+    /// the error: it may hold a password).
+    pub async fn connect(url: &str) -> io::Result<RedisStore> {
+        let client = Client::open(url).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not a Redis URL ({:?})", e.kind()),
+            )
+        })?;
+        RedisStore::from_client(client).await
+    }
+
+    /// A store on `client`'s server, connected through a
+    /// [`ConnectionManager`] that reconnects. Must be called inside the
+    /// tokio runtime that runs the calls (its tasks live there).
+    ///
+    /// ```no_run
+    /// use nika_retry::upstream::RedisStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis+unix:///run/redis/redis.sock")?;
+    /// let store = RedisStore::from_client(client).await?;
+    /// assert_eq!(store.outages(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When the connection manager cannot be made (not for a server that
+    /// does not answer).
+    pub async fn from_client(client: Client) -> io::Result<RedisStore> {
+        let info = client.get_connection_info();
+        let at = match info.addr() {
+            ConnectionAddr::Unix(path) => format!("redis at {}", path.display()),
+            addr => format!("redis at {addr}"),
+        };
+        let secret = info
+            .redis_settings()
+            .password()
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned);
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(FIRST_ANSWER))
+            .set_response_timeout(Some(FIRST_ANSWER))
+            .set_max_delay(Duration::from_secs(1));
+        let connection = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| io::Error::other(format!("no connection manager ({:?})", e.kind())))?;
+        let (writes, queue) = mpsc::channel(QUEUED_WRITES);
+        let store = RedisStore {
+            inner: Arc::new(Inner {
+                connection,
+                health: Health::default(),
+                at,
+                secret,
+                writes,
+                scripts: Scripts {
+                    held_for: Script::new(scripts::HELD_FOR),
+                    hold: Script::new(scripts::HOLD),
+                    attempt: Script::new(scripts::ATTEMPT),
+                    probe: Script::new(scripts::PROBE),
+                    probed: Script::new(scripts::PROBED),
+                },
+            }),
+        };
+        tokio::spawn(writer(Arc::downgrade(&store.inner), queue));
+        let mut connection = store.inner.connection.clone();
+        let ping = redis::cmd("PING");
+        let ping = ping.query_async::<()>(&mut connection);
+        match tokio::time::timeout(FIRST_ANSWER, ping).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => store.inner.failed(&e.to_string()),
+            Err(_) => store.inner.failed("no answer"),
+        }
+        Ok(store)
+    }
+
+    /// How many outages this store has met (each warned of once).
+    ///
+    /// ```no_run
+    /// # async fn f(store: nika_retry::upstream::RedisStore) {
+    /// if store.outages() > 0 {
+    ///     eprintln!("{store} was down at least once");
+    /// }
+    /// # }
+    /// ```
+    pub fn outages(&self) -> u64 {
+        self.inner.health.outages()
+    }
+
+    /// Whether the server did not answer the last time it was asked.
+    ///
+    /// ```no_run
+    /// # async fn f(store: nika_retry::upstream::RedisStore) {
+    /// assert!(!store.is_down(), "{store} answers");
+    /// # }
+    /// ```
+    pub fn is_down(&self) -> bool {
+        self.inner.health.is_down()
+    }
+}
+
+impl Inner {
+    /// Runs `request` unless the server is passed over for now, at most
+    /// [`STORE_WAIT`].
+    async fn call<T>(&self, request: impl Future<Output = redis::RedisResult<T>>) -> io::Result<T> {
+        if !self.health.ask() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("{} does not answer", self.at),
+            ));
+        }
+        match tokio::time::timeout(STORE_WAIT, request).await {
+            Ok(Ok(answer)) => {
+                self.health.answered(&self.at);
+                Ok(answer)
+            }
+            Ok(Err(e)) => {
+                let why = self.redact(e.to_string());
+                self.failed(&why);
+                Err(io::Error::other(why))
+            }
+            Err(_) => {
+                self.failed("no answer");
+                Err(io::Error::new(io::ErrorKind::TimedOut, "no answer"))
+            }
+        }
+    }
+
+    fn failed(&self, why: &str) {
+        self.health.failed(&self.at, &self.redact(why.to_owned()));
+    }
+
+    fn redact(&self, text: String) -> String {
+        match &self.secret {
+            Some(secret) => text.replace(secret.as_str(), "***"),
+            None => text,
+        }
+    }
+
+    async fn write(&self, write: Write) {
+        let mut connection = self.connection.clone();
+        let max = millis(MAX_HOLD);
+        let _ = match write {
+            Write::Hold(keys, held_for, reason) => {
+                let mut script = self.scripts.hold.key(keys.hold);
+                let request = script
+                    .key(keys.probe)
+                    .arg(millis(held_for))
+                    .arg(reason_text(reason))
+                    .arg(max)
+                    .invoke_async::<i64>(&mut connection);
+                self.call(request).await.map(drop)
+            }
+            Write::Allow(keys, remaining, reset) => {
+                let mut set = redis::cmd("SET");
+                set.arg(keys.allowance)
+                    .arg(remaining)
+                    .arg("PX")
+                    .arg(millis(reset));
+                let request = set.query_async::<()>(&mut connection);
+                self.call(request).await
+            }
+            Write::Probed(keys, token, released) => {
+                let mut script = self.scripts.probed.key(keys.probe);
+                let request = script
+                    .arg(token.to_string())
+                    .arg(if released { "1" } else { "0" })
+                    .arg(millis(RELEASED_FOR))
+                    .invoke_async::<i64>(&mut connection);
+                self.call(request).await.map(drop)
+            }
+        };
+    }
+
+    fn send(&self, write: Write) {
+        // Full only while the server takes nothing: the in-process state
+        // has what is dropped.
+        let _ = self.writes.try_send(write);
+    }
+
+    /// A `{left ms, reason}` answer as a hold, if any.
+    fn held(left: i64, reason: &[u8]) -> Option<(Duration, HoldReason)> {
+        let left = Duration::from_millis(u64::try_from(left).ok()?).min(MAX_HOLD);
+        (!left.is_zero()).then(|| (left, reason_of(reason)))
+    }
+}
+
+/// Sends the writes in the order they were made (a probe's hold before its
+/// outcome); ends with the store.
+async fn writer(inner: std::sync::Weak<Inner>, mut queue: mpsc::Receiver<Write>) {
+    while let Some(write) = queue.recv().await {
+        let Some(inner) = inner.upgrade() else { return };
+        inner.write(write).await;
+    }
+}
+
+/// A duration in whole milliseconds, at least 1 (`PX 0` is an error).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl Store for RedisStore {
+    fn held_for<'a>(
+        &'a self,
+        upstream: &'a str,
+    ) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            let mut connection = inner.connection.clone();
+            let mut script = inner.scripts.held_for.key(Keys::of(upstream).hold);
+            let request = script
+                .arg(millis(MAX_HOLD))
+                .invoke_async::<(i64, Vec<u8>)>(&mut connection);
+            let (left, reason) = inner.call(request).await?;
+            Ok(Inner::held(left, &reason))
+        })
+    }
+
+    fn hold(&self, upstream: &str, held_for: Duration, reason: HoldReason) {
+        if !held_for.is_zero() {
+            let held_for = held_for.min(MAX_HOLD);
+            self.inner
+                .send(Write::Hold(Keys::of(upstream), held_for, reason));
+        }
+    }
+
+    fn attempt<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+    ) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            let keys = Keys::of(upstream);
+            let mut connection = inner.connection.clone();
+            let mut script = inner.scripts.attempt.key(keys.hold);
+            let request = script
+                .key(keys.allowance)
+                .key(keys.probe)
+                .arg(millis(MAX_HOLD))
+                .arg(token.to_string())
+                .arg(millis(PROBE_LEASE))
+                .invoke_async::<(i64, Vec<u8>)>(&mut connection);
+            let (left, reason) = inner.call(request).await?;
+            if left < 0 {
+                return Ok(Some((PROBE_OUT, HoldReason::ServerHint)));
+            }
+            Ok(Inner::held(left, &reason))
+        })
+    }
+
+    fn allow(&self, upstream: &str, remaining: u32, reset: Duration) {
+        if remaining > 0 && !reset.is_zero() {
+            let reset = reset.min(MAX_HOLD);
+            self.inner
+                .send(Write::Allow(Keys::of(upstream), remaining, reset));
+        }
+    }
+
+    fn probe<'a>(&'a self, upstream: &'a str, token: u64) -> StoreFuture<'a, ProbeTurn> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            let keys = Keys::of(upstream);
+            let mut connection = inner.connection.clone();
+            let mut script = inner.scripts.probe.key(keys.hold);
+            let request = script
+                .key(keys.probe)
+                .arg(token.to_string())
+                .arg(millis(PROBE_LEASE))
+                .arg(millis(MAX_HOLD))
+                .invoke_async::<(i64, i64, Vec<u8>)>(&mut connection);
+            Ok(match inner.call(request).await? {
+                (1, _, _) => ProbeTurn::Wait,
+                (2, left, reason) => match Inner::held(left, &reason) {
+                    Some((left, reason)) => ProbeTurn::Held(left, reason),
+                    None => ProbeTurn::Go,
+                },
+                _ => ProbeTurn::Go,
+            })
+        })
+    }
+
+    fn probed(&self, upstream: &str, token: u64, released: bool) {
+        self.inner
+            .send(Write::Probed(Keys::of(upstream), token, released));
+    }
+}
+
+impl fmt::Display for RedisStore {
+    /// Where the server is (`redis at 127.0.0.1:6379`), never its password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.inner.at)
+    }
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("at", &self.inner.at)
+            .field("down", &self.is_down())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,104 @@
+//! A provider client of the fleet tests: calls a URL through an
+//! [`Upstream`], as each worker process of a fleet does.
+
+use std::time::Duration;
+
+use nika_retry::upstream::{Held, Upstream};
+use nika_retry::{Classify, ErrorCategory, retry};
+
+use crate::fault::{Fault, Hit};
+
+/// The name of the fleet tests' upstream.
+pub const UPSTREAM: &str = "fleet/model";
+
+/// What a call of [`Provider`] fails with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The server answered this status (classified, with its hint).
+    #[error("status {0}")]
+    Api(u16, ErrorCategory, Option<Duration>),
+    /// No answer.
+    #[error("transport: {0}")]
+    Transport(String),
+    /// The upstream is held longer than the call waits.
+    #[error(transparent)]
+    Held(#[from] Held),
+}
+
+impl Classify for Error {
+    fn category(&self) -> ErrorCategory {
+        match self {
+            Error::Api(_, category, _) => *category,
+            Error::Transport(_) => ErrorCategory::Transient,
+            Error::Held(held) => held.category(),
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::Api(_, _, hint) => *hint,
+            Error::Held(held) => held.retry_after(),
+            Error::Transport(_) => None,
+        }
+    }
+}
+
+/// Calls `url` with a real reqwest client, through `upstream`.
+///
+/// ```no_run
+/// # async fn f() {
+/// use nika_retry::upstream::Upstream;
+/// use nika_retry_tests::fleet::Provider;
+///
+/// let provider = Provider::new("http://127.0.0.1:8080/v1/chat", Upstream::new("fleet/model"));
+/// let _ = provider.call().await;
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Provider {
+    client: reqwest::Client,
+    url: String,
+    /// The upstream every call passes.
+    pub upstream: Upstream,
+}
+
+impl Provider {
+    /// A client of `url` through `upstream`.
+    pub fn new(url: &str, upstream: Upstream) -> Provider {
+        Provider {
+            client: reqwest::Client::new(),
+            url: url.to_owned(),
+            upstream,
+        }
+    }
+
+    /// One call: the provider layer's retries, through the upstream.
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, or [`Error::Held`].
+    #[retry(layer = "provider", upstream = self.upstream)]
+    pub async fn call(&self) -> Result<String, Error> {
+        let response = self
+            .client
+            .post(&self.url)
+            .send()
+            .await
+            .map_err(|e| Error::Transport(e.to_string()))?;
+        if response.status().is_success() {
+            return response
+                .text()
+                .await
+                .map_err(|e| Error::Transport(e.to_string()));
+        }
+        let (category, hint) = nika_retry::http::classify_response(&response);
+        Err(Error::Api(response.status().as_u16(), category, hint))
+    }
+}
+
+/// How many of `hits` were answered `429`.
+pub fn limited(hits: &[Hit]) -> usize {
+    hits.iter()
+        .filter(|h| matches!(h.fault, Fault::WithHeaders(429, _)))
+        .count()
+}
