@@ -78,8 +78,12 @@ fn benches(c: &mut Criterion) {
         });
     }
     group.bench_function("redis_attempt", |b| {
-        b.to_async(&rt)
-            .iter(|| async { store.attempt(black_box("bench/model")).await.map_err(drop) })
+        b.to_async(&rt).iter(|| async {
+            store
+                .attempt(black_box("bench/model"), 1)
+                .await
+                .map_err(drop)
+        })
     });
     group.finish();
     assert!(!store.is_down(), "the store answered throughout");

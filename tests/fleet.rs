@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use nika_retry::upstream::{HoldReason, RedisStore, Store, Upstream};
+use nika_retry::upstream::{HoldReason, ProbeTurn, RedisStore, Store, Upstream};
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::fleet::{Error, Provider, UPSTREAM};
 use nika_retry_tests::logs::Captured;
@@ -141,6 +141,27 @@ async fn one_probe_goes_for_the_whole_fleet() {
             assert!(matches!(result, Err(Error::Api(429, ..))), "{result:?}");
         }
     }
+}
+
+#[tokio::test]
+async fn an_attempt_that_arrives_while_another_process_probes_waits_for_its_outcome() {
+    let redis = RedisServer::start();
+    let server = FaultServer::start([Fault::ok("ok")]).await;
+    let a = store(&redis).await;
+    let b = Provider::new(
+        &server.url("/v1"),
+        Upstream::new(UPSTREAM).with_store(store(&redis).await),
+    );
+    // Another process's probe is out (its hold is over): b never saw the hold.
+    assert_eq!(a.probe(UPSTREAM, 7).await.unwrap(), ProbeTurn::Go);
+    let call = b.call();
+    tokio::pin!(call);
+    let early = tokio::time::timeout(Duration::from_millis(500), &mut call).await;
+    assert!(early.is_err(), "b went while the probe was out: {early:?}");
+    assert_eq!(server.requests(), 0);
+    a.probed(UPSTREAM, 7, true);
+    assert_eq!(call.await.unwrap(), "ok", "released by the probe's outcome");
+    assert_eq!(server.requests(), 1);
 }
 
 #[tokio::test]

@@ -29,7 +29,7 @@ fn window() -> Fault {
 fn worker(server: &FaultServer, redis: Option<&str>) -> Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_fleet-worker"));
     command.arg(server.url("/v1/chat")).arg(CALLS.to_string());
-    command.args(redis);
+    command.args(redis).stdout(std::process::Stdio::null());
     command
         .kill_on_drop(true)
         .spawn()

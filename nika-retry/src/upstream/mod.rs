@@ -68,7 +68,7 @@ pub use held::{Held, HoldReason};
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
 pub use state::MAX_HOLD;
-pub use store::{InProcess, PROBE_LEASE, ProbeTurn, STORE_WAIT, Store, StoreFuture};
+pub use store::{InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, STORE_WAIT, Store, StoreFuture};
 pub(crate) use wait::{Patience, Turn};
 
 use crate::events::{self, UpstreamEvent};

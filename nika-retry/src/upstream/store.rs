@@ -63,9 +63,12 @@ pub trait Store: fmt::Debug + Send + Sync + 'static {
     /// Never blocks: a store on the network sends it in the background.
     fn hold(&self, upstream: &str, held_for: Duration, reason: HoldReason);
 
-    /// An attempt is about to start: the hold in force, if any (then it does
-    /// not start); else it takes one from the allowance, and taking the last
-    /// one holds `upstream` until the allowance's reset.
+    /// An attempt of the upstream whose state is `token` is about to start:
+    /// the hold in force, if any (then it does not start). While another
+    /// upstream's probe is out, a hold of [`PROBE_OUT`]: the attempt waits
+    /// for that probe's outcome as the others do. Else it takes one from the
+    /// allowance, and taking the last one holds `upstream` until the
+    /// allowance's reset.
     ///
     /// ```
     /// use std::time::Duration;
@@ -75,13 +78,18 @@ pub trait Store: fmt::Debug + Send + Sync + 'static {
     /// # async fn main() {
     /// let store = InProcess::default();
     /// store.allow("tools/search", 2, Duration::from_secs(6));
-    /// assert_eq!(store.attempt("tools/search").await.unwrap(), None);
-    /// assert_eq!(store.attempt("tools/search").await.unwrap(), None, "the last one");
-    /// let held = store.attempt("tools/search").await.unwrap();
+    /// assert_eq!(store.attempt("tools/search", 1).await.unwrap(), None);
+    /// assert_eq!(store.attempt("tools/search", 2).await.unwrap(), None, "the last one");
+    /// let held = store.attempt("tools/search", 1).await.unwrap();
     /// assert_eq!(held, Some((Duration::from_secs(6), HoldReason::RateLimitHeaders)));
     /// # }
     /// ```
-    fn attempt<'a>(&'a self, upstream: &'a str) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
+    fn attempt<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+    ) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
+        let _ = token;
         self.held_for(upstream)
     }
 
@@ -114,6 +122,11 @@ pub const STORE_WAIT: Duration = Duration::from_millis(50);
 /// How long another process's probe may keep its turn before the next one
 /// takes it: a probe that crashed holds nobody longer than this.
 pub const PROBE_LEASE: Duration = Duration::from_secs(5);
+
+/// The hold [`Store::attempt`] reports while another upstream's probe is
+/// out: the attempt becomes its upstream's probe, which asks the store for
+/// its turn ([`Store::probe`]) and so waits for the other's outcome.
+pub const PROBE_OUT: Duration = Duration::from_millis(1);
 
 /// How long a released probe's turn tells the other processes' probes to go.
 pub(super) const RELEASED_FOR: Duration = Duration::from_secs(1);
@@ -188,10 +201,17 @@ impl Store for InProcess {
         self.with(upstream, |shared, now| shared.hold(now, held_for, reason));
     }
 
-    fn attempt<'a>(&'a self, upstream: &'a str) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
+    fn attempt<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+    ) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
         let held = self.with(upstream, |shared, now| {
             if let Some(left) = shared.left(now) {
                 return Some(left);
+            }
+            if matches!(shared.lease, Some((Some(other), until)) if other != token && until > now) {
+                return Some((PROBE_OUT, HoldReason::ServerHint));
             }
             match shared.allowance {
                 Some((_, reset)) if reset <= now => shared.allowance = None,

@@ -19,7 +19,7 @@ use crate::engine::Failure;
 /// turn on.
 pub(crate) struct Turn<'u> {
     upstream: &'u Upstream,
-    probe: bool,
+    pub(super) probe: bool,
     /// How long the caller waited for it.
     pub(crate) waited: Duration,
 }
@@ -178,7 +178,11 @@ impl Upstream {
     /// held, one from the store's allowance); a store that fails or is slow
     /// is passed over.
     async fn ask(&self, store: &Arc<dyn Store>) {
-        let asked = tokio::time::timeout(STORE_WAIT, store.attempt(&self.shared.name)).await;
+        let asked = tokio::time::timeout(
+            STORE_WAIT,
+            store.attempt(&self.shared.name, self.shared.token),
+        )
+        .await;
         if let Ok(Ok(Some((left, reason)))) = asked {
             let now = Instant::now();
             // No event: the process that set the hold in the store sent it.

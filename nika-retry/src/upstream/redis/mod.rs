@@ -15,7 +15,9 @@ use redis::{Client, ConnectionAddr, Script};
 use tokio::sync::mpsc;
 
 use super::store::RELEASED_FOR;
-use super::{HoldReason, MAX_HOLD, PROBE_LEASE, ProbeTurn, STORE_WAIT, Store, StoreFuture};
+use super::{
+    HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, ProbeTurn, STORE_WAIT, Store, StoreFuture,
+};
 use health::Health;
 use scripts::{Keys, reason_of, reason_text};
 
@@ -346,7 +348,11 @@ impl Store for RedisStore {
         }
     }
 
-    fn attempt<'a>(&'a self, upstream: &'a str) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
+    fn attempt<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+    ) -> StoreFuture<'a, Option<(Duration, HoldReason)>> {
         Box::pin(async move {
             let inner = &self.inner;
             let keys = Keys::of(upstream);
@@ -354,9 +360,15 @@ impl Store for RedisStore {
             let mut script = inner.scripts.attempt.key(keys.hold);
             let request = script
                 .key(keys.allowance)
+                .key(keys.probe)
                 .arg(millis(MAX_HOLD))
+                .arg(token.to_string())
+                .arg(millis(PROBE_LEASE))
                 .invoke_async::<(i64, Vec<u8>)>(&mut connection);
             let (left, reason) = inner.call(request).await?;
+            if left < 0 {
+                return Ok(Some((PROBE_OUT, HoldReason::ServerHint)));
+            }
             Ok(Inner::held(left, &reason))
         })
     }

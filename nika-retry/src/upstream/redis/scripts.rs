@@ -109,13 +109,21 @@ pub(super) const HOLD: &str = lua!(
      return 1\n"
 );
 
-/// KEYS: hold, allowance. ARGV: max ms. An attempt about to start: the
-/// hold, if any (`{left ms, reason}`); else one taken from the allowance,
-/// the last one holding until its reset (`{0, ''}`: go).
+/// KEYS: hold, allowance, probe. ARGV: max ms, token, lease ms. An attempt
+/// about to start: the hold, if any (`{left ms, reason}`); another token's
+/// probe out (`{-1, ''}`); else one taken from the allowance, the last one
+/// holding until its reset (`{0, ''}`: go).
 pub(super) const ATTEMPT: &str = lua!(
     "local max = tonumber(ARGV[1])\n\
      local left = hold_left(KEYS[1], max)\n\
      if left > 0 then return {left, redis.call('GET', KEYS[1])} end\n\
+     if redis.call('TYPE', KEYS[3])['ok'] == 'string' then\n\
+       local v = redis.call('GET', KEYS[3])\n\
+       local ttl = redis.call('PTTL', KEYS[3])\n\
+       if v ~= 'released' and v ~= ARGV[2] and ttl > 0 and ttl <= tonumber(ARGV[3]) then\n\
+         return {-1, ''}\n\
+       end\n\
+     end\n\
      local t = redis.call('TYPE', KEYS[2])['ok']\n\
      if t == 'none' then return {0, ''} end\n\
      local n = nil\n\
