@@ -4,7 +4,8 @@
 //! task's YAML policy in force, and a streamed answer (retried before its
 //! first token, never after), then a dozen calls at once on one model
 //! whose limit answers 429 (one hold for all of them, beside the same calls
-//! each on their own). Every retry decision is printed as it happens,
+//! each on their own), and a mail whose answer is lost (a tool that is not
+//! idempotent: not sent again). Every retry decision is printed as it happens,
 //! tagged with its layer.
 //!
 //! ```text
@@ -28,7 +29,7 @@ use nika_retry::events::{EventLog, Outcome, RetryEvent, RetryObserver, UpstreamE
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry_tests::fault::{Fault, FaultServer, Step, closed_port};
 use nika_retry_tests::verb::{
-    HttpTool, Provider, ProviderError, RequestOptions, Task, Transport, run_task,
+    HttpTool, Mailer, Provider, ProviderError, RequestOptions, Task, Transport, run_task,
 };
 use tokio::time::Instant;
 
@@ -52,6 +53,10 @@ impl RetryObserver for Timeline {
         let above = *self.above_http.lock().unwrap();
         let outcome = match (e.outcome, e.reason, above) {
             (Outcome::Retrying, ..) => "retrying".to_owned(),
+            // A call that is not idempotent, whose attempt may have arrived.
+            (_, Some(GiveUp::MayHaveTakenEffect), _) => {
+                "not retried: may have taken effect, not idempotent".to_owned()
+            }
             (Outcome::Recovered, ..) => "recovered".to_owned(),
             // An inner loop that stops hands the error to the layer above it.
             (Outcome::GaveUp, Some(GiveUp::NotRetryable), Some(up))
@@ -244,7 +249,7 @@ async fn main() {
          is the delay jitter drew from a 250 ms backoff (between half of it and all\n\
          of it); a server hint is waited as given. \"→ provider\" hands the error to\n\
          the loop of the layer above.\n",
-        scenarios.len() + 3
+        scenarios.len() + 4
     );
     println!(
         "  {:>7}  {:<8} {:<20} {:<4} {:<12} {:<22} outcome",
@@ -403,6 +408,36 @@ async fn main() {
             Some(e) => {
                 failed += 1;
                 println!("  ✗ {}", describe(e));
+            }
+        }
+    }
+
+    // Last, a tool with a side effect: the mail server takes the mail, then
+    // its answer is lost. Neither the mailer nor its transport call is
+    // idempotent, so neither repeats it, although the task opts in.
+    {
+        println!(
+            "\n▶ send-alert — the mail server took the mail but its answer was lost: not retried"
+        );
+        let server = FaultServer::start([Fault::CommitThenDrop, Fault::ok("queued")]).await;
+        let mailer = Mailer::new(Transport::new(server.url(""), RequestOptions::default()));
+        let retry = "retry: { max_attempts: 3, delay_ms: 200, backoff: constant }";
+        let policy: TaskPolicy = serde_norway::from_str(retry).expect("the demo's YAML is valid");
+        *timeline.above_http.lock().unwrap() = Some(Layer::Tool);
+        let sent = mailer.send("oncall@example.com", "disk 93% full");
+        match observe(timeline.clone(), scope(policy, sent)).await {
+            Ok(id) => {
+                ok += 1;
+                println!("  ✓ {id:?} after {}", requests(server.requests()));
+            }
+            Err(e) => {
+                failed += 1;
+                println!(
+                    "  ✗ not sent again after {}: {} (the server took {} mail)",
+                    requests(server.requests()),
+                    describe(&e),
+                    server.effects()
+                );
             }
         }
     }

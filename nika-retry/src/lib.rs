@@ -198,7 +198,7 @@ pub mod __private;
 /// #[retry(layer = "http" | "provider" | "tool" | "task",
 ///         attempts = 3, backoff = "250ms", max_backoff = "4s", multiplier = 4.0,
 ///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …),
-///         crate = "path")]
+///         idempotent = false | EXPR, crate = "path")]
 /// ```
 ///
 /// `layer` is required; the other keys override that layer's defaults
@@ -208,6 +208,44 @@ pub mod __private;
 /// so the success path never builds a config. A task scope's `retry:`
 /// ([`task::scope`]) takes precedence over both, except on layer `http`. The fn must return `Result<T, E>` with
 /// `E: Classify`; only `Transient` and `RateLimited` errors are ever retried.
+///
+/// **`idempotent = false | EXPR`**, on any layer (`tool` included): a
+/// repeated attempt could repeat an effect (a mail, a payment). The call
+/// then retries only a failure whose attempt certainly had no effect
+/// ([`Classify::reached`] is [`Reached::No`] or [`Reached::Refused`]) and
+/// gives up at once on any other
+/// ([`GiveUp::MayHaveTakenEffect`](engine::GiveUp::MayHaveTakenEffect), a
+/// WARN line naming the fn), whatever a task scope's `retry:` says. An
+/// expression is a `bool` evaluated after a failed attempt only; without
+/// the key a fn is idempotent, as it is when it sends
+/// [`current_attempt`]'s idempotency key to a server that deduplicates on it.
+///
+/// ```
+/// use nika_retry::{retry, Classify};
+///
+/// #[derive(Debug, Classify)]
+/// enum MailError {
+///     #[category(transient, reached = no)]
+///     Refused,
+///     #[category(transient)] // may have arrived: Reached::Maybe
+///     AnswerLost,
+/// }
+///
+/// #[retry(layer = "provider", backoff = "1ms", idempotent = false)]
+/// async fn send(tries: &std::cell::Cell<u32>, error: fn() -> MailError) -> Result<(), MailError> {
+///     tries.set(tries.get() + 1);
+///     Err(error())
+/// }
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let tries = std::cell::Cell::new(0);
+/// send(&tries, || MailError::Refused).await.unwrap_err();
+/// assert_eq!(tries.get(), 3, "never sent: retried");
+/// tries.set(0);
+/// send(&tries, || MailError::AnswerLost).await.unwrap_err();
+/// assert_eq!(tries.get(), 1, "may have been sent: not retried");
+/// # }
+/// ```
 ///
 /// # Writing the body
 ///
