@@ -17,7 +17,7 @@ use futures_util::{Stream, StreamExt};
 use nika_retry::stream::{Started, started_when};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::upstream::{Held, Upstream};
-use nika_retry::{Classify, Layer, RetryConfig, TimeoutError, retry, timeout};
+use nika_retry::{Classify, ErrorCategory, Layer, RetryConfig, TimeoutError, retry, timeout};
 
 /// Per-request options of the transport (the http layer, L1, is configured per request).
 #[derive(Clone, Debug)]
@@ -80,10 +80,13 @@ pub enum HttpError {
     Request(#[from] reqwest::Error),
     /// A non-success status, with the server's wait hint.
     #[error("HTTP {status}")]
-    #[category(http_status = status, retry_after = retry_after)]
+    #[category(from = category, http_status = status, retry_after = retry_after)]
     Status {
         /// The status code.
         status: u16,
+        /// What `classify_response` made of it: the status's category,
+        /// unless the server's `x-should-retry` said otherwise.
+        category: ErrorCategory,
         /// From `Retry-After` and friends.
         retry_after: Option<Duration>,
         /// The response body.
@@ -139,7 +142,7 @@ impl Transport {
         if let Some(upstream) = &self.observed {
             upstream.observe(response.headers());
         }
-        let (_, retry_after) = nika_retry::http::classify_response(&response);
+        let (category, retry_after) = nika_retry::http::classify_response(&response);
         let status = response.status();
         let body = response.text().await?;
         if status.is_success() {
@@ -147,6 +150,7 @@ impl Transport {
         }
         Err(HttpError::Status {
             status: status.as_u16(),
+            category,
             retry_after,
             body,
         })
@@ -179,10 +183,12 @@ pub enum ProviderError {
     /// Any other API failure, with the server's hint: a 503 whose
     /// `Retry-After` was above the http layer's cap is still waited here.
     #[error("api error {status}: {message}")]
-    #[category(http_status = status, retry_after = retry_after)]
+    #[category(from = category, http_status = status, retry_after = retry_after)]
     Api {
         /// The status.
         status: u16,
+        /// Its category, as the transport's error had it.
+        category: ErrorCategory,
         /// The body.
         message: String,
         /// The wait the server asked for.
@@ -213,9 +219,10 @@ impl From<HttpError> for ProviderError {
                 message: error_message(429, &body),
             },
             HttpError::Status {
-                status: 429,
+                category: ErrorCategory::RateLimited,
                 body,
                 retry_after,
+                ..
             } => ProviderError::RateLimited {
                 retry_after_ms: serde_json::from_str::<serde_json::Value>(&body)
                     .ok()
@@ -224,10 +231,12 @@ impl From<HttpError> for ProviderError {
             },
             HttpError::Status {
                 status,
+                category,
                 body,
                 retry_after,
             } => ProviderError::Api {
                 status,
+                category,
                 message: error_message(status, &body),
                 retry_after,
             },
@@ -355,10 +364,11 @@ impl Provider {
         }
         let status = response.status();
         if !status.is_success() {
-            let (_, retry_after) = nika_retry::http::classify_response(&response);
+            let (category, retry_after) = nika_retry::http::classify_response(&response);
             let body = response.text().await.map_err(HttpError::from)?;
             return Err(HttpError::Status {
                 status: status.as_u16(),
+                category,
                 retry_after,
                 body,
             }

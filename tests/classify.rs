@@ -233,3 +233,42 @@ fn from_takes_the_category_a_field_holds_not_the_status() {
     );
     assert_eq!(KeptStruct(ErrorCategory::Auth).retry_after(), None);
 }
+
+/// `from` beside `http_status`: the category the field holds, and what the
+/// attempt reached from the status.
+#[derive(Debug, thiserror::Error, Classify)]
+enum KeptWithStatus {
+    #[error("api error {status}")]
+    #[category(from = category, http_status = status)]
+    Api {
+        status: u16,
+        category: ErrorCategory,
+    },
+}
+
+#[test]
+fn from_beside_http_status_takes_the_category_from_one_and_reached_from_the_other() {
+    use nika_retry::Reached;
+    let api = |status, category| KeptWithStatus::Api { status, category };
+    // A 503 the server said not to retry: permanent, yet it did not act.
+    let busy = api(503, ErrorCategory::Permanent);
+    assert_eq!(
+        (busy.category(), busy.reached()),
+        (ErrorCategory::Permanent, Reached::Refused)
+    );
+    let conflict = api(409, ErrorCategory::Transient);
+    assert_eq!(
+        (conflict.category(), conflict.reached()),
+        (ErrorCategory::Transient, Reached::Maybe)
+    );
+    // Without the status, only the category speaks: transient is `Maybe`.
+    assert_eq!(
+        Kept::Api {
+            status: 503,
+            category: ErrorCategory::Transient,
+            retry_after: None
+        }
+        .reached(),
+        Reached::Maybe
+    );
+}

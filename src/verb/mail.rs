@@ -61,7 +61,7 @@ impl Transport {
                 .header("X-Retry-Count", attempt.total_retries);
         }
         let response = request.send().await?;
-        let (_, retry_after) = nika_retry::http::classify_response(&response);
+        let (category, retry_after) = nika_retry::http::classify_response(&response);
         let status = response.status();
         let body = response.text().await?;
         if status.is_success() {
@@ -69,6 +69,7 @@ impl Transport {
         }
         Err(HttpError::Status {
             status: status.as_u16(),
+            category,
             retry_after,
             body,
         })

@@ -34,7 +34,7 @@ pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenS
                 let call = quote_spanned!(field.ty.span()=> #k::Classify::category({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
-            Source::Field(field) => {
+            Source::Field(field, _) => {
                 let (member, binding) = (&field.member, bind(field.ty));
                 let call = super::from::call(krate, field, &binding);
                 quote!(#path { #member: #binding, .. } => #call,)
@@ -126,7 +126,7 @@ fn reached_method(rules: &[Rule], krate: &syn::Path) -> TokenStream {
                 let call = quote_spanned!(field.ty.span()=> #k::Classify::reached({ #binding }));
                 quote!(#path { #member: #binding, .. } => #call,)
             }
-            (Source::HttpStatus(field), None) => {
+            (Source::HttpStatus(field) | Source::Field(_, Some(field)), None) => {
                 let (member, binding) = (&field.member, bind(field.ty));
                 let k = krate::at(krate, field.ty.span());
                 let call =

@@ -1,7 +1,8 @@
 //! `#[category(from = field)]`: the category a field holds, decided at run
 //! time (as `http::classify_response` decides it, honouring the server's
-//! `x-should-retry` over the status). It stands in for a fixed category or
-//! `http_status`, and combines with a hint key.
+//! `x-should-retry` over the status). It stands in for a fixed category,
+//! and combines with a hint key and with `http_status`, which then says
+//! only what the attempt reached (a 429, 503 or 408 refused).
 
 use proc_macro2::TokenStream;
 use quote::quote_spanned;
@@ -15,8 +16,8 @@ use crate::krate;
 /// The key, as the attribute writes it.
 pub(crate) const KEY: &str = "from";
 
-/// Reports a second source of the category beside `from` (a category name or
-/// `http_status`); `true` if there was one.
+/// Reports a second source of the category beside `from` (a category
+/// name); `true` if there was one.
 pub(crate) fn conflicts(
     errors: &mut Errors,
     from: &Ident,

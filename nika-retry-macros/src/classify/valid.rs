@@ -23,8 +23,9 @@ pub(crate) enum Source<'a> {
     Fixed(Category),
     HttpStatus(FieldRef<'a>),
     Transparent(FieldRef<'a>),
-    /// `from = field`: a field of type `ErrorCategory`.
-    Field(FieldRef<'a>),
+    /// `from = field`: a field of type `ErrorCategory`; beside it, the
+    /// `http_status` field that says what the attempt reached.
+    Field(FieldRef<'a>, Option<FieldRef<'a>>),
 }
 
 /// The unit of a hint field.
@@ -198,16 +199,13 @@ fn variant_rule<'a>(
         });
     }
     if let Some((key, field)) = from {
-        let others = [
-            category.as_ref().map(|(_, key)| key),
-            http_status.as_ref().map(|(key, _)| key),
-        ];
+        let others = [category.as_ref().map(|(_, key)| key)];
         if from::conflicts(errors, &key, &others, &where_) {
             return None;
         }
         return Some(Rule {
             variant: variant.ident,
-            source: Source::Field(field),
+            source: Source::Field(field, http_status.map(|(_, status)| status)),
             hint: hint.map(|(_, unit, field)| (unit, field)),
             reached: reached.map(|(_, r)| r),
         });
