@@ -271,6 +271,47 @@ async fn redis_killed_costs_no_call_and_back_it_is_shared_again() {
 }
 
 #[tokio::test]
+async fn a_slow_redis_is_passed_over_and_used_again_when_it_answers() {
+    let redis = RedisServer::start();
+    let server = FaultServer::start([Fault::ok("ok")]).await;
+    let b_store = store(&redis).await;
+    let b = Provider::new(
+        &server.url("/v1"),
+        Upstream::new(UPSTREAM).with_store(b_store.clone()),
+    );
+    assert_eq!(b.call().await.unwrap(), "ok");
+    // Another client keeps the server busy for 1.5 s (a script that spins):
+    // it answers nobody meanwhile.
+    let mut other = raw(&redis);
+    let busy = std::thread::spawn(move || {
+        redis::cmd("EVAL")
+            .arg(
+                "local t0 = redis.call('TIME') while true do local t = redis.call('TIME') \
+                  if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 1500000 then return 1 end end",
+            )
+            .arg(0)
+            .query::<i64>(&mut other)
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for _ in 0..5 {
+        assert_eq!(b.call().await.unwrap(), "ok", "a slow store fails no call");
+    }
+    assert!(b_store.is_down(), "passed over while it is slow");
+    assert_eq!(
+        busy.join().expect("the busy client").expect("its script"),
+        1
+    );
+    for _ in 0..100 {
+        if b_store.held_for(UPSTREAM).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!b_store.is_down(), "used again once it answers");
+    assert_eq!(b_store.outages(), 1);
+}
+
+#[tokio::test]
 async fn garbage_in_the_keys_is_never_obeyed_and_is_repaired() {
     let redis = RedisServer::start();
     let server = FaultServer::start([Fault::ok("ok")]).await;
