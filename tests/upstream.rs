@@ -219,3 +219,41 @@ async fn one_event_per_hold_and_the_waits_on_the_calls_events() {
         "the 429 came on an attempt that did not wait"
     );
 }
+
+/// One attempt that logs when it started.
+#[retry(layer = "provider", upstream = upstream)]
+async fn logged(
+    upstream: &Upstream,
+    starts: &Mutex<Vec<tokio::time::Instant>>,
+) -> Result<(), Error> {
+    starts.lock().unwrap().push(tokio::time::Instant::now());
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn callers_released_and_spreading_out_look_again_before_they_start() {
+    let upstream = Upstream::new("spread");
+    let starts = Mutex::new(Vec::new());
+    let t0 = tokio::time::Instant::now();
+    upstream.hold_for(Duration::from_secs(1));
+    let calls = futures_util::future::join_all((0..10).map(|_| logged(&upstream, &starts)));
+    // The probe goes at 1 s and releases the others over 100 ms; 1 ms in,
+    // the upstream is held again.
+    let again = async {
+        tokio::time::sleep(Duration::from_millis(1_001)).await;
+        upstream.hold_for(Duration::from_secs(1));
+    };
+    let (results, ()) = tokio::join!(calls, again);
+    assert!(results.iter().all(Result::is_ok));
+    let starts: Vec<Duration> = starts.lock().unwrap().iter().map(|&at| at - t0).collect();
+    assert_eq!(starts.len(), 10);
+    let (second_hold, its_end) = (Duration::from_millis(1_001), Duration::from_millis(2_001));
+    assert!(
+        starts.iter().all(|&at| at <= second_hold || at >= its_end),
+        "no start inside the second hold: {starts:?}"
+    );
+    assert!(
+        starts.iter().filter(|&&at| at >= its_end).count() >= 8,
+        "{starts:?}"
+    );
+}

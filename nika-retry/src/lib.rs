@@ -79,7 +79,8 @@
 //! - [`stream`]: a streamed response, retried only before its first content, `read` and `total` followed past the fn's return.
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
-//! - [`upstream`]: the state calls against one upstream limit share: one 429 holds them all.
+//! - [`upstream`]: the state calls against one upstream limit share: one 429 holds them all
+//!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 // # The kernel, for a maintainer

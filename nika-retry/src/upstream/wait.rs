@@ -65,14 +65,13 @@ impl Upstream {
     #[cold]
     async fn wait(&self, patience: Patience) -> Result<Turn<'_>, Held> {
         let start = Instant::now();
-        let mut woken = false;
         loop {
             if let Some(store) = &self.shared.store {
                 self.ask(store).await;
             }
             let mut released = pin!(self.shared.released.notified());
             let now = Instant::now();
-            let (step, grown, spread) = {
+            let (step, grown) = {
                 let mut state = self.lock();
                 let (step, grown) = state.step(now);
                 let reason = state.reason.unwrap_or(HoldReason::ServerHint);
@@ -101,19 +100,11 @@ impl Upstream {
                     released.as_mut().enable();
                 }
                 self.publish(&state);
-                (step, grown, state.spread)
+                (step, grown)
             };
             self.after_hold(grown);
             match step {
-                Step::Go => {
-                    if woken && !spread.is_zero() {
-                        // Released with the others: arrive spread out.
-                        let jitter =
-                            fastrand::u64(..=spread.as_nanos().try_into().unwrap_or(u64::MAX));
-                        tokio::time::sleep(Duration::from_nanos(jitter)).await;
-                    }
-                    return Ok(self.turn(false, start));
-                }
+                Step::Go => return Ok(self.turn(false, start)),
                 Step::Probe { until } => {
                     // Owned from here: a probe dropped while it sleeps passes its turn.
                     let mut turn = self.turn(true, start);
@@ -141,7 +132,15 @@ impl Upstream {
                 }
                 Step::Wait { .. } => {
                     released.await;
-                    woken = true;
+                    // The spread the release just set.
+                    let spread = self.lock().spread;
+                    if !spread.is_zero() {
+                        // Released with the others: arrive spread out, then
+                        // look again (another call may have held it since).
+                        let jitter =
+                            fastrand::u64(..=spread.as_nanos().try_into().unwrap_or(u64::MAX));
+                        tokio::time::sleep(Duration::from_nanos(jitter)).await;
+                    }
                 }
             }
         }

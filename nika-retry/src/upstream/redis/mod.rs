@@ -105,8 +105,8 @@ enum Write {
 impl RedisStore {
     /// A store on the server at `url` (`redis://[:password@]host[:port][/db]`,
     /// `rediss://…`, `redis+unix:///path/to/socket`). Fails only for a URL
-    /// that is not one; a server that does not answer yet is an outage (see
-    /// above): the store works once it answers.
+    /// that is not one; a server that does not answer within a second is an
+    /// outage (see above): the store works once it answers.
     ///
     /// ```
     /// use nika_retry::upstream::RedisStore;
