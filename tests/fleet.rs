@@ -3,6 +3,7 @@
 //! processes of a fleet. Run with `cargo test --features redis --test fleet`.
 #![cfg(feature = "redis")]
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use nika_retry::upstream::{HoldReason, ProbeTurn, RedisStore, Store, Upstream};
@@ -13,6 +14,31 @@ use nika_retry_tests::redis_server::RedisServer;
 use redis::Commands as _;
 
 const HOUR: Duration = Duration::from_secs(3600);
+
+/// What this binary logs: one global subscriber (a scoped one per test
+/// can miss events of callsites another test's thread registered first).
+/// Each test reads the lines about its own server.
+fn logs() -> &'static Captured {
+    static LOGS: OnceLock<Captured> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the one global subscriber");
+        captured
+    })
+}
+
+/// The log lines about the server at `at` (a store's `Display`) that say `what`.
+fn said(at: &str, what: &str) -> usize {
+    logs()
+        .text()
+        .lines()
+        .filter(|line| line.contains(at) && line.contains(what))
+        .count()
+}
 
 async fn store(redis: &RedisServer) -> RedisStore {
     RedisStore::connect(&redis.url())
@@ -52,6 +78,7 @@ fn held(result: Result<String, Error>) -> nika_retry::upstream::Held {
 
 #[tokio::test]
 async fn a_hold_set_by_one_process_is_seen_by_anothers_next_attempt() {
+    logs();
     let redis = RedisServer::start();
     let server = FaultServer::start([Fault::ok("ok")]).await;
     let a = Upstream::new(UPSTREAM).with_store(store(&redis).await);
@@ -75,6 +102,7 @@ async fn a_hold_set_by_one_process_is_seen_by_anothers_next_attempt() {
 
 #[tokio::test]
 async fn holds_only_ever_extend_across_processes() {
+    logs();
     let redis = RedisServer::start();
     let a = store(&redis).await;
     let b_store = store(&redis).await;
@@ -103,6 +131,7 @@ async fn holds_only_ever_extend_across_processes() {
 
 #[tokio::test]
 async fn one_probe_goes_for_the_whole_fleet() {
+    logs();
     let redis = RedisServer::start();
     // The probe is pushed back for an hour: longer than any call waits.
     let server = FaultServer::start([
@@ -145,6 +174,7 @@ async fn one_probe_goes_for_the_whole_fleet() {
 
 #[tokio::test]
 async fn an_attempt_that_arrives_while_another_process_probes_waits_for_its_outcome() {
+    logs();
     let redis = RedisServer::start();
     let server = FaultServer::start([Fault::ok("ok")]).await;
     let a = store(&redis).await;
@@ -166,6 +196,7 @@ async fn an_attempt_that_arrives_while_another_process_probes_waits_for_its_outc
 
 #[tokio::test]
 async fn the_allowance_is_shared() {
+    logs();
     let redis = RedisServer::start();
     let server = FaultServer::start([Fault::ok("ok")]).await;
     let a = Upstream::new(UPSTREAM).with_store(store(&redis).await);
@@ -206,12 +237,7 @@ async fn the_allowance_is_shared() {
 
 #[tokio::test]
 async fn redis_killed_costs_no_call_and_back_it_is_shared_again() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .finish();
-    let _logs = tracing::subscriber::set_default(subscriber);
+    logs();
     let mut redis = RedisServer::start();
     let server = FaultServer::start([Fault::ok("ok")]).await;
     let a_store = store(&redis).await;
@@ -236,12 +262,8 @@ async fn redis_killed_costs_no_call_and_back_it_is_shared_again() {
     assert_eq!(b.call().await.unwrap(), "ok");
     assert!(b_store.is_down());
     assert_eq!((a_store.outages(), b_store.outages()), (1, 1));
-    let text = captured.text();
-    assert_eq!(
-        text.matches("does not answer").count(),
-        2,
-        "once per store: {text}"
-    );
+    let at = b_store.to_string();
+    assert_eq!(said(&at, "does not answer"), 2, "once per store");
 
     redis.restart();
     for store in [&a_store, &b_store] {
@@ -261,17 +283,55 @@ async fn redis_killed_costs_no_call_and_back_it_is_shared_again() {
         matches!(b.call().await, Err(Error::Held(_))),
         "shared again"
     );
-    let text = captured.text();
-    assert_eq!(text.matches("answers again").count(), 2, "{text}");
-    assert_eq!(
-        text.matches("does not answer").count(),
-        2,
-        "one outage each: {text}"
+    assert_eq!(said(&at, "answers again"), 2);
+    assert_eq!(said(&at, "does not answer"), 2, "one outage each");
+}
+
+#[tokio::test]
+async fn a_slow_redis_is_passed_over_and_used_again_when_it_answers() {
+    logs();
+    let redis = RedisServer::start();
+    let server = FaultServer::start([Fault::ok("ok")]).await;
+    let b_store = store(&redis).await;
+    let b = Provider::new(
+        &server.url("/v1"),
+        Upstream::new(UPSTREAM).with_store(b_store.clone()),
     );
+    assert_eq!(b.call().await.unwrap(), "ok");
+    // Another client keeps the server busy for 1.5 s (a script that spins):
+    // it answers nobody meanwhile.
+    let mut other = raw(&redis);
+    let busy = std::thread::spawn(move || {
+        redis::cmd("EVAL")
+            .arg(
+                "local t0 = redis.call('TIME') while true do local t = redis.call('TIME') \
+                  if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 1500000 then return 1 end end",
+            )
+            .arg(0)
+            .query::<i64>(&mut other)
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for _ in 0..5 {
+        assert_eq!(b.call().await.unwrap(), "ok", "a slow store fails no call");
+    }
+    assert!(b_store.is_down(), "passed over while it is slow");
+    assert_eq!(
+        busy.join().expect("the busy client").expect("its script"),
+        1
+    );
+    for _ in 0..100 {
+        if b_store.held_for(UPSTREAM).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!b_store.is_down(), "used again once it answers");
+    assert_eq!(b_store.outages(), 1);
 }
 
 #[tokio::test]
 async fn garbage_in_the_keys_is_never_obeyed_and_is_repaired() {
+    logs();
     let redis = RedisServer::start();
     let server = FaultServer::start([Fault::ok("ok")]).await;
     let b = Provider::new(
@@ -333,6 +393,7 @@ async fn garbage_in_the_keys_is_never_obeyed_and_is_repaired() {
 
 #[tokio::test]
 async fn names_are_used_as_given_and_bounded() {
+    logs();
     let redis = RedisServer::start();
     let a = store(&redis).await;
     let b = store(&redis).await;
@@ -359,12 +420,7 @@ async fn names_are_used_as_given_and_bounded() {
 
 #[tokio::test]
 async fn a_password_never_shows() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .finish();
-    let _logs = tracing::subscriber::set_default(subscriber);
+    logs();
     let redis = RedisServer::start();
     let secret = "hunter2-s3cret";
 
@@ -373,6 +429,8 @@ async fn a_password_never_shows() {
     let nobody = format!("redis://:{secret}@127.0.0.1:1/0");
     for url in [on_socket, nobody] {
         let store = RedisStore::connect(&url).await.expect("a Redis URL");
+        let _ = store.held_for(UPSTREAM).await;
+        assert_eq!(said(&store.to_string(), "does not answer"), 1, "{store}");
         let error = store.held_for(UPSTREAM).await.unwrap_err();
         for text in [store.to_string(), format!("{store:?}"), error.to_string()] {
             assert!(!text.contains(secret), "{text}");
@@ -383,7 +441,6 @@ async fn a_password_never_shows() {
         .await
         .unwrap_err();
     assert!(!error.to_string().contains(secret), "{error}");
-    let text = captured.text();
-    assert!(text.contains("does not answer"), "{text}");
+    let text = logs().text();
     assert!(!text.contains(secret), "{text}");
 }

@@ -206,3 +206,47 @@ fn a_tasks_retry_cannot_override_it() {
     let (_, _, log) = run(alone.send_tool());
     assert_eq!(seen(&log), [(1, Outcome::GaveUp, Some(GiveUp::NotOptedIn))]);
 }
+
+#[test]
+fn the_derive_says_what_each_variant_reached() {
+    use nika_retry::{Boundary, Reached};
+    use std::io;
+
+    #[derive(Debug, Classify)]
+    enum Wrapped {
+        /// Delegates, the reach included.
+        #[category(transparent)]
+        Io(io::Error),
+        /// A variant whose one field is a `TimeoutError`: what it says.
+        #[category(transient)]
+        Limit(TimeoutError),
+        /// A status: 503 turned away, 500 may have acted.
+        #[category(http_status = status)]
+        Status { status: u16 },
+        /// Fixed by the attribute, over the category's default.
+        #[category(rate_limited, reached = maybe)]
+        Odd,
+        #[category(rate_limited)]
+        Throttled,
+    }
+    let limit = |b| TimeoutError::new(b, std::time::Duration::from_secs(1), Layer::Http);
+    let cases = [
+        (
+            Wrapped::Io(io::ErrorKind::ConnectionRefused.into()),
+            Reached::No,
+        ),
+        (
+            Wrapped::Io(io::ErrorKind::ConnectionReset.into()),
+            Reached::Maybe,
+        ),
+        (Wrapped::Limit(limit(Boundary::Connect)), Reached::No),
+        (Wrapped::Limit(limit(Boundary::Read)), Reached::Maybe),
+        (Wrapped::Status { status: 503 }, Reached::Refused),
+        (Wrapped::Status { status: 500 }, Reached::Maybe),
+        (Wrapped::Odd, Reached::Maybe),
+        (Wrapped::Throttled, Reached::Refused),
+    ];
+    for (error, reached) in cases {
+        assert_eq!(error.reached(), reached, "{error:?}");
+    }
+}
