@@ -14,8 +14,8 @@ use nika_retry::{Classify, Layer, Reached, RetryConfig};
 use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
 use nika_retry_tests::verb::{HttpError, MailError, Mailer, RequestOptions, Transport};
 
-/// Refusals last 2 ms; the http layer's retries come 10 ms apart.
-const REFUSAL: Duration = Duration::from_millis(2);
+/// Refusals last 5 ms; the http layer's retries come 10 ms apart.
+const REFUSAL: Duration = Duration::from_millis(5);
 
 fn transport(server: &FaultServer) -> Transport {
     Transport::new(server.url(""), RequestOptions::fast_retries())
@@ -80,13 +80,11 @@ async fn a_refused_connection_never_left_and_is_retried() {
 
     // A server that refuses, then listens again: the mail goes out once.
     let server = FaultServer::start([Fault::ok("sent")]).await;
+    // The client first, so that the call connects as soon as it starts.
+    let client = transport(&server);
     server.refuse_for(REFUSAL);
     let log = EventLog::new();
-    let sent = observe(
-        log.clone().into(),
-        transport(&server).post_once("/mail", "hi"),
-    )
-    .await;
+    let sent = observe(log.clone().into(), client.post_once("/mail", "hi")).await;
     assert_eq!(sent.unwrap(), "sent");
     assert_eq!((server.refusal_periods(), server.effects()), (1, 1));
     assert_eq!(outline(&log)[0], (Layer::Http, 1, Outcome::Retrying, None));
