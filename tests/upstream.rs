@@ -257,3 +257,70 @@ async fn callers_released_and_spreading_out_look_again_before_they_start() {
         "{starts:?}"
     );
 }
+
+/// A provider fn over an http fn, each on an upstream of its own (the
+/// model's, the host's), answering from a script.
+struct Stack {
+    host: Upstream,
+    model: Upstream,
+    script: Mutex<std::collections::VecDeque<Error>>,
+    sent: Mutex<Vec<tokio::time::Instant>>,
+}
+
+impl Stack {
+    #[retry(layer = "http", upstream = self.host)]
+    async fn send(&self) -> Result<(), Error> {
+        self.sent.lock().unwrap().push(tokio::time::Instant::now());
+        match self.script.lock().unwrap().pop_front() {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    #[retry(layer = "provider", upstream = self.model)]
+    async fn complete(&self) -> Result<(), Error> {
+        self.send().await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn nested_layers_each_pass_and_hold_their_own_upstream() {
+    let hint = Duration::from_secs(2);
+    let stack = Stack {
+        host: Upstream::new("api.example.com"),
+        model: Upstream::new("example/model"),
+        script: Mutex::new([Error::Api(429, ErrorCategory::RateLimited, Some(hint))].into()),
+        sent: Mutex::new(Vec::new()),
+    };
+    let t0 = tokio::time::Instant::now();
+    let first = stack.complete();
+    // Started once the 429 is in: the model's hold keeps it back.
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (host, model) = (stack.host.held_for(), stack.model.held_for());
+        (stack.complete().await, host, model)
+    };
+    let (first, (second, host, model)) = tokio::join!(first, second);
+    assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
+    // The 429's hint held both: http's call gave up on it, the provider's retried.
+    let left = hint - Duration::from_millis(100);
+    assert_eq!((host, model), (Some(left), Some(left)));
+    let sent: Vec<Duration> = stack
+        .sent
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|&at| at - t0)
+        .collect();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert!(sent[1..].iter().all(|&at| at >= hint), "{sent:?}");
+
+    // A hold of the model alone: the http fn called directly goes at once,
+    // the provider fn waits it out.
+    stack.model.hold_for(Duration::from_secs(1));
+    let before = tokio::time::Instant::now();
+    stack.send().await.unwrap();
+    assert_eq!(before.elapsed(), Duration::ZERO, "the host is not held");
+    stack.complete().await.unwrap();
+    assert_eq!(before.elapsed(), Duration::from_secs(1), "the model is");
+}
