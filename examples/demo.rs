@@ -174,12 +174,7 @@ async fn fan_out(shared: bool, n: u32) -> (Vec<Result<String, ProviderError>>, u
         }
     });
     let results = futures_util::future::join_all(calls).await;
-    let hits = server.hits();
-    let limited = hits
-        .iter()
-        .filter(|h| matches!(h.fault, Fault::WithHeaders(429, _)))
-        .count();
-    (results, limited, hits.len())
+    (results, server.limited(), server.requests())
 }
 
 /// One task of the demo workflow: its YAML, and what the server does.

@@ -242,6 +242,15 @@ impl FaultServer {
         self.hits.lock().expect("hits").len()
     }
 
+    /// How many requests met a rate limit: answered `429` with headers, as
+    /// a [`Fault::LimitWindow`] answers inside its window.
+    pub fn limited(&self) -> usize {
+        let hits = self.hits.lock().expect("hits");
+        hits.iter()
+            .filter(|h| matches!(h.fault, Fault::WithHeaders(429, _)))
+            .count()
+    }
+
     /// Refuses every connection from now for `period` (tokio's clock), then
     /// listens again on the same port; a connection already open is kept.
     pub fn refuse_for(&self, period: Duration) {

@@ -1,12 +1,10 @@
-//! A provider client of the fleet tests: calls a URL through an
-//! [`Upstream`], as each worker process of a fleet does.
+//! A provider client on an [`Upstream`], as a user writes one: the upstream
+//! tests call it in one process, the fleet tests from each worker process.
 
 use std::time::Duration;
 
 use nika_retry::upstream::{Held, Upstream};
 use nika_retry::{Classify, ErrorCategory, retry};
-
-use crate::fault::{Fault, Hit};
 
 /// The name of the fleet tests' upstream.
 pub const UPSTREAM: &str = "fleet/model";
@@ -79,6 +77,21 @@ impl Provider {
     /// The last attempt's error, or [`Error::Held`].
     #[retry(layer = "provider", upstream = self.upstream)]
     pub async fn call(&self) -> Result<String, Error> {
+        self.send().await
+    }
+
+    /// The same call without the upstream: it meets every limit alone.
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error.
+    #[retry(layer = "provider")]
+    pub async fn call_alone(&self) -> Result<String, Error> {
+        self.send().await
+    }
+
+    /// One request.
+    async fn send(&self) -> Result<String, Error> {
         let response = self
             .client
             .post(&self.url)
@@ -94,11 +107,4 @@ impl Provider {
         let (category, hint) = nika_retry::http::classify_response(&response);
         Err(Error::Api(response.status().as_u16(), category, hint))
     }
-}
-
-/// How many of `hits` were answered `429`.
-pub fn limited(hits: &[Hit]) -> usize {
-    hits.iter()
-        .filter(|h| matches!(h.fault, Fault::WithHeaders(429, _)))
-        .count()
 }

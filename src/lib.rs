@@ -5,7 +5,6 @@
 
 pub mod doc;
 pub mod fault;
-#[cfg(feature = "redis")]
 pub mod fleet;
 pub mod logs;
 #[cfg(feature = "redis")]

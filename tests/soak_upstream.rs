@@ -10,9 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nika_retry::events::{RetryEvent, RetryObserver, UpstreamEvent, observe};
-use nika_retry::upstream::{Held, Upstream};
-use nika_retry::{Classify, ErrorCategory, retry};
+use nika_retry::upstream::Upstream;
+use nika_retry::{ErrorCategory, retry};
 use nika_retry_tests::fault::{Fault, FaultServer, LIFETIME};
+use nika_retry_tests::fleet::Error;
 use tokio::time::Instant;
 
 const CALLS: usize = 1_000;
@@ -26,34 +27,6 @@ impl XorShift {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0 % n
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-enum Error {
-    #[error("status {0}")]
-    Api(u16, ErrorCategory, Option<Duration>),
-    #[error("transport: {0}")]
-    Transport(String),
-    #[error(transparent)]
-    Held(#[from] Held),
-}
-
-impl Classify for Error {
-    fn category(&self) -> ErrorCategory {
-        match self {
-            Error::Api(_, category, _) => *category,
-            Error::Transport(_) => ErrorCategory::Transient,
-            Error::Held(held) => held.category(),
-        }
-    }
-
-    fn retry_after(&self) -> Option<Duration> {
-        match self {
-            Error::Api(_, _, hint) => *hint,
-            Error::Held(held) => held.retry_after(),
-            Error::Transport(_) => None,
-        }
     }
 }
 

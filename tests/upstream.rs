@@ -6,79 +6,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nika_retry::events::{RetryEvent, RetryObserver, UpstreamEvent, observe};
-use nika_retry::upstream::{Held, HoldReason, Upstream};
+use nika_retry::upstream::{HoldReason, Upstream};
 use nika_retry::{Classify, ErrorCategory, retry};
-use nika_retry_tests::fault::{Fault, FaultServer, Hit};
+use nika_retry_tests::fault::{Fault, FaultServer};
+use nika_retry_tests::fleet::{Error, Provider};
 
-#[derive(Debug, thiserror::Error)]
-enum Error {
-    #[error("status {0}")]
-    Api(u16, ErrorCategory, Option<Duration>),
-    #[error("transport: {0}")]
-    Transport(String),
-    #[error(transparent)]
-    Held(#[from] Held),
-}
-
-impl Classify for Error {
-    fn category(&self) -> ErrorCategory {
-        match self {
-            Error::Api(_, category, _) => *category,
-            Error::Transport(_) => ErrorCategory::Transient,
-            Error::Held(held) => held.category(),
-        }
-    }
-
-    fn retry_after(&self) -> Option<Duration> {
-        match self {
-            Error::Api(_, _, hint) => *hint,
-            Error::Held(held) => held.retry_after(),
-            Error::Transport(_) => None,
-        }
-    }
-}
-
-struct Provider {
-    client: reqwest::Client,
-    url: String,
-    upstream: Upstream,
-}
-
-impl Provider {
-    fn new(server: &FaultServer) -> Provider {
-        Provider {
-            client: reqwest::Client::new(),
-            url: server.url("/v1/chat"),
-            upstream: Upstream::new("test/model"),
-        }
-    }
-
-    async fn send(&self) -> Result<String, Error> {
-        let response = self
-            .client
-            .post(&self.url)
-            .send()
-            .await
-            .map_err(|e| Error::Transport(e.to_string()))?;
-        if response.status().is_success() {
-            return response
-                .text()
-                .await
-                .map_err(|e| Error::Transport(e.to_string()));
-        }
-        let (category, hint) = nika_retry::http::classify_response(&response);
-        Err(Error::Api(response.status().as_u16(), category, hint))
-    }
-
-    #[retry(layer = "provider", upstream = self.upstream)]
-    async fn shared(&self) -> Result<String, Error> {
-        self.send().await
-    }
-
-    #[retry(layer = "provider")]
-    async fn alone(&self) -> Result<String, Error> {
-        self.send().await
-    }
+fn client(server: &FaultServer) -> Provider {
+    Provider::new(&server.url("/v1/chat"), Upstream::new("test/model"))
 }
 
 /// `n` calls of `call`, the i-th started `i × 50 ms` after the first.
@@ -97,12 +31,6 @@ where
     futures_util::future::join_all(calls).await
 }
 
-fn limited(hits: &[Hit]) -> usize {
-    hits.iter()
-        .filter(|h| matches!(h.fault, Fault::WithHeaders(429, _)))
-        .count()
-}
-
 /// A 1 s limit opened by the first request; its 429s ask for 2 s.
 fn window() -> Fault {
     Fault::LimitWindow {
@@ -114,11 +42,11 @@ fn window() -> Fault {
 #[tokio::test]
 async fn one_429_holds_every_caller_where_alone_each_meets_its_own() {
     let server = FaultServer::start([window()]).await;
-    let provider = Provider::new(&server);
-    let results = fan_out(12, || provider.shared()).await;
+    let provider = client(&server);
+    let results = fan_out(12, || provider.call()).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
     let hits = server.hits();
-    assert_eq!(limited(&hits), 1, "one request met the limit: {hits:#?}");
+    assert_eq!(server.limited(), 1, "one request met the limit: {hits:#?}");
     assert_eq!(hits.len(), 13, "12 calls, one retried");
     // No request while held: after the 429, none before its 2 s are over.
     let first = hits[0].at;
@@ -131,17 +59,17 @@ async fn one_429_holds_every_caller_where_alone_each_meets_its_own() {
     );
 
     let server = FaultServer::start([window()]).await;
-    let provider = Provider::new(&server);
-    let results = fan_out(12, || provider.alone()).await;
+    let provider = client(&server);
+    let results = fan_out(12, || provider.call_alone()).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    assert_eq!(limited(&server.hits()), 12, "each call met the limit alone");
+    assert_eq!(server.limited(), 12, "each call met the limit alone");
 }
 
 #[tokio::test]
 async fn the_probe_goes_first_and_the_rest_follow_its_outcome() {
     let server = FaultServer::start([window()]).await;
-    let provider = Provider::new(&server);
-    fan_out(8, || provider.shared()).await;
+    let provider = client(&server);
+    fan_out(8, || provider.call()).await;
     let hits = server.hits();
     let first = hits[0].at;
     let released: Vec<Duration> = hits[1..].iter().map(|h| h.at - first).collect();
@@ -162,11 +90,11 @@ async fn a_hold_longer_than_the_cap_fails_the_others_at_once_with_held() {
         vec![("Retry-After".into(), "3600".into())],
     )])
     .await;
-    let provider = Provider::new(&server);
-    let first = provider.shared().await;
+    let provider = client(&server);
+    let first = provider.call().await;
     assert!(matches!(first, Err(Error::Api(429, ..))), "{first:?}");
     let started = tokio::time::Instant::now();
-    let Err(Error::Held(held)) = provider.shared().await else {
+    let Err(Error::Held(held)) = provider.call().await else {
         panic!("the second call did not wait an hour")
     };
     assert!(started.elapsed() < Duration::from_secs(1));
@@ -201,9 +129,9 @@ impl RetryObserver for Seen {
 #[tokio::test]
 async fn one_event_per_hold_and_the_waits_on_the_calls_events() {
     let server = FaultServer::start([window()]).await;
-    let provider = Provider::new(&server);
+    let provider = client(&server);
     let seen = Arc::new(Seen::default());
-    observe(seen.clone(), fan_out(6, || provider.shared())).await;
+    observe(seen.clone(), fan_out(6, || provider.call())).await;
     let holds = seen.holds.lock().unwrap().clone();
     assert_eq!(holds.len(), 1, "{holds:?}");
     assert_eq!(holds[0].upstream, "test/model");
