@@ -54,6 +54,21 @@ async fn aliased() -> Hidden {
     started(stream).await
 }
 
+/// `#[timeout]` alone, its return type naming `Started`.
+#[timeout(layer = "provider", read = "4s")]
+async fn named_alone()
+-> Result<Started<impl futures_core::Stream<Item = Result<u32, Error>>>, Error> {
+    started(ready()).await
+}
+
+/// `#[timeout]` alone behind the alias.
+#[timeout(layer = "provider", read = "4s")]
+async fn aliased_alone() -> Hidden {
+    let stream: Box<dyn futures_core::Stream<Item = Result<u32, Error>> + Unpin> =
+        Box::new(ready());
+    started(stream).await
+}
+
 /// How many polls `fut` takes, with a waker that does nothing (a self-wake
 /// is then one more poll here, as it is one more scheduler turn in tokio).
 fn polls<F: Future>(fut: F) -> (u32, F::Output) {
@@ -85,6 +100,18 @@ async fn a_fn_returning_started_starts_its_stream_in_its_first_poll() {
         "behind an alias, the stream asks for the frame and waits a poll"
     );
     assert!(format!("{:?}", out.unwrap()).contains("read: Some(5s)"));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_timeout_alone_puts_its_frame_in_force_as_a_call_does() {
+    // Named: in force from the first poll. Behind an alias: only once the
+    // stream asked (a poll later); either way the stream takes its `read`.
+    let (n, out) = polls(named_alone());
+    assert_eq!(n, 1, "no poll spent asking for the frame");
+    assert!(format!("{:?}", out.unwrap()).contains("read: Some(4s)"));
+    let (n, out) = polls(aliased_alone());
+    assert_eq!(n, 2, "behind an alias, the stream asks and waits a poll");
+    assert!(format!("{:?}", out.unwrap()).contains("read: Some(4s)"));
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

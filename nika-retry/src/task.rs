@@ -57,6 +57,7 @@
 //! its own attempt budget.
 
 use core::future::Future;
+use core::num::NonZeroU32;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Arc;
@@ -76,7 +77,7 @@ pub(crate) struct ScopeForLayer {
     /// The token bucket of the layer.
     pub(crate) bucket: Option<TokenBucket>,
     /// The `max_attempts` of the task's `retry:`, if it applies to the layer.
-    pub(crate) max_attempts: Option<u32>,
+    pub(crate) max_attempts: Option<NonZeroU32>,
 }
 
 impl ScopeForLayer {
@@ -101,7 +102,7 @@ pub(crate) fn in_force(layer: Layer) -> ScopeForLayer {
             max_attempts: (layer != Layer::Http)
                 .then_some(policy.retry.as_ref())
                 .flatten()
-                .map(RetryConfig::effective_attempts),
+                .map(RetryConfig::attempts),
         }
     })
 }

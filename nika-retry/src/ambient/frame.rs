@@ -39,7 +39,7 @@ pub(crate) enum FrameInForce {
 pub(crate) fn stream_frame() -> FrameInForce {
     let asked = CONTEXT.with(|c| {
         let slot = c.attempt.get();
-        let asked = slot.present() && !slot.has_stream();
+        let asked = slot.askable() && !slot.has_stream();
         if asked {
             c.attempt.set(slot.asking_for_stream());
         }
@@ -70,8 +70,47 @@ impl Ambient for Frame {
     }
 }
 
-/// The place of the frame of `#[timeout]` alone, which has no attempt slot
-/// of its own: the slot in force (an outer call's) is marked `HAS_STREAM`
+/// The mark of a `#[timeout]` alone whose body has not asked for its frame
+/// (it has no attempt slot of its own): the slot in force, an outer call's
+/// or none, is lent to it for the poll, so that a stream in its body asks it
+/// rather than the call around it. The value, [`Alone`], says after the
+/// poll whether a stream asked: then the `#[timeout]` alone puts its frame
+/// in force from its next poll on ([`OnceFrame`]). One word read and written
+/// on each side of the poll, where a frame would be 64 bytes swapped.
+pub(crate) struct AloneMark;
+
+/// The value of [`AloneMark`]: what it lent, then whether a stream asked.
+#[derive(Debug, Default)]
+pub(crate) struct Alone {
+    /// The slot it replaced, while in force.
+    outer: Option<AttemptSlot>,
+    /// After the poll: a stream polled in it asked for its frame.
+    pub(crate) asked: bool,
+}
+
+impl Ambient for AloneMark {
+    type Value = Alone;
+
+    #[inline]
+    fn swap(alone: &mut Alone) {
+        CONTEXT.with(|c| {
+            let slot = c.attempt.get();
+            match alone.outer.take() {
+                None => {
+                    alone.outer = Some(slot);
+                    c.attempt.set(slot.lent_to_alone());
+                }
+                Some(outer) => {
+                    alone.asked = slot.wants_stream();
+                    c.attempt.set(slot.returned_by_alone(outer));
+                }
+            }
+        });
+    }
+}
+
+/// The place of the frame of `#[timeout]` alone, once a stream in its body
+/// asked for it ([`AloneMark`]): the slot in force (an outer call's) is marked `HAS_STREAM`
 /// while it is in force, so that a stream in its body takes this frame, not
 /// the call's. The value's `bool` says whether this swap marked the slot,
 /// so the swap back unmarks only what it marked (keeping the key bit a poll

@@ -47,7 +47,9 @@ mod tests;
 
 pub(crate) use budget::Budget;
 pub(crate) use connect::{Connect, ConnectLimit, connect_limit};
-pub(crate) use frame::{Frame, FrameInForce, OnceFrame, StreamFrame, stream_frame};
+pub(crate) use frame::{
+    Alone, AloneMark, Frame, FrameInForce, OnceFrame, StreamFrame, stream_frame,
+};
 pub(crate) use scoped::{Policy, Scoped, with_policy};
 pub(crate) use slot::AttemptSlot;
 

@@ -21,6 +21,12 @@ const HAS_STREAM: u64 = 1 << 61;
 /// then puts in force from its next poll on: a call whose body awaits no
 /// stream never does.
 const WANTS_STREAM: u64 = 1 << 39;
+/// A `#[timeout]` alone is being polled here without its frame in force (it
+/// has no slot of its own): a stream polled in its body asks it, not the
+/// attempt around it (which it may be outside of: then only this bit is set).
+const ALONE: u64 = 1 << 38;
+/// The bits a `#[timeout]` alone takes over for its poll, and gives back.
+const LENT_TO_ALONE: u64 = HAS_STREAM | WANTS_STREAM | ALONE;
 /// How many loops that break the stratification started inside this
 /// attempt during its poll (bits 42–60), each waiting in
 /// [`violation`](crate::run::violation) for the outer call's name,
@@ -30,7 +36,7 @@ const VIOLATIONS_SHIFT: u32 = 42;
 // The flags and the counter each have bits of their own.
 const _: () = assert!(VIOLATIONS & (WANTS_STREAM | HAS_STREAM | HAS_KEY | PRESENT) == 0);
 // Clear of the counts (bits 0–31) and of the layer (40–41).
-const _: () = assert!(WANTS_STREAM & (0xffff_ffff | 3 << 40) == 0);
+const _: () = assert!((WANTS_STREAM | ALONE) & (0xffff_ffff | 3 << 40) == 0);
 
 impl AttemptSlot {
     pub(super) const NONE: AttemptSlot = AttemptSlot(0);
@@ -92,6 +98,21 @@ impl AttemptSlot {
     /// Whether a stream polled in this attempt asked for its fn's frame.
     pub(super) fn wants_stream(self) -> bool {
         self.0 & WANTS_STREAM != 0
+    }
+    /// Whether a stream polled now has someone to ask for a frame: the
+    /// attempt's fn, or a `#[timeout]` alone.
+    pub(super) fn askable(self) -> bool {
+        self.0 & (PRESENT | ALONE) != 0
+    }
+    /// The slot as a `#[timeout]` alone without its frame in force puts it
+    /// for its poll: a stream in its body asks it for its frame.
+    pub(super) fn lent_to_alone(self) -> AttemptSlot {
+        AttemptSlot(self.0 & !LENT_TO_ALONE | ALONE)
+    }
+    /// The slot as that `#[timeout]` alone gives it back: the stream bits of
+    /// `before` it, the rest (a key drawn, violations counted) as the poll left it.
+    pub(super) fn returned_by_alone(self, before: AttemptSlot) -> AttemptSlot {
+        AttemptSlot(self.0 & !LENT_TO_ALONE | before.0 & LENT_TO_ALONE)
     }
     /// The same attempt, with the key bit of `outer`, the attempt it is
     /// nested in: they share the key in the key cell.

@@ -334,6 +334,53 @@ fn a_stream_takes_the_innermost_frame_or_waits_for_it() {
 }
 
 #[test]
+fn a_timeout_alone_puts_its_frame_in_force_only_once_a_stream_asks() {
+    let frame = StreamFrame {
+        start: None,
+        read: Some(Duration::from_millis(7)),
+        total: None,
+        layer: Layer::Provider,
+    };
+    // Outside any call: a stream in its body asks it; its body without a
+    // stream leaves nothing changed.
+    let mut alone = Alone::default();
+    {
+        let _mark = Swap::<AloneMark>::new(&mut alone);
+    }
+    assert!(!alone.asked);
+    let mut alone = Alone::default();
+    {
+        let _mark = Swap::<AloneMark>::new(&mut alone);
+        assert_eq!(stream_frame(), FrameInForce::NotYet);
+    }
+    assert!(alone.asked);
+    assert_eq!(CONTEXT.with(|c| c.attempt.get()), AttemptSlot::NONE);
+    assert_eq!(stream_frame(), FrameInForce::Outside);
+
+    // Inside a call past its first poll, with its own frame in force: the
+    // stream asks the `#[timeout]` alone, not the call, and the call's
+    // frame and bits are in force again after.
+    let mut key = IdempotencyKey::UNDRAWN;
+    let slot = AttemptSlot::new(Layer::Provider, 1, 3, false).with_stream();
+    let outer = install(Some(Budget::new(9, 1)), slot, &mut key);
+    let mut call = Some(frame);
+    let _call = Swap::<Frame>::new(&mut call);
+    let mut alone = Alone::default();
+    {
+        let _mark = Swap::<AloneMark>::new(&mut alone);
+        assert_eq!(stream_frame(), FrameInForce::NotYet);
+        // The body draws the call's key meanwhile: the key bit stays.
+        attempt(IdempotencyKey::draw).unwrap();
+    }
+    assert!(alone.asked);
+    assert_eq!(stream_frame(), FrameInForce::Frame(frame));
+    assert!(CONTEXT.with(|c| c.attempt.get().has_key()));
+    let mut streams = false;
+    restore(outer, &mut key, true, &mut streams, (), no_report);
+    assert!(!streams, "the request was the timeout's, not the call's");
+}
+
+#[test]
 fn a_connect_scope_puts_the_outer_limit_back() {
     let limit = |ms| ConnectLimit::new(Some(Duration::from_millis(ms)), Layer::Http);
     let mut outer = limit(500);

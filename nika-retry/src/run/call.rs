@@ -1,6 +1,7 @@
 //! The state of one call of an annotated fn, and the futures of its attempts.
 
 use core::future::Future;
+use core::num::NonZeroU32;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
@@ -41,8 +42,9 @@ pub struct Call {
     bucket: Option<TokenBucket>,
     /// What the last retry took from the bucket, given back if it succeeds.
     bucket_taken: u32,
-    /// The attempts the loop allows as far as known; 0 until the first poll.
-    max_attempts: u32,
+    /// The attempts the loop allows as far as known: `None` until the first
+    /// poll reads what the scope around it says ([`Call::resolve`]).
+    max_attempts: Option<NonZeroU32>,
     /// Whether the last attempt failed on one of the call's own time limits.
     pub(super) timed_out: bool,
     /// Whether an attempt may be repeated whatever it reached
@@ -74,7 +76,7 @@ impl Call {
             budget: None,
             bucket: None,
             bucket_taken: 0,
-            max_attempts: 0,
+            max_attempts: None,
             timed_out: false,
             idempotent: true,
             key: IdempotencyKey::UNDRAWN,
@@ -110,13 +112,14 @@ impl Call {
     /// frame is in force too ([`frame`](Call::frame)).
     #[inline(always)]
     pub(super) fn enter(&mut self, framed: bool) -> Entered<'_> {
-        if self.max_attempts == 0 {
-            self.resolve();
-        }
+        let max_attempts = match self.max_attempts {
+            Some(resolved) => resolved,
+            None => self.resolve(),
+        };
         let mut slot = AttemptSlot::new(
             self.site.layer,
             self.attempt,
-            self.max_attempts,
+            max_attempts.get(),
             self.key != IdempotencyKey::UNDRAWN,
         );
         if framed {
@@ -165,7 +168,7 @@ impl Call {
     /// token bucket, and the attempts it allows (the task's `retry:` over
     /// the site's).
     #[inline(always)]
-    fn resolve(&mut self) {
+    fn resolve(&mut self) -> NonZeroU32 {
         let (scoped, nested, breaks) = exchange::around(self.site.layer);
         if scoped {
             return self.resolve_in_scope(nested, breaks);
@@ -176,13 +179,13 @@ impl Call {
             // Only a nested call that breaks the rule leaves this path (ADR-006).
             violation::check(self.site);
         }
-        self.max_attempts = self.site.config.effective_attempts();
+        *self.max_attempts.insert(self.site.config.attempts())
     }
 
     /// [`resolve`](Call::resolve) under a task policy.
     #[cold]
     #[inline(never)]
-    fn resolve_in_scope(&mut self, nested: bool, breaks: bool) {
+    fn resolve_in_scope(&mut self, nested: bool, breaks: bool) -> NonZeroU32 {
         let scope = task::in_force(self.site.layer);
         if !nested {
             self.budget = Some(match scope.budget {
@@ -193,9 +196,11 @@ impl Call {
             violation::check(self.site);
         }
         self.bucket = scope.bucket;
-        self.max_attempts = scope
-            .max_attempts
-            .unwrap_or_else(|| self.site.config.effective_attempts());
+        *self.max_attempts.insert(
+            scope
+                .max_attempts
+                .unwrap_or_else(|| self.site.config.attempts()),
+        )
     }
 
     /// After an attempt: when to start the next one (the backoff from now),
@@ -217,9 +222,12 @@ impl Call {
         C: FnOnce() -> Option<RetryConfig>,
     {
         self.next_within(None, Duration::ZERO, result, config, self_type)
+            .0
     }
 
-    /// [`next`](Call::next), for a call bounded by `deadline`.
+    /// [`next`](Call::next), for a call bounded by `deadline`, that waited
+    /// `waited` at its upstream; with the failure it classified, for the
+    /// upstream (out of the callers that drop it, inlining leaves nothing).
     #[inline(always)]
     pub(super) fn next_within<R, C>(
         &mut self,
@@ -228,7 +236,7 @@ impl Call {
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
-    ) -> Option<Instant>
+    ) -> (Option<Instant>, Option<Failure>)
     where
         R: RetryResult,
         R::Error: Classify,
@@ -236,14 +244,15 @@ impl Call {
     {
         match result.error() {
             // A first attempt that succeeds, outside any token bucket: done.
-            None if self.attempt == 1 && self.bucket.is_none() => None,
+            None if self.attempt == 1 && self.bucket.is_none() => (None, None),
             None => {
                 self.succeeded(self_type, waited);
-                None
+                (None, None)
             }
             Some(error) => {
                 let failure = Failure::of(error);
-                self.failed(failure, deadline, waited, &mut lazy(config), self_type)
+                let next = self.failed(failure, deadline, waited, &mut lazy(config), self_type);
+                (next, Some(failure))
             }
         }
     }
@@ -268,12 +277,14 @@ impl Call {
         if !retried || !events::listening(events::level(Outcome::Recovered, self.attempt, None)) {
             return;
         }
-        // As the failed attempts left it: `config = …` is not evaluated again.
+        // As the failed attempts left it (`retried`: they set it):
+        // `config = …` is not evaluated again.
+        let max_attempts = self.max_attempts.map_or(self.attempt, NonZeroU32::get);
         let mut event = self.event(
             Instant::now(),
             self_type,
             self.attempt,
-            self.max_attempts,
+            max_attempts,
             self.last_category,
             Outcome::Recovered,
         );
@@ -299,8 +310,9 @@ impl Call {
         let start = *self.start.get_or_insert(now);
         self.last_category = failure.category;
         let config = self.config(config);
-        let max_attempts = config.effective_attempts();
-        self.max_attempts = max_attempts;
+        let max_attempts = config.attempts();
+        self.max_attempts = Some(max_attempts);
+        let max_attempts = max_attempts.get();
         let budget = self.budget_in_force();
         let limits = Limits {
             time_left: deadline.map(|total| total.at.saturating_duration_since(now)),
@@ -510,6 +522,7 @@ fn poll_framed<F: Future>(
 #[cfg(test)]
 mod tests {
     use core::future::Future;
+    use core::num::NonZeroU32;
     use std::sync::Mutex;
 
     use core::cell::Cell;

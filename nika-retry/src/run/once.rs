@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::site::{AttemptLimits, Site};
 use crate::TimeoutError;
-use crate::ambient::{ConnectLimit, OnceFrame, StreamFrame, Swap};
+use crate::ambient::{Alone, AloneMark, ConnectLimit, OnceFrame, StreamFrame, Swap};
 use crate::connect;
 use crate::time::{Progress, TimeLimited, Total};
 
@@ -44,7 +44,28 @@ where
         site,
         progress: None,
         start: None,
+        streams: false,
         into_error,
+    }
+}
+
+/// [`once`] for a fn whose return type names [`Started`](crate::stream::Started):
+/// its frame is in force from the first poll, so the stream its body awaits
+/// finds it at once rather than asking for it and waiting a poll.
+#[inline]
+pub fn once_streamed<F, T, E>(
+    site: &'static Site,
+    total: Option<Duration>,
+    limits: AttemptLimits,
+    fut: F,
+    into_error: fn(TimeoutError) -> E,
+) -> Once<F, E>
+where
+    F: Future<Output = Result<T, E>>,
+{
+    Once {
+        streams: true,
+        ..once(site, total, limits, fut, into_error)
     }
 }
 
@@ -60,6 +81,8 @@ pin_project_lite::pin_project! {
         progress: Option<Arc<Progress>>,
         // From the run's first pending poll, for a stream in its body.
         start: Option<Instant>,
+        // A stream in the body asked for the frame: it is in force from then on.
+        streams: bool,
         into_error: fn(TimeoutError) -> E,
     }
 }
@@ -75,21 +98,35 @@ where
         let this = self.project();
         let into_error = *this.into_error;
         let (inner, deadline, progress) = (this.inner, this.deadline, this.progress);
-        let (site, start) = (*this.site, this.start);
+        let (site, start, streams) = (*this.site, this.start, this.streams);
         connect::poll_under(this.connect, site.operation, || {
-            // No attempt slot of its own to say when it has a frame: it puts
-            // one in force on every poll (its start is "now" on the first).
-            let frame = StreamFrame {
-                start: *start,
-                read: inner.read_limit(),
-                total: *deadline,
-                layer: site.layer,
+            let read = inner.read_limit();
+            let poll = || {
+                inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
+                    Err(into_error(e))
+                })
             };
-            let mut frame = (Some(frame), false);
-            let _frame = Swap::<OnceFrame>::new(&mut frame);
-            let polled = inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
-                Err(into_error(e))
-            });
+            let polled = if *streams {
+                let frame = StreamFrame {
+                    start: *start,
+                    read,
+                    total: *deadline,
+                    layer: site.layer,
+                };
+                let mut frame = (Some(frame), false);
+                let _frame = Swap::<OnceFrame>::new(&mut frame);
+                poll()
+            } else {
+                // Until a stream asks (and wakes the task to be polled again),
+                // only a mark that it may.
+                let mut alone = Alone::default();
+                let polled = {
+                    let _mark = Swap::<AloneMark>::new(&mut alone);
+                    poll()
+                };
+                *streams = alone.asked;
+                polled
+            };
             if polled.is_pending() && start.is_none() {
                 *start = Some(Instant::now());
             }

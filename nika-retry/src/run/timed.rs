@@ -87,6 +87,7 @@ impl TimedCall {
     {
         self.call
             .next_within(self.deadline, Duration::ZERO, result, config, self_type)
+            .0
     }
 }
 

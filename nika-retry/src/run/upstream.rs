@@ -51,8 +51,8 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        let until = self.next_within(None, turn.0.waited, result, config, self_type);
-        settle(turn, result, until)
+        let (until, failure) = self.next_within(None, turn.0.waited, result, config, self_type);
+        settle(turn, failure, until)
     }
 }
 
@@ -79,22 +79,22 @@ impl TimedCall {
         C: FnOnce() -> Option<RetryConfig>,
     {
         let deadline = self.deadline;
-        let until = self
-            .call
-            .next_within(deadline, turn.0.waited, result, config, self_type);
-        settle(turn, result, until)
+        let (until, failure) =
+            self.call
+                .next_within(deadline, turn.0.waited, result, config, self_type);
+        settle(turn, failure, until)
     }
 }
 
-/// Gives `turn` the attempt's outcome: its failure, and the backoff its
-/// call drew (from `until`, the next attempt's start).
+/// Gives `turn` the attempt's outcome: its failure (as its call
+/// classified it), and the backoff its call drew (from `until`, the next
+/// attempt's start).
 #[inline]
-fn settle<R>(turn: UpstreamTurn<'_>, result: &R, until: Option<Instant>) -> Option<Instant>
-where
-    R: RetryResult,
-    R::Error: Classify,
-{
-    let failure = result.error().map(Failure::of);
+fn settle(
+    turn: UpstreamTurn<'_>,
+    failure: Option<Failure>,
+    until: Option<Instant>,
+) -> Option<Instant> {
     let backoff = match (&failure, until) {
         (Some(_), Some(until)) => Some(until.saturating_duration_since(Instant::now())),
         _ => None::<Duration>,

@@ -106,7 +106,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
                 site: literals::site(&krate, layer, None, &sig.ident),
                 attempt: attempt_block(&body, &block, &output),
             };
-            once(common, timeouts)
+            once(common, timeouts, names_started(&output))
         }
     };
     let keep_imports = absorbed.iter().map(attrs::keep_import);
@@ -275,8 +275,9 @@ fn upstream_pass(
     (setup, pass, turn)
 }
 
-/// `#[timeout]` alone: one run under the limits, no loop.
-fn once(common: Common, timeouts: &Timeouts) -> TokenStream {
+/// `#[timeout]` alone: one run under the limits, no loop; `streamed`: the
+/// fn returns a `Started`, so its frame is in force from the first poll.
+fn once(common: Common, timeouts: &Timeouts, streamed: bool) -> TokenStream {
     let Common {
         krate,
         at,
@@ -286,8 +287,13 @@ fn once(common: Common, timeouts: &Timeouts) -> TokenStream {
     let total = literals::limit(krate, timeouts.total.as_ref());
     let limits = literals::attempt_limits(krate, timeouts);
     let into_error = into_error(krate, at);
+    let once = if streamed {
+        quote!(once_streamed)
+    } else {
+        quote!(once)
+    };
     quote! {
-        #krate::__private::once(#site, #total, #limits, #attempt, #into_error).await
+        #krate::__private::#once(#site, #total, #limits, #attempt, #into_error).await
     }
 }
 
