@@ -522,7 +522,6 @@ fn poll_framed<F: Future>(
 #[cfg(test)]
 mod tests {
     use core::future::Future;
-    use core::num::NonZeroU32;
     use std::sync::Mutex;
 
     use core::cell::Cell;
