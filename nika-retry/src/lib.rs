@@ -85,14 +85,16 @@
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 // # The kernel, for a maintainer
 //
-// Folders by role, imports one way (a folder never imports one listed
-// above it):
+// Modules by role, imports one way: each imports only modules listed
+// before it (no circle, folders or files).
 //
-// - vocabulary, leaves: `category`, `classify`, `reached`, `layer`, `config`, `key`,
-//   `timeout_error`, `bucket`, `http/`, `events/` (what a decision looks
-//   like outside: `RetryEvent`, observers, the `EventLog`).
+// - vocabulary, leaves: `category`, `classify`, `reached`, `layer`, `config`,
+//   `key`, `timeout_error`, `bucket`, `policy` (a task's keys, read by
+//   `serde_impl`, described by `schema_impl`).
 // - `engine/`: pure decisions. `Failure` in, `Decision` out (`RetryState`,
 //   `backoff`, the jitter); no clock, no thread-local, no future.
+// - `events/`: what a decision looks like outside: `RetryEvent`,
+//   `UpstreamEvent` (and its `HoldReason`), observers, the `EventLog`.
 // - `time/`: spans in 8 bytes (`Nanos`, `Span`), saturating instants
 //   (`later`, `from_now`), the call's `Total`, and `TimeLimited`, a future
 //   under `attempt`/`connect`, `read` and `total`. Knows no call.
@@ -100,13 +102,16 @@
 //   and taken back by one guard (`Swap`) or, for a call's own poll, one
 //   exchange (`exchange::install` / `restore`). Its module docs list every
 //   thread-local and process global of the crate: what, who writes it, when.
+// - `connect`, `stream/`, `task`, `attempt`: the boundaries a body uses
+//   (`connect()`, `started`, `scope`, `current_attempt`), each reading or
+//   putting its piece of `ambient`.
+// - `http/`: status and header classification, `Retry-After` and rate-limit
+//   parsing, and the reqwest connector over `connect`.
+// - `upstream/`: the state calls against one upstream share, and its stores.
 // - `run/`: what generated code drives: `Site` (the fn's const), `Call` and
 //   `Attempt`, `TimedCall` and `Timed` (with `#[timeout]`), `Once`
-//   (`#[timeout]` alone), the layer-violation report, and the bound traits
-//   whose `on_unimplemented` messages the user sees.
-// - `stream/`, `connect`, `task`, `attempt`: the boundaries a body uses
-//   (`started`, `connect()`, `scope`, `current_attempt`), each reading or
-//   putting its piece of `ambient`.
+//   (`#[timeout]` alone), an attempt's `UpstreamTurn`, the layer-violation
+//   report, and the bound traits whose `on_unimplemented` messages the user sees.
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //
@@ -135,9 +140,12 @@
 //
 // 1. In the body, `stream::started(s).await` (`stream/starting.rs`) looks up
 //    the frame of the innermost fn (`ambient::stream_frame`). A call that has
-//    not put one in force is asked (a bit in its attempt slot): it wakes
-//    itself and, from its next poll, swaps its `StreamFrame` in
-//    (`ambient::Frame`); `#[timeout]` alone swaps its own (`ambient::OnceFrame`).
+//    not put one in force is asked (a bit in its attempt slot): the stream
+//    wakes itself and, from its next poll, the call swaps its `StreamFrame`
+//    in (`ambient::Frame`). `#[timeout]` alone, which has no slot, lends
+//    itself the one in force for its poll (`ambient::AloneMark`) and, once
+//    asked, swaps its own frame in (`ambient::OnceFrame`). A fn whose return
+//    type names `Started` has its frame in force from the first poll.
 // 2. Items before the first content are held; an `Err` fails the attempt.
 // 3. `Started` (`stream/started.rs`) replays the held items, then polls the
 //    stream; a ready item touches no timer; a pending one under the carried
@@ -164,6 +172,8 @@ mod run;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 pub mod schema;
+#[cfg(feature = "schema")]
+mod schema_impl;
 #[cfg(feature = "serde")]
 mod serde_impl;
 pub mod stream;

@@ -57,7 +57,7 @@ pub struct TaskPolicy {
     #[cfg_attr(
         feature = "schema",
         schemars(
-            schema_with = "crate::schema::fields::timeout",
+            schema_with = "crate::schema_impl::timeout",
             description = "How long the whole task may take, retries and sleeps included, at every layer: a duration with a unit, such as 30s, 2m or 1h 30m."
         )
     )]
@@ -77,7 +77,7 @@ pub struct TaskPolicy {
     #[cfg_attr(
         feature = "schema",
         schemars(
-            schema_with = "crate::schema::fields::budget",
+            schema_with = "crate::schema_impl::budget",
             description = "Attempts the nested retry loops of one outermost call may make in all, every layer counted, http included; a budget set here always holds. Without it: 9, raised to a loop's own max_attempts."
         )
     )]

@@ -4,7 +4,6 @@ use core::fmt;
 use core::time::Duration;
 
 use super::{OBSERVERS, RetryObserver};
-use crate::upstream::HoldReason;
 
 /// A hold of an [`Upstream`](crate::upstream::Upstream) started (logged at
 /// `WARN`) or was extended (`DEBUG`). One event per hold, not one per call
@@ -98,4 +97,43 @@ pub(crate) fn emit(event: &UpstreamEvent) {
             RetryObserver::on_upstream(&**observer, event);
         }
     });
+}
+
+/// Why an [`Upstream`](crate::upstream::Upstream) is held.
+///
+/// ```
+/// use nika_retry::upstream::HoldReason;
+///
+/// assert_eq!(HoldReason::ServerHint.to_string(), "the server's retry hint");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HoldReason {
+    /// A failed attempt carried the server's hint (`Retry-After`,
+    /// `retry-after-ms`), or was rate limited without one (its own backoff).
+    ServerHint,
+    /// A response's rate-limit headers said that nothing is left until a reset.
+    RateLimitHeaders,
+    /// The breaker opened after consecutive transient failures.
+    Breaker,
+    /// [`Upstream::hold_for`](crate::upstream::Upstream::hold_for).
+    ByHand,
+}
+
+impl HoldReason {
+    /// The reason in words, as `Display` writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HoldReason::ServerHint => "the server's retry hint",
+            HoldReason::RateLimitHeaders => "the rate-limit headers",
+            HoldReason::Breaker => "the breaker",
+            HoldReason::ByHand => "a hold set by hand",
+        }
+    }
+}
+
+impl fmt::Display for HoldReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
 }

@@ -15,8 +15,6 @@ use schemars::generate::SchemaSettings;
 
 use crate::policy::TaskPolicy;
 
-pub(crate) mod fields;
-
 /// Where the schema is published: its `$id`.
 pub const ID: &str =
     "https://raw.githubusercontent.com/nika-engine/nika-retry/main/schema/task-policy.schema.json";

@@ -4,46 +4,8 @@ use core::fmt;
 use core::time::Duration;
 use std::borrow::Cow;
 
+use super::HoldReason;
 use crate::{Classify, ErrorCategory};
-
-/// Why an [`Upstream`](super::Upstream) is held.
-///
-/// ```
-/// use nika_retry::upstream::HoldReason;
-///
-/// assert_eq!(HoldReason::ServerHint.to_string(), "the server's retry hint");
-/// ```
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum HoldReason {
-    /// A failed attempt carried the server's hint (`Retry-After`,
-    /// `retry-after-ms`), or was rate limited without one (its own backoff).
-    ServerHint,
-    /// A response's rate-limit headers said that nothing is left until a reset.
-    RateLimitHeaders,
-    /// The breaker opened after consecutive transient failures.
-    Breaker,
-    /// [`Upstream::hold_for`](super::Upstream::hold_for).
-    ByHand,
-}
-
-impl HoldReason {
-    /// The reason in words, as `Display` writes it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            HoldReason::ServerHint => "the server's retry hint",
-            HoldReason::RateLimitHeaders => "the rate-limit headers",
-            HoldReason::Breaker => "the breaker",
-            HoldReason::ByHand => "a hold set by hand",
-        }
-    }
-}
-
-impl fmt::Display for HoldReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
 
 /// A call that did not wait for its upstream: the hold would outlast the
 /// call's `total` deadline, or is longer than the longest server hint the

@@ -63,7 +63,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-pub use held::{Held, HoldReason};
+// Defined beside the event that carries it, so that `events` (a leaf)
+// imports nothing from here.
+pub use crate::events::upstream::HoldReason;
+pub use held::Held;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;

@@ -1,5 +1,7 @@
-//! The schemas of the types and fields a task's keys are read into: the
-//! `retry:` block's, and the `timeout:` and `budget:` fields of a task policy.
+//! The JSON Schemas (feature `schema`) of the types and fields a task's keys
+//! are read into: the `retry:` block's, and the `timeout:` and `budget:`
+//! fields of a task policy. Beside `serde_impl`, which reads them; the
+//! [`schema`](crate::schema) module puts them together.
 
 use std::borrow::Cow;
 
