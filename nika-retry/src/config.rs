@@ -254,16 +254,15 @@ impl RetryConfig {
     /// `max_attempts` clamped to `1..=10`.
     #[inline]
     pub fn effective_attempts(&self) -> u32 {
-        self.attempts().get()
+        self.max_attempts.clamp(1, MAX_ATTEMPTS)
     }
 
     /// [`effective_attempts`](RetryConfig::effective_attempts), as the
     /// never-zero count it is.
     #[inline]
     pub(crate) fn attempts(&self) -> NonZeroU32 {
-        const MAX: NonZeroU32 = NonZeroU32::new(MAX_ATTEMPTS).unwrap();
-        // 0 is "no retry": one attempt, as a setter would have refused it.
-        NonZeroU32::new(self.max_attempts).map_or(NonZeroU32::MIN, |n| n.min(MAX))
+        // Never taken: the clamp's floor is 1.
+        NonZeroU32::new(self.effective_attempts()).unwrap_or(NonZeroU32::MIN)
     }
 }
 
