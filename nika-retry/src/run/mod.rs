@@ -29,7 +29,7 @@ pub use bounds::{
     moved_by_each_attempt,
 };
 pub use call::{Attempt, Call, NO_CONFIG, sleep};
-pub use once::{Once, once, once_streamed};
+pub use once::{Once, once};
 pub use site::{AttemptLimits, Overrides, Site};
 pub use timed::{Timed, TimedCall};
 pub use upstream::UpstreamTurn;

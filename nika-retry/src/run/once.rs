@@ -49,26 +49,6 @@ where
     }
 }
 
-/// [`once`] for a fn whose return type names [`Started`](crate::stream::Started):
-/// its frame is in force from the first poll, so the stream its body awaits
-/// finds it at once rather than asking for it and waiting a poll.
-#[inline]
-pub fn once_streamed<F, T, E>(
-    site: &'static Site,
-    total: Option<Duration>,
-    limits: AttemptLimits,
-    fut: F,
-    into_error: fn(TimeoutError) -> E,
-) -> Once<F, E>
-where
-    F: Future<Output = Result<T, E>>,
-{
-    Once {
-        streams: true,
-        ..once(site, total, limits, fut, into_error)
-    }
-}
-
 pin_project_lite::pin_project! {
     /// The future [`once`] returns.
     pub struct Once<F, E> {
@@ -84,6 +64,20 @@ pin_project_lite::pin_project! {
         // A stream in the body asked for the frame: it is in force from then on.
         streams: bool,
         into_error: fn(TimeoutError) -> E,
+    }
+}
+
+impl<F, E> Once<F, E> {
+    /// For a fn whose return type names [`Started`](crate::stream::Started):
+    /// the frame is in force from the first poll, so the stream the body
+    /// awaits finds it at once rather than asking for it and waiting a poll.
+    #[inline]
+    #[must_use]
+    pub fn streamed(self) -> Once<F, E> {
+        Once {
+            streams: true,
+            ..self
+        }
     }
 }
 

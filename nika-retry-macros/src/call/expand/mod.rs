@@ -287,13 +287,9 @@ fn once(common: Common, timeouts: &Timeouts, streamed: bool) -> TokenStream {
     let total = literals::limit(krate, timeouts.total.as_ref());
     let limits = literals::attempt_limits(krate, timeouts);
     let into_error = into_error(krate, at);
-    let once = if streamed {
-        quote!(once_streamed)
-    } else {
-        quote!(once)
-    };
+    let streamed = streamed.then(|| quote!(.streamed()));
     quote! {
-        #krate::__private::#once(#site, #total, #limits, #attempt, #into_error).await
+        #krate::__private::once(#site, #total, #limits, #attempt, #into_error) #streamed .await
     }
 }
 
