@@ -137,15 +137,33 @@ impl<T, E> RetryResult for Result<T, E> {
 /// each use it can tell is a move, so that the error points at that use and
 /// names `clone(…)` (rustc would say "value moved here, in previous
 /// iteration of loop" at the attribute).
+///
+/// The shape keeps rustc's error to what the user can act on. The check is
+/// the trait's own fn, called by path: the `Self: MovedByEachAttempt<T>` it
+/// needs is the trait's, which rustc reports without a "required by a bound
+/// in" note pointing here (a free fn with the bound added one). `T` is
+/// always `Self`: it exists so that `&Self` does not implement the trait,
+/// else rustc, seeing `&arg` would satisfy it, suggests borrowing at the
+/// argument and drops the label and note below. The impl stays recommended
+/// (no `#[diagnostic::do_not_recommend]`), so the help reads "the trait
+/// `Copy` is not implemented for …" and, for a type parameter, rustc
+/// suggests adding `Copy` to its bounds rather than this trait; the price is
+/// one line, "required for `…` to implement `…MovedByEachAttempt<…>`", which
+/// rustc prints for any blanket impl.
 #[diagnostic::on_unimplemented(
     message = "the body moves this argument, and each attempt of `#[retry]` runs the body again: list it in `clone(…)` of `#[retry]` so that each attempt moves its own clone",
     label = "moved by every attempt; `{Self}` is not `Copy`",
     note = "`clone(arg)` clones the caller's value for each attempt (it needs `{Self}: Clone`); or lend it (`&arg`) where the callee can take a reference"
 )]
-pub trait MovedByEachAttempt {}
+pub trait MovedByEachAttempt<T: ?Sized> {
+    /// Checks that `_value`, which the body moves, can be moved by each
+    /// attempt. The closure is never called.
+    #[inline(always)]
+    fn moved_by_each_attempt<'a>(_value: impl FnOnce() -> &'a Self)
+    where
+        Self: 'a,
+    {
+    }
+}
 
-impl<T: Copy> MovedByEachAttempt for T {}
-
-/// Checks that `_value`, which the body moves, can be moved by each attempt.
-#[inline(always)]
-pub fn moved_by_each_attempt<'a, T: MovedByEachAttempt + 'a>(_value: impl FnOnce() -> &'a T) {}
+impl<T: Copy> MovedByEachAttempt<T> for T {}

@@ -26,7 +26,6 @@ pub(crate) mod violation;
 
 pub use bounds::{
     AsUpstream, FromHeld, FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt, RetryResult,
-    moved_by_each_attempt,
 };
 pub use call::{Attempt, Call, NO_CONFIG, sleep};
 pub use once::{Once, once};

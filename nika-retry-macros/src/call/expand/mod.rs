@@ -86,7 +86,7 @@ pub(crate) fn expand(plan: Plan) -> TokenStream {
             let is_method = sig.receiver().is_some();
             let checks = moved.iter().map(|arg| {
                 let krate = krate::at(&krate, arg.span());
-                quote_spanned!(arg.span()=> #krate::__private::moved_by_each_attempt(|| &#arg);)
+                quote_spanned!(arg.span()=> #krate::__private::MovedByEachAttempt::moved_by_each_attempt(|| &#arg);)
             });
             let streamed = names_started(&output);
             let run = retry_loop(
