@@ -227,7 +227,8 @@ impl Call {
 
     /// [`next`](Call::next), for a call bounded by `deadline`, that waited
     /// `waited` at its upstream; with the failure it classified, for the
-    /// upstream (out of the callers that drop it, inlining leaves nothing).
+    /// upstream to read rather than classify again (the callers that drop
+    /// it pay a copy: BENCHMARKS.md, "The kernel's last moves").
     #[inline(always)]
     pub(super) fn next_within<R, C>(
         &mut self,
