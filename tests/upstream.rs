@@ -2,12 +2,16 @@
 //! reqwest client: one 429 holds every caller, who then wait it out (one
 //! probe first) or fail at once with `Held` when it is longer than they wait.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nika_retry::events::{RetryEvent, RetryObserver, UpstreamEvent, observe};
+use nika_retry::engine::GiveUp;
+use nika_retry::events::{Outcome, RetryEvent, RetryObserver, UpstreamEvent, observe};
+use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::upstream::{HoldReason, Upstream};
-use nika_retry::{Classify, ErrorCategory, retry};
+use nika_retry::{Classify, ErrorCategory, Layer, TokenBucket, retry};
+use nika_retry_tests::ProviderError;
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::fleet::{Error, Provider};
 
@@ -251,4 +255,103 @@ async fn nested_layers_each_pass_and_hold_their_own_upstream() {
     assert_eq!(before.elapsed(), Duration::ZERO, "the host is not held");
     stack.complete().await.unwrap();
     assert_eq!(before.elapsed(), Duration::from_secs(1), "the model is");
+}
+
+/// A provider fn on `upstream` whose first attempt fails with a 503
+/// (transient, no hint: it holds nothing) and whose second succeeds.
+#[retry(layer = "provider", upstream = upstream, jitter = 0.0)]
+async fn fails_once(upstream: &Upstream, attempts: &AtomicU32) -> Result<u32, ProviderError> {
+    match attempts.fetch_add(1, Ordering::SeqCst) + 1 {
+        1 => Err(ProviderError::status(503)),
+        n => Ok(n),
+    }
+}
+
+/// What a call of [`fails_once`] under `policy` did, waiting at a held
+/// upstream before each of its two attempts: its result, its events, and
+/// `bucket`'s tokens during the first wait and during the second.
+async fn waits_twice(
+    policy: TaskPolicy,
+    bucket: &TokenBucket,
+) -> (Result<u32, ProviderError>, Vec<RetryEvent>, [u32; 2]) {
+    let upstream = Upstream::new("waits");
+    let attempts = AtomicU32::new(0);
+    let log = Arc::new(Log::default());
+    // Held 5 s: the first attempt goes at 5 s (the probe), fails, and its
+    // retry is due at 6 s (the provider's 1 s backoff); a hold set at
+    // 5.5 s for 3 s makes that retry wait again until 8.5 s.
+    upstream.hold_for(Duration::from_secs(5));
+    let call = observe(log.clone(), scope(policy, fails_once(&upstream, &attempts)));
+    let meanwhile = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let first = bucket.available();
+        tokio::time::sleep(Duration::from_millis(3_500)).await;
+        upstream.hold_for(Duration::from_secs(3));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        [first, bucket.available()]
+    };
+    let (result, available) = tokio::join!(call, meanwhile);
+    let events = log.0.lock().unwrap().split_off(0);
+    (result, events, available)
+}
+
+#[derive(Default)]
+struct Log(Mutex<Vec<RetryEvent>>);
+
+impl RetryObserver for Log {
+    fn on_event(&self, event: &RetryEvent) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn waits_at_a_held_upstream_spend_no_attempt_budget_and_no_token() {
+    let no_bucket = TokenBucket::new(0);
+    let t0 = tokio::time::Instant::now();
+    // A budget of two attempts: the call's two attempts, its two waits free.
+    let (result, events, _) = waits_twice(TaskPolicy::new().with_budget(2), &no_bucket).await;
+    assert_eq!(result, Ok(2), "{events:#?}");
+    assert_eq!(t0.elapsed(), Duration::from_millis(8_500));
+    let seen: Vec<_> = events
+        .iter()
+        .map(|e| (e.outcome, e.attempt, e.total_attempts, e.upstream_wait))
+        .collect();
+    // `total_attempts` is one plus every retry taken (the retry's event
+    // counts the retry): 2 at the end, not 4.
+    assert_eq!(
+        seen,
+        [
+            (Outcome::Retrying, 1, 2, Some(Duration::from_secs(5))),
+            (Outcome::Recovered, 2, 2, Some(Duration::from_millis(2_500))),
+        ]
+    );
+    // The budget binds attempts: one attempt's worth refuses the retry.
+    let (result, events, _) = waits_twice(TaskPolicy::new().with_budget(1), &no_bucket).await;
+    assert!(result.is_err());
+    assert_eq!(
+        events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+        [Some(GiveUp::BudgetExhausted)]
+    );
+
+    // A bucket that pays for exactly one retry: had either wait taken a
+    // token, the retry would have found it short.
+    let bucket = TokenBucket::new(5).with_retry_cost(5);
+    let policy = TaskPolicy::new().with_token_bucket(Layer::Provider, bucket.clone());
+    let (result, events, [first_wait, second_wait]) = waits_twice(policy, &bucket).await;
+    assert_eq!(result, Ok(2), "{events:#?}");
+    assert_eq!(first_wait, 5, "the first wait took nothing");
+    assert_eq!(
+        second_wait, 0,
+        "the retry took its 5, its wait nothing more"
+    );
+    assert_eq!(bucket.available(), 5, "the retry's tokens given back");
+    // And the bucket binds retries: one token short refuses it.
+    let short = TokenBucket::new(4).with_retry_cost(5);
+    let policy = TaskPolicy::new().with_token_bucket(Layer::Provider, short.clone());
+    let (result, events, _) = waits_twice(policy, &short).await;
+    assert!(result.is_err());
+    assert_eq!(
+        events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+        [Some(GiveUp::TokenBucketEmpty)]
+    );
 }
