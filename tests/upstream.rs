@@ -355,3 +355,85 @@ async fn waits_at_a_held_upstream_spend_no_attempt_budget_and_no_token() {
         [Some(GiveUp::TokenBucketEmpty)]
     );
 }
+
+/// One attempt that succeeds at once.
+#[retry(layer = "provider", upstream = upstream)]
+async fn succeeds(upstream: &Upstream) -> Result<(), Error> {
+    Ok(())
+}
+
+/// `F`, counting the times it is polled.
+struct Polls<F> {
+    inner: std::pin::Pin<Box<F>>,
+    polls: Arc<AtomicU32>,
+}
+
+impl<F: std::future::Future> std::future::Future for Polls<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_wakes_each_of_1000_waiters_once() {
+    const WAITERS: usize = 1_000;
+    let upstream = Upstream::new("crowd");
+    let t0 = tokio::time::Instant::now();
+    upstream.hold_for(Duration::from_secs(10));
+    // One task each, so that no waker is shared and tokio's per-task
+    // budget never makes a poll return early and ask to be polled again.
+    let mut calls: Vec<_> = (0..WAITERS)
+        .map(|_| {
+            let polls = Arc::new(AtomicU32::new(0));
+            let upstream = upstream.clone();
+            let call = async move {
+                succeeds(&upstream).await.unwrap();
+                tokio::time::Instant::now()
+            };
+            let inner = Box::pin(call);
+            let task = tokio::spawn(Polls {
+                inner,
+                polls: polls.clone(),
+            });
+            (task, polls)
+        })
+        .collect();
+    let mut ends = Vec::new();
+    for (task, _) in calls.iter_mut() {
+        ends.push(task.await.unwrap() - t0);
+    }
+    let polls: Vec<u32> = calls
+        .iter()
+        .map(|(_, p)| p.load(Ordering::Relaxed))
+        .collect();
+    // The first task polled takes the probe's turn: its first poll finds
+    // the hold and sleeps to its end, the second (its timer) runs the
+    // attempt, whose success releases the others: 2 polls.
+    assert_eq!(polls[0], 2, "the probe");
+    assert_eq!(ends[0], Duration::from_secs(10));
+    // Every other waiter: its first poll finds the probe's turn taken and
+    // waits for the outcome; the release wakes it once (it then sleeps its
+    // share of the spread, a tenth of the 10 s hold: at most 1 s); its
+    // timer wakes it once more and its attempt goes. 3 polls, whatever the
+    // number of waiters: no waiter is woken by another's start.
+    let others: std::collections::BTreeMap<u32, usize> =
+        polls[1..]
+            .iter()
+            .fold(Default::default(), |mut counts, &n| {
+                *counts.entry(n).or_default() += 1;
+                counts
+            });
+    assert_eq!(others, [(3, WAITERS - 1)].into(), "polls of the waiters");
+    assert!(
+        ends[1..]
+            .iter()
+            .all(|&at| at > Duration::from_secs(10) && at <= Duration::from_secs(11)),
+        "released over the spread"
+    );
+}
