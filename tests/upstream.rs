@@ -2,7 +2,7 @@
 //! reqwest client: one 429 holds every caller, who then wait it out (one
 //! probe first) or fail at once with `Held` when it is longer than they wait.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -380,10 +380,16 @@ impl<F: std::future::Future> std::future::Future for Polls<F> {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_release_wakes_each_of_1000_waiters_once() {
-    const WAITERS: usize = 1_000;
-    let upstream = Upstream::new("crowd");
+const WAITERS: usize = 1_000;
+
+/// `WAITERS` calls of `call` on `upstream`, held 10 s from now, each on a
+/// task of its own (paused clock): how often each was polled, and when
+/// each ended, in the order they were spawned (the first polled first).
+async fn crowd<F, Fut>(upstream: &Upstream, call: F) -> (Vec<u32>, Vec<Duration>)
+where
+    F: Fn(Upstream) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Error>> + Send + 'static,
+{
     let t0 = tokio::time::Instant::now();
     upstream.hold_for(Duration::from_secs(10));
     // One task each, so that no waker is shared and tokio's per-task
@@ -391,14 +397,13 @@ async fn a_release_wakes_each_of_1000_waiters_once() {
     let mut calls: Vec<_> = (0..WAITERS)
         .map(|_| {
             let polls = Arc::new(AtomicU32::new(0));
-            let upstream = upstream.clone();
+            let call = call(upstream.clone());
             let call = async move {
-                succeeds(&upstream).await.unwrap();
+                call.await.unwrap();
                 tokio::time::Instant::now()
             };
-            let inner = Box::pin(call);
             let task = tokio::spawn(Polls {
-                inner,
+                inner: Box::pin(call),
                 polls: polls.clone(),
             });
             (task, polls)
@@ -408,10 +413,29 @@ async fn a_release_wakes_each_of_1000_waiters_once() {
     for (task, _) in calls.iter_mut() {
         ends.push(task.await.unwrap() - t0);
     }
-    let polls: Vec<u32> = calls
+    let polls = calls
         .iter()
         .map(|(_, p)| p.load(Ordering::Relaxed))
         .collect();
+    (polls, ends)
+}
+
+/// How many of `polls` are each number.
+fn tally(polls: &[u32]) -> std::collections::BTreeMap<u32, usize> {
+    polls.iter().fold(Default::default(), |mut counts, &n| {
+        *counts.entry(n).or_default() += 1;
+        counts
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_wakes_each_of_1000_waiters_once() {
+    let upstream = Upstream::new("crowd");
+    let (polls, ends) = crowd(
+        &upstream,
+        |upstream| async move { succeeds(&upstream).await },
+    )
+    .await;
     // The first task polled takes the probe's turn: its first poll finds
     // the hold and sleeps to its end, the second (its timer) runs the
     // attempt, whose success releases the others: 2 polls.
@@ -422,18 +446,53 @@ async fn a_release_wakes_each_of_1000_waiters_once() {
     // share of the spread, a tenth of the 10 s hold: at most 1 s); its
     // timer wakes it once more and its attempt goes. 3 polls, whatever the
     // number of waiters: no waiter is woken by another's start.
-    let others: std::collections::BTreeMap<u32, usize> =
-        polls[1..]
-            .iter()
-            .fold(Default::default(), |mut counts, &n| {
-                *counts.entry(n).or_default() += 1;
-                counts
-            });
-    assert_eq!(others, [(3, WAITERS - 1)].into(), "polls of the waiters");
+    assert_eq!(tally(&polls[1..]), [(3, WAITERS - 1)].into());
     assert!(
         ends[1..]
             .iter()
             .all(|&at| at > Duration::from_secs(10) && at <= Duration::from_secs(11)),
         "released over the spread"
+    );
+}
+
+/// One attempt that succeeds, unless it is the first of all the calls
+/// given `pushed`: that one meets a 429 asking for 2 s.
+#[retry(layer = "provider", upstream = upstream)]
+async fn pushed_back_once(upstream: &Upstream, pushed: &AtomicBool) -> Result<(), Error> {
+    if pushed.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
+    Err(Error::Api(
+        429,
+        ErrorCategory::RateLimited,
+        Some(Duration::from_secs(2)),
+    ))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_pushed_back_again_wakes_each_waiter_once_more() {
+    let upstream = Upstream::new("crowd");
+    let pushed = Arc::new(AtomicBool::new(false));
+    let (polls, ends) = crowd(&upstream, |upstream| {
+        let pushed = pushed.clone();
+        async move { pushed_back_once(&upstream, &pushed).await }
+    })
+    .await;
+    // The probe's 429 holds the upstream to 12 s and wakes the waiters
+    // once: the first of them takes the next probe's turn (sleeping to
+    // 12 s, then releasing the others: 3 polls), the others wait again.
+    // So each of those is polled once more than after a release at once:
+    // its first poll, the 429's wake, the release's, its spread's timer.
+    assert_eq!(polls[1], 3, "the second probe");
+    assert_eq!(ends[1], Duration::from_secs(12));
+    assert_eq!(tally(&polls[2..]), [(4, WAITERS - 2)].into());
+    // The first probe's call retries at 12 s, after the 429's hint: as the
+    // second probe's timer fires at the same instant, it goes at once (3
+    // polls) or, polled first, waits for that probe's outcome (5).
+    assert!(matches!(polls[0], 3 | 5), "{}", polls[0]);
+    assert!(
+        ends.iter()
+            .all(|&at| at >= Duration::from_secs(12) && at <= Duration::from_millis(12_200)),
+        "released over a tenth of the 2 s hold"
     );
 }
