@@ -47,19 +47,34 @@ pub(crate) struct Patience {
 }
 
 impl Upstream {
+    /// The turn of the next attempt if the upstream is open (one atomic
+    /// load, no future to poll); `None` if it must be waited at ([`pass`](Upstream::pass)).
+    #[inline(always)]
+    pub(crate) fn open(&self) -> Option<Turn<'_>> {
+        if self.shared.guarded.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(Turn {
+            upstream: self,
+            probe: false,
+            waited: Duration::ZERO,
+        })
+    }
+
     /// The turn of the next attempt of a call with `patience`: at once if
     /// the upstream is open, else after the hold (or `Held`, if the hold is
     /// longer than the call waits).
     #[inline]
     pub(crate) async fn pass(&self, patience: Patience) -> Result<Turn<'_>, Held> {
-        if !self.shared.guarded.load(Ordering::Acquire) {
-            return Ok(Turn {
-                upstream: self,
-                probe: false,
-                waited: Duration::ZERO,
-            });
+        if let Some(turn) = self.open() {
+            return Ok(turn);
         }
-        self.wait(patience).await
+        // Boxed: the wait's state (its `Notified`, its `Sleep`, the store's
+        // futures) would otherwise sit in the future of every fn that names
+        // an upstream, held or not, and of every fn that calls one (448
+        // bytes); one allocation for a wait of a hold, which lasts
+        // milliseconds at least, is nothing beside it.
+        Box::pin(self.wait(patience)).await
     }
 
     #[cold]
@@ -195,7 +210,7 @@ impl Turn<'_> {
     /// call drew before a retry. A server hint holds the upstream, whether
     /// or not the call retries; a rate limit without one holds it for the
     /// backoff; a probe's outcome releases the others unless it held again.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn settle(self, failure: Option<Failure>, backoff: Option<Duration>) {
         let shared = &self.upstream.shared;
         if failure.is_none() && !self.probe && !shared.counting.load(Ordering::Relaxed) {
@@ -248,6 +263,7 @@ impl Turn<'_> {
 }
 
 impl Drop for Turn<'_> {
+    #[inline]
     fn drop(&mut self) {
         if self.probe {
             // A probe that never finished: the next waiter takes its turn.

@@ -299,12 +299,16 @@ fn upstream_pass(
     );
     let at_error = krate::at(krate, at);
     let from_held = quote_spanned!(at=> #at_error::__private::FromHeld::from_held(#held));
+    // An open upstream's turn without a future; a held one's after the wait.
     let pass = quote! {
-        let #turn = match #call.pass(#value).await {
-            ::core::result::Result::Ok(#turn) => #turn,
-            ::core::result::Result::Err(#held) => {
-                return ::core::result::Result::Err(#from_held);
-            }
+        let #turn = match #call.pass_open(#value) {
+            ::core::option::Option::Some(#turn) => #turn,
+            ::core::option::Option::None => match #call.pass(#value).await {
+                ::core::result::Result::Ok(#turn) => #turn,
+                ::core::result::Result::Err(#held) => {
+                    return ::core::result::Result::Err(#from_held);
+                }
+            },
         };
     };
     let once = UpstreamOnce {
