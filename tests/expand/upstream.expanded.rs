@@ -10,12 +10,17 @@ async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
     match ::nika_retry::__private::AsUpstream::as_upstream(&(self.upstream)) {
         __nika_upstream => {
             loop {
-                let __nika_turn = match __nika_call.pass(__nika_upstream).await {
-                    ::core::result::Result::Ok(__nika_turn) => __nika_turn,
-                    ::core::result::Result::Err(__nika_held) => {
-                        return ::core::result::Result::Err(
-                            ::nika_retry::__private::FromHeld::from_held(__nika_held),
-                        );
+                let __nika_turn = match __nika_call.pass_open(__nika_upstream) {
+                    ::core::option::Option::Some(__nika_turn) => __nika_turn,
+                    ::core::option::Option::None => {
+                        match __nika_call.pass(__nika_upstream).await {
+                            ::core::result::Result::Ok(__nika_turn) => __nika_turn,
+                            ::core::result::Result::Err(__nika_held) => {
+                                return ::core::result::Result::Err(
+                                    ::nika_retry::__private::FromHeld::from_held(__nika_held),
+                                );
+                            }
+                        }
                     }
                 };
                 let __nika_until = {
