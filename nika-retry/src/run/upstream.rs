@@ -59,7 +59,7 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        let until = self.next_within(None, turn.0.waited, result, config, self_type);
+        let until = self.next_within(None, turn.0.waited(), result, config, self_type);
         settle(turn, result, until)
     }
 }
@@ -95,7 +95,7 @@ impl TimedCall {
         let deadline = self.deadline;
         let until = self
             .call
-            .next_within(deadline, turn.0.waited, result, config, self_type);
+            .next_within(deadline, turn.0.waited(), result, config, self_type);
         settle(turn, result, until)
     }
 }
