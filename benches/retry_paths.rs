@@ -15,6 +15,10 @@
 //!   tells the attempt's own wake-ups from others') and `attempt` beside a
 //!   hand-written `tokio::time::timeout`.
 //!
+//! `retry_upstream` is `retry` with `upstream = …` naming an open
+//! upstream: the cost of passing it (one atomic load before each attempt,
+//! and after a failed one, the upstream told of it).
+//!
 //! `minimal` is the simplest correct hand loop (a counter, a
 //! growing delay, no category test); `nest` is a three-layer nest (task →
 //! provider → http), each layer annotated, beside `minimal_nest`, the same
@@ -26,12 +30,14 @@
 
 use std::future::Future;
 use std::hint::black_box;
+use std::sync::LazyLock;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group};
+use nika_retry::upstream::Upstream;
 use nika_retry::{Boundary, Classify, Layer, TimeoutError, retry, timeout};
 use nika_retry_tests::ProviderError;
 use tokio::runtime::Runtime;
@@ -61,6 +67,12 @@ const LIMIT: Duration = Duration::from_secs(30);
 const PROVIDER_BACKOFF: (Duration, u32) = (Duration::from_secs(1), 4);
 /// The failure path's schedule for everyone: 2 ms, then 4 ms.
 const FAIL_BACKOFF: (Duration, u32) = (Duration::from_millis(2), 2);
+
+/// The upstream of the `retry_upstream` contenders: never held (their
+/// failures are 503s without a hint, which hold nothing), so what they
+/// measure is the open upstream's cost. `&*UPSTREAM` adds `LazyLock`'s
+/// initialised check to it, a load as cheap as the upstream's own.
+static UPSTREAM: LazyLock<Upstream> = LazyLock::new(|| Upstream::new("bench/model"));
 
 /// The loop `#[retry]` stands for, written by hand with tokio: 3 attempts,
 /// retryable categories only, exponential backoff without jitter.
@@ -103,6 +115,11 @@ async fn plain_ok(n: u32) -> Res {
 
 #[retry(layer = "provider")]
 async fn retry_ok(n: u32) -> Res {
+    op(n).await
+}
+
+#[retry(layer = "provider", upstream = &*UPSTREAM)]
+async fn retry_upstream_ok(n: u32) -> Res {
     op(n).await
 }
 
@@ -235,6 +252,17 @@ async fn retry_fail(n: u32) -> Res {
     flaky(n).await
 }
 
+#[retry(
+    layer = "provider",
+    backoff = "2ms",
+    multiplier = 2.0,
+    jitter = 0.0,
+    upstream = &*UPSTREAM
+)]
+async fn retry_upstream_fail(n: u32) -> Res {
+    flaky(n).await
+}
+
 async fn hand_fail(n: u32) -> Res {
     hand_loop!(flaky(n).await, FAIL_BACKOFF)
 }
@@ -319,6 +347,7 @@ macro_rules! success_contenders {
     ($cb:ident) => {
         $cb!("plain", plain_ok);
         $cb!("retry", retry_ok);
+        $cb!("retry_upstream", retry_upstream_ok);
         $cb!("hand_loop", hand_ok);
         $cb!("backon", backon_ok);
         $cb!("tokio_retry", tokio_retry_ok);
@@ -337,6 +366,7 @@ macro_rules! success_contenders {
 macro_rules! failure_contenders {
     ($cb:ident) => {
         $cb!("retry", retry_fail);
+        $cb!("retry_upstream", retry_upstream_fail);
         $cb!("hand_loop", hand_fail);
         $cb!("backon", backon_fail);
         $cb!("tokio_retry", tokio_retry_fail);

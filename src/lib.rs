@@ -82,6 +82,11 @@ pub enum ProviderError {
     #[error(transparent)]
     #[category(transparent)]
     Timeout(#[from] TimeoutError),
+    /// The call's upstream is held longer than the call waits (a fn with
+    /// `upstream = …`): rate limited, with what is left of the hold.
+    #[error(transparent)]
+    #[category(transparent)]
+    Held(#[from] nika_retry::upstream::Held),
 }
 
 impl ProviderError {

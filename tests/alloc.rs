@@ -1,6 +1,6 @@
 //! "No allocation per call and per attempt" (README, BENCHMARKS.md), pinned
-//! by a counting `#[global_allocator]`: alone, nested provider over http, and
-//! inside a task scope; and its documented exceptions: a `read` limit, once an
+//! by a counting `#[global_allocator]`: alone, nested provider over http,
+//! inside a task scope, and through an open upstream; and its documented exceptions: a `read` limit, once an
 //! attempt has gone pending, allocates the attempt's own waker once per call,
 //! which the call's later attempts reuse, and a `Started` stream under `read`
 //! boxes its timer once, however many items it waits for. It counts the
@@ -12,8 +12,8 @@ use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -21,8 +21,9 @@ use futures_core::Stream;
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::stream::{Started, started};
 use nika_retry::task::{TaskPolicy, scope};
+use nika_retry::upstream::Upstream;
 use nika_retry::{Layer, RetryConfig, current_attempt, retry, timeout};
-use nika_retry_tests::Error;
+use nika_retry_tests::{Error, ProviderError};
 
 type Res = Result<u32, Error>;
 
@@ -60,6 +61,25 @@ async fn recovers(n: u32) -> Res {
 async fn recovers_timed(n: u32) -> Res {
     tokio::task::yield_now().await;
     flaky(n)
+}
+
+/// The upstream of the fns that pass one: open (nothing here holds it).
+static UPSTREAM: LazyLock<Upstream> = LazyLock::new(|| Upstream::new("alloc/model"));
+
+#[retry(layer = "provider", upstream = &*UPSTREAM)]
+async fn succeeds_upstream(n: u32) -> Result<u32, ProviderError> {
+    Ok(black_box(n))
+}
+
+/// Its failures are 503s without a hint (an empty message: no allocation
+/// of their own), which the upstream is told of and which hold nothing.
+#[retry(layer = "provider", backoff = "2ms", jitter = 0.0, upstream = &*UPSTREAM)]
+async fn recovers_upstream(n: u32) -> Result<u32, ProviderError> {
+    flaky(n).map_err(|_| ProviderError::Api {
+        status: 503,
+        message: String::new(),
+        retry_after: None,
+    })
 }
 
 /// The normal nest: an http call (with the layer's time limits) in a
@@ -252,10 +272,10 @@ const WARM_UP: u32 = 100;
 const CALLS: u32 = 1_000;
 
 /// Heap allocations made by `CALLS` calls of `f`, after a warm-up; every call must succeed.
-fn allocations<F, Fut>(rt: &tokio::runtime::Runtime, f: F) -> usize
+fn allocations<F, Fut, E>(rt: &tokio::runtime::Runtime, f: F) -> usize
 where
     F: Fn(u32) -> Fut,
-    Fut: Future<Output = Res>,
+    Fut: Future<Output = Result<u32, E>>,
 {
     rt.block_on(async {
         for i in 0..WARM_UP {
@@ -292,8 +312,12 @@ fn no_allocation_per_call_nor_per_attempt() {
             "in a task scope",
             allocations(&live, |n| scope(task_policy(), succeeds_timed(n))),
         ),
+        (
+            "through an open upstream",
+            allocations(&live, succeeds_upstream),
+        ),
     ];
-    assert_eq!(success.map(|(_, n)| n), [0; 4], "success path: {success:?}");
+    assert_eq!(success.map(|(_, n)| n), [0; 5], "success path: {success:?}");
 
     // Three attempts a call, two backoff sleeps, on a paused clock.
     let paused = runtime(true);
@@ -316,6 +340,11 @@ fn no_allocation_per_call_nor_per_attempt() {
             "in a task scope",
             allocations(&paused, |n| scope(task_policy(), recovers_timed(n))),
         ),
+        // Each failure told to the upstream (under its lock): nothing held.
+        (
+            "through an open upstream",
+            allocations(&paused, recovers_upstream),
+        ),
     ];
     assert_eq!(
         ATTEMPTS.load(Ordering::SeqCst) - attempts_before,
@@ -324,7 +353,8 @@ fn no_allocation_per_call_nor_per_attempt() {
     );
     // Two retries and one recovery reported per observed call.
     assert_eq!(count.0.load(Ordering::SeqCst), 3 * (WARM_UP + CALLS));
-    assert_eq!(failure.map(|(_, n)| n), [0; 5], "failure path: {failure:?}");
+    assert_eq!(failure.map(|(_, n)| n), [0; 6], "failure path: {failure:?}");
+    assert_eq!(UPSTREAM.held_for(), None, "the upstream stayed open");
 }
 
 #[test]

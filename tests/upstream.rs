@@ -2,12 +2,16 @@
 //! reqwest client: one 429 holds every caller, who then wait it out (one
 //! probe first) or fail at once with `Held` when it is longer than they wait.
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nika_retry::events::{RetryEvent, RetryObserver, UpstreamEvent, observe};
+use nika_retry::engine::GiveUp;
+use nika_retry::events::{Outcome, RetryEvent, RetryObserver, UpstreamEvent, observe};
+use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::upstream::{HoldReason, Upstream};
-use nika_retry::{Classify, ErrorCategory, retry};
+use nika_retry::{Classify, ErrorCategory, Layer, TokenBucket, retry};
+use nika_retry_tests::ProviderError;
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::fleet::{Error, Provider};
 
@@ -251,4 +255,244 @@ async fn nested_layers_each_pass_and_hold_their_own_upstream() {
     assert_eq!(before.elapsed(), Duration::ZERO, "the host is not held");
     stack.complete().await.unwrap();
     assert_eq!(before.elapsed(), Duration::from_secs(1), "the model is");
+}
+
+/// A provider fn on `upstream` whose first attempt fails with a 503
+/// (transient, no hint: it holds nothing) and whose second succeeds.
+#[retry(layer = "provider", upstream = upstream, jitter = 0.0)]
+async fn fails_once(upstream: &Upstream, attempts: &AtomicU32) -> Result<u32, ProviderError> {
+    match attempts.fetch_add(1, Ordering::SeqCst) + 1 {
+        1 => Err(ProviderError::status(503)),
+        n => Ok(n),
+    }
+}
+
+/// What a call of [`fails_once`] under `policy` did, waiting at a held
+/// upstream before each of its two attempts: its result, its events, and
+/// `bucket`'s tokens during the first wait and during the second.
+async fn waits_twice(
+    policy: TaskPolicy,
+    bucket: &TokenBucket,
+) -> (Result<u32, ProviderError>, Vec<RetryEvent>, [u32; 2]) {
+    let upstream = Upstream::new("waits");
+    let attempts = AtomicU32::new(0);
+    let log = Arc::new(Log::default());
+    // Held 5 s: the first attempt goes at 5 s (the probe), fails, and its
+    // retry is due at 6 s (the provider's 1 s backoff); a hold set at
+    // 5.5 s for 3 s makes that retry wait again until 8.5 s.
+    upstream.hold_for(Duration::from_secs(5));
+    let call = observe(log.clone(), scope(policy, fails_once(&upstream, &attempts)));
+    let meanwhile = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let first = bucket.available();
+        tokio::time::sleep(Duration::from_millis(3_500)).await;
+        upstream.hold_for(Duration::from_secs(3));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        [first, bucket.available()]
+    };
+    let (result, available) = tokio::join!(call, meanwhile);
+    let events = log.0.lock().unwrap().split_off(0);
+    (result, events, available)
+}
+
+#[derive(Default)]
+struct Log(Mutex<Vec<RetryEvent>>);
+
+impl RetryObserver for Log {
+    fn on_event(&self, event: &RetryEvent) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn waits_at_a_held_upstream_spend_no_attempt_budget_and_no_token() {
+    let no_bucket = TokenBucket::new(0);
+    let t0 = tokio::time::Instant::now();
+    // A budget of two attempts: the call's two attempts, its two waits free.
+    let (result, events, _) = waits_twice(TaskPolicy::new().with_budget(2), &no_bucket).await;
+    assert_eq!(result, Ok(2), "{events:#?}");
+    assert_eq!(t0.elapsed(), Duration::from_millis(8_500));
+    let seen: Vec<_> = events
+        .iter()
+        .map(|e| (e.outcome, e.attempt, e.total_attempts, e.upstream_wait))
+        .collect();
+    // `total_attempts` is one plus every retry taken (the retry's event
+    // counts the retry): 2 at the end, not 4.
+    assert_eq!(
+        seen,
+        [
+            (Outcome::Retrying, 1, 2, Some(Duration::from_secs(5))),
+            (Outcome::Recovered, 2, 2, Some(Duration::from_millis(2_500))),
+        ]
+    );
+    // The budget binds attempts: one attempt's worth refuses the retry.
+    let (result, events, _) = waits_twice(TaskPolicy::new().with_budget(1), &no_bucket).await;
+    assert!(result.is_err());
+    assert_eq!(
+        events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+        [Some(GiveUp::BudgetExhausted)]
+    );
+
+    // A bucket that pays for exactly one retry: had either wait taken a
+    // token, the retry would have found it short.
+    let bucket = TokenBucket::new(5).with_retry_cost(5);
+    let policy = TaskPolicy::new().with_token_bucket(Layer::Provider, bucket.clone());
+    let (result, events, [first_wait, second_wait]) = waits_twice(policy, &bucket).await;
+    assert_eq!(result, Ok(2), "{events:#?}");
+    assert_eq!(first_wait, 5, "the first wait took nothing");
+    assert_eq!(
+        second_wait, 0,
+        "the retry took its 5, its wait nothing more"
+    );
+    assert_eq!(bucket.available(), 5, "the retry's tokens given back");
+    // And the bucket binds retries: one token short refuses it.
+    let short = TokenBucket::new(4).with_retry_cost(5);
+    let policy = TaskPolicy::new().with_token_bucket(Layer::Provider, short.clone());
+    let (result, events, _) = waits_twice(policy, &short).await;
+    assert!(result.is_err());
+    assert_eq!(
+        events.iter().map(|e| e.reason).collect::<Vec<_>>(),
+        [Some(GiveUp::TokenBucketEmpty)]
+    );
+}
+
+/// One attempt that succeeds at once.
+#[retry(layer = "provider", upstream = upstream)]
+async fn succeeds(upstream: &Upstream) -> Result<(), Error> {
+    Ok(())
+}
+
+/// `F`, counting the times it is polled.
+struct Polls<F> {
+    inner: std::pin::Pin<Box<F>>,
+    polls: Arc<AtomicU32>,
+}
+
+impl<F: std::future::Future> std::future::Future for Polls<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+const WAITERS: usize = 1_000;
+
+/// `WAITERS` calls of `call` on `upstream`, held 10 s from now, each on a
+/// task of its own (paused clock): how often each was polled, and when
+/// each ended, in the order they were spawned (the first polled first).
+async fn crowd<F, Fut>(upstream: &Upstream, call: F) -> (Vec<u32>, Vec<Duration>)
+where
+    F: Fn(Upstream) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Error>> + Send + 'static,
+{
+    let t0 = tokio::time::Instant::now();
+    upstream.hold_for(Duration::from_secs(10));
+    // One task each, so that no waker is shared and tokio's per-task
+    // budget never makes a poll return early and ask to be polled again.
+    let mut calls: Vec<_> = (0..WAITERS)
+        .map(|_| {
+            let polls = Arc::new(AtomicU32::new(0));
+            let call = call(upstream.clone());
+            let call = async move {
+                call.await.unwrap();
+                tokio::time::Instant::now()
+            };
+            let task = tokio::spawn(Polls {
+                inner: Box::pin(call),
+                polls: polls.clone(),
+            });
+            (task, polls)
+        })
+        .collect();
+    let mut ends = Vec::new();
+    for (task, _) in calls.iter_mut() {
+        ends.push(task.await.unwrap() - t0);
+    }
+    let polls = calls
+        .iter()
+        .map(|(_, p)| p.load(Ordering::Relaxed))
+        .collect();
+    (polls, ends)
+}
+
+/// How many of `polls` are each number.
+fn tally(polls: &[u32]) -> std::collections::BTreeMap<u32, usize> {
+    polls.iter().fold(Default::default(), |mut counts, &n| {
+        *counts.entry(n).or_default() += 1;
+        counts
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_wakes_each_of_1000_waiters_once() {
+    let upstream = Upstream::new("crowd");
+    let (polls, ends) = crowd(
+        &upstream,
+        |upstream| async move { succeeds(&upstream).await },
+    )
+    .await;
+    // The first task polled takes the probe's turn: its first poll finds
+    // the hold and sleeps to its end, the second (its timer) runs the
+    // attempt, whose success releases the others: 2 polls.
+    assert_eq!(polls[0], 2, "the probe");
+    assert_eq!(ends[0], Duration::from_secs(10));
+    // Every other waiter: its first poll finds the probe's turn taken and
+    // waits for the outcome; the release wakes it once (it then sleeps its
+    // share of the spread, a tenth of the 10 s hold: at most 1 s); its
+    // timer wakes it once more and its attempt goes. 3 polls, whatever the
+    // number of waiters: no waiter is woken by another's start.
+    assert_eq!(tally(&polls[1..]), [(3, WAITERS - 1)].into());
+    assert!(
+        ends[1..]
+            .iter()
+            .all(|&at| at > Duration::from_secs(10) && at <= Duration::from_secs(11)),
+        "released over the spread"
+    );
+}
+
+/// One attempt that succeeds, unless it is the first of all the calls
+/// given `pushed`: that one meets a 429 asking for 2 s.
+#[retry(layer = "provider", upstream = upstream)]
+async fn pushed_back_once(upstream: &Upstream, pushed: &AtomicBool) -> Result<(), Error> {
+    if pushed.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
+    Err(Error::Api(
+        429,
+        ErrorCategory::RateLimited,
+        Some(Duration::from_secs(2)),
+    ))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_pushed_back_again_wakes_each_waiter_once_more() {
+    let upstream = Upstream::new("crowd");
+    let pushed = Arc::new(AtomicBool::new(false));
+    let (polls, ends) = crowd(&upstream, |upstream| {
+        let pushed = pushed.clone();
+        async move { pushed_back_once(&upstream, &pushed).await }
+    })
+    .await;
+    // The probe's 429 holds the upstream to 12 s and wakes the waiters
+    // once: the first of them takes the next probe's turn (sleeping to
+    // 12 s, then releasing the others: 3 polls), the others wait again.
+    // So each of those is polled once more than after a release at once:
+    // its first poll, the 429's wake, the release's, its spread's timer.
+    assert_eq!(polls[1], 3, "the second probe");
+    assert_eq!(ends[1], Duration::from_secs(12));
+    assert_eq!(tally(&polls[2..]), [(4, WAITERS - 2)].into());
+    // The first probe's call retries at 12 s, after the 429's hint: as the
+    // second probe's timer fires at the same instant, it goes at once (3
+    // polls) or, polled first, waits for that probe's outcome (5).
+    assert!(matches!(polls[0], 3 | 5), "{}", polls[0]);
+    assert!(
+        ends.iter()
+            .all(|&at| at >= Duration::from_secs(12) && at <= Duration::from_millis(12_200)),
+        "released over a tenth of the 2 s hold"
+    );
 }

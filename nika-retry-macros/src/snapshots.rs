@@ -218,3 +218,20 @@ fn not_idempotent_at_run_time() {
         ),
     );
 }
+
+#[test]
+fn provider_method_on_an_upstream() {
+    let input = quote! {
+        async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
+            self.send(req).await
+        }
+    };
+    check(
+        "upstream",
+        call::expand(
+            Kind::Retry,
+            quote!(layer = "provider", upstream = self.upstream),
+            input,
+        ),
+    );
+}

@@ -16,6 +16,14 @@ use crate::{Classify, RetryConfig};
 pub struct UpstreamTurn<'u>(Turn<'u>);
 
 impl Call {
+    /// The next attempt's turn if `upstream` is open: one atomic load, and
+    /// no future, so that an open upstream costs the loop almost nothing;
+    /// `None` if it must be waited at with [`pass`](Call::pass).
+    #[inline(always)]
+    pub fn pass_open<'u>(&self, upstream: &'u Upstream) -> Option<UpstreamTurn<'u>> {
+        upstream.open().map(UpstreamTurn)
+    }
+
     /// Waits for `upstream` to let the next attempt start; `Held` if the
     /// hold is longer than the call's `max_retry_after`.
     #[inline]
@@ -38,7 +46,7 @@ impl Call {
 
     /// [`next`](Call::next) for a call with an upstream: the attempt's
     /// outcome goes to the upstream too.
-    #[inline]
+    #[inline(always)]
     pub fn next_after<R, C>(
         &mut self,
         turn: UpstreamTurn<'_>,
@@ -51,12 +59,18 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        let (until, failure) = self.next_within(None, turn.0.waited, result, config, self_type);
+        let (until, failure) = self.next_within(None, turn.0.waited(), result, config, self_type);
         settle(turn, failure, until)
     }
 }
 
 impl TimedCall {
+    /// [`Call::pass_open`].
+    #[inline(always)]
+    pub fn pass_open<'u>(&self, upstream: &'u Upstream) -> Option<UpstreamTurn<'u>> {
+        self.call.pass_open(upstream)
+    }
+
     /// [`Call::pass`], within the call's `total` deadline.
     #[inline]
     pub async fn pass<'u>(&self, upstream: &'u Upstream) -> Result<UpstreamTurn<'u>, Held> {
@@ -65,7 +79,7 @@ impl TimedCall {
     }
 
     /// [`Call::next_after`], under the call's total deadline.
-    #[inline]
+    #[inline(always)]
     pub fn next_after<R, C>(
         &mut self,
         turn: UpstreamTurn<'_>,
@@ -81,7 +95,7 @@ impl TimedCall {
         let deadline = self.deadline;
         let (until, failure) =
             self.call
-                .next_within(deadline, turn.0.waited, result, config, self_type);
+                .next_within(deadline, turn.0.waited(), result, config, self_type);
         settle(turn, failure, until)
     }
 }
@@ -89,7 +103,7 @@ impl TimedCall {
 /// Gives `turn` the attempt's outcome: its failure (as its call
 /// classified it), and the backoff its call drew (from `until`, the next
 /// attempt's start).
-#[inline]
+#[inline(always)]
 fn settle(
     turn: UpstreamTurn<'_>,
     failure: Option<Failure>,

@@ -20,8 +20,10 @@ use crate::engine::Failure;
 pub(crate) struct Turn<'u> {
     upstream: &'u Upstream,
     pub(super) probe: bool,
-    /// How long the caller waited for it.
-    pub(crate) waited: Duration,
+    /// How long the caller waited for it, in ns (saturating): 8 bytes
+    /// where a `Duration` takes 16, for a turn the generated loop keeps
+    /// across the attempt's `await` (and so moves) on every attempt.
+    waited: u64,
 }
 
 /// How often a probe asks the store again while another process's probe
@@ -47,19 +49,34 @@ pub(crate) struct Patience {
 }
 
 impl Upstream {
+    /// The turn of the next attempt if the upstream is open (one atomic
+    /// load, no future to poll); `None` if it must be waited at ([`pass`](Upstream::pass)).
+    #[inline(always)]
+    pub(crate) fn open(&self) -> Option<Turn<'_>> {
+        if self.shared.guarded.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(Turn {
+            upstream: self,
+            probe: false,
+            waited: 0,
+        })
+    }
+
     /// The turn of the next attempt of a call with `patience`: at once if
     /// the upstream is open, else after the hold (or `Held`, if the hold is
     /// longer than the call waits).
     #[inline]
     pub(crate) async fn pass(&self, patience: Patience) -> Result<Turn<'_>, Held> {
-        if !self.shared.guarded.load(Ordering::Acquire) {
-            return Ok(Turn {
-                upstream: self,
-                probe: false,
-                waited: Duration::ZERO,
-            });
+        if let Some(turn) = self.open() {
+            return Ok(turn);
         }
-        self.wait(patience).await
+        // Boxed: the wait's state (its `Notified`, its `Sleep`, the store's
+        // futures) would otherwise sit in the future of every fn that names
+        // an upstream, held or not, and of every fn that calls one (448
+        // bytes); one allocation for a wait of a hold, which lasts
+        // milliseconds at least, is nothing beside it.
+        Box::pin(self.wait(patience)).await
     }
 
     #[cold]
@@ -127,7 +144,7 @@ impl Upstream {
                         drop(turn);
                         continue;
                     }
-                    turn.waited = start.elapsed();
+                    turn.waited = nanos(start.elapsed());
                     return Ok(turn);
                 }
                 Step::Wait { .. } => {
@@ -150,7 +167,7 @@ impl Upstream {
         Turn {
             upstream: self,
             probe,
-            waited: start.elapsed(),
+            waited: nanos(start.elapsed()),
         }
     }
 
@@ -190,12 +207,23 @@ impl Upstream {
     }
 }
 
+/// `d` in ns, saturating (585 years).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl Turn<'_> {
+    /// How long the caller waited for this turn.
+    #[inline(always)]
+    pub(crate) fn waited(&self) -> Duration {
+        Duration::from_nanos(self.waited)
+    }
+
     /// The attempt ended: `failure` is its error's, `backoff` the sleep its
     /// call drew before a retry. A server hint holds the upstream, whether
     /// or not the call retries; a rate limit without one holds it for the
     /// backoff; a probe's outcome releases the others unless it held again.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn settle(self, failure: Option<Failure>, backoff: Option<Duration>) {
         let shared = &self.upstream.shared;
         if failure.is_none() && !self.probe && !shared.counting.load(Ordering::Relaxed) {
@@ -248,6 +276,7 @@ impl Turn<'_> {
 }
 
 impl Drop for Turn<'_> {
+    #[inline]
     fn drop(&mut self) {
         if self.probe {
             // A probe that never finished: the next waiter takes its turn.

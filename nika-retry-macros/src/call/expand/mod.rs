@@ -201,7 +201,7 @@ fn retry_loop(
     // A braced argument: its span is the user's, where rustc reports a bound on it.
     let (upstream, pass, next) = match &settings.upstream {
         None => (
-            TokenStream::new(),
+            None,
             TokenStream::new(),
             quote_spanned!(at=> #call_at.next({ &#result }, #config, #self_type)),
         ),
@@ -209,7 +209,7 @@ fn retry_loop(
             let (upstream, pass, turn) = upstream_pass(krate, at, &call, upstream);
             let next =
                 quote_spanned!(at=> #call_at.next_after(#turn, { &#result }, #config, #self_type));
-            (upstream, pass, next)
+            (Some(upstream), pass, next)
         }
     };
     // Evaluated only when an attempt fails, as `config`.
@@ -221,9 +221,7 @@ fn retry_loop(
             #call.idempotent({ &#result }, || -> bool { #expr });
         }
     });
-    quote! {
-        let mut #call = #new_call;
-        #upstream
+    let attempts = quote! {
         loop {
             #pass
             let #until = {
@@ -237,42 +235,87 @@ fn retry_loop(
             };
             #krate::__private::sleep(#until).await;
         }
+    };
+    // The upstream, evaluated once per call, is bound for the loop by a
+    // `match`: its scrutinee's temporaries (`self.upstream.clone()`) live
+    // to the end of the `match`, as long as the loop.
+    let attempts = match upstream {
+        Some(UpstreamOnce { upstream, value }) => quote! {
+            match #upstream {
+                #value => #attempts
+            }
+        },
+        None => attempts,
+    };
+    quote! {
+        let mut #call = #new_call;
+        #attempts
     }
 }
 
-/// `upstream = EXPR`: the upstream, evaluated once per call (a temporary
-/// lives as long as the call), and each attempt's pass through it, which
-/// returns `Held` through the error type's `From<Held>` when the hold is
-/// longer than the call waits. Returns the two and the turn's name.
+/// `upstream = EXPR` as a `&Upstream`, evaluated once per call, and the
+/// name it is bound to for the loop.
+struct UpstreamOnce {
+    upstream: TokenStream,
+    value: Ident,
+}
+
+/// `upstream = EXPR`: the upstream, evaluated once per call, and each
+/// attempt's pass through it, which returns `Held` through the error
+/// type's `From<Held>` when the hold is longer than the call waits.
+/// Returns the two and the turn's name.
 fn upstream_pass(
     krate: &syn::Path,
     at: Span,
     call: &Ident,
     upstream: &syn::Expr,
-) -> (TokenStream, TokenStream, Ident) {
-    // Located at the expression: a value of the wrong type is reported there.
-    let value = Ident::new(
-        "__nika_upstream",
-        Span::mixed_site().located_at(upstream.span()),
-    );
+) -> (UpstreamOnce, TokenStream, Ident) {
+    let value = Ident::new("__nika_upstream", Span::mixed_site());
     let turn = Ident::new("__nika_turn", Span::mixed_site());
     let held = Ident::new("__nika_held", Span::mixed_site());
-    let at_expr = krate::at(krate, upstream.span());
-    let as_upstream = quote_spanned!(upstream.span()=>
-        #at_expr::__private::AsUpstream::as_upstream(&#value)
+    // A value of the wrong type is reported at the expression the user
+    // wrote: the bound's argument is `&(EXPR)`, its `&` spanned at the
+    // expression's first token and its parentheses at its last, all of the
+    // user's hygiene (a generated name in it would widen rustc's span to
+    // the whole attribute).
+    let tokens = upstream.to_token_stream();
+    let first = tokens
+        .clone()
+        .into_iter()
+        .next()
+        .map_or_else(|| upstream.span(), |token| token.span());
+    let last = tokens
+        .into_iter()
+        .last()
+        .map_or(first, |token| token.span());
+    let mut parenthesised = proc_macro2::Group::new(
+        proc_macro2::Delimiter::Parenthesis,
+        upstream.to_token_stream(),
+    );
+    parenthesised.set_span(last);
+    let at_expr = krate::at(krate, first);
+    let as_upstream = quote_spanned!(first=>
+        #at_expr::__private::AsUpstream::as_upstream(&#parenthesised)
     );
     let at_error = krate::at(krate, at);
     let from_held = quote_spanned!(at=> #at_error::__private::FromHeld::from_held(#held));
-    let setup = quote!(let #value = &(#upstream););
+    // An open upstream's turn without a future; a held one's after the wait.
     let pass = quote! {
-        let #turn = match #call.pass(#as_upstream).await {
-            ::core::result::Result::Ok(#turn) => #turn,
-            ::core::result::Result::Err(#held) => {
-                return ::core::result::Result::Err(#from_held);
-            }
+        let #turn = match #call.pass_open(#value) {
+            ::core::option::Option::Some(#turn) => #turn,
+            ::core::option::Option::None => match #call.pass(#value).await {
+                ::core::result::Result::Ok(#turn) => #turn,
+                ::core::result::Result::Err(#held) => {
+                    return ::core::result::Result::Err(#from_held);
+                }
+            },
         };
     };
-    (setup, pass, turn)
+    let once = UpstreamOnce {
+        upstream: as_upstream,
+        value,
+    };
+    (once, pass, turn)
 }
 
 /// `#[timeout]` alone: one run under the limits, no loop; `streamed`: the

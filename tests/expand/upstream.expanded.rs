@@ -1,0 +1,55 @@
+async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
+    let mut __nika_call = ::nika_retry::__private::Call::new({
+        const __NIKA_SITE: &::nika_retry::__private::Site = &::nika_retry::__private::Overrides::NONE
+            .site(
+                ::nika_retry::Layer::Provider,
+                ::core::concat!(::core::module_path!(), "::", "complete"),
+            );
+        __NIKA_SITE
+    });
+    match ::nika_retry::__private::AsUpstream::as_upstream(&(self.upstream)) {
+        __nika_upstream => {
+            loop {
+                let __nika_turn = match __nika_call.pass_open(__nika_upstream) {
+                    ::core::option::Option::Some(__nika_turn) => __nika_turn,
+                    ::core::option::Option::None => {
+                        match __nika_call.pass(__nika_upstream).await {
+                            ::core::result::Result::Ok(__nika_turn) => __nika_turn,
+                            ::core::result::Result::Err(__nika_held) => {
+                                return ::core::result::Result::Err(
+                                    ::nika_retry::__private::FromHeld::from_held(__nika_held),
+                                );
+                            }
+                        }
+                    }
+                };
+                let __nika_until = {
+                    let __nika_result = __nika_call
+                        .attempt(async {
+                            if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
+                                Result<Response, ProviderError>,
+                            > {
+                                #[allow(unreachable_code)] return __nika_ret;
+                            }
+                            self.send(req).await
+                        })
+                        .await;
+                    match __nika_call
+                        .next_after(
+                            __nika_turn,
+                            { &__nika_result },
+                            ::nika_retry::__private::NO_CONFIG,
+                            ::core::option::Option::Some(
+                                ::core::any::type_name::<Self> as fn() -> &'static str,
+                            ),
+                        )
+                    {
+                        ::core::option::Option::Some(__nika_until) => __nika_until,
+                        ::core::option::Option::None => return __nika_result,
+                    }
+                };
+                ::nika_retry::__private::sleep(__nika_until).await;
+            }
+        }
+    }
+}
