@@ -110,7 +110,7 @@
 // - `upstream/`: the state calls against one upstream share, and its stores.
 // - `run/`: what generated code drives: `Site` (the fn's const), `Call` and
 //   `Attempt`, `TimedCall` and `Timed` (with `#[timeout]`), `Once`
-//   (`#[timeout]` alone), an attempt's `UpstreamTurn`, the layer-violation
+//   (`#[timeout]` alone), a call's `UpstreamTurn`, the layer-violation
 //   report, and the bound traits whose `on_unimplemented` messages the user sees.
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.

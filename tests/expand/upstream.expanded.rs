@@ -7,22 +7,21 @@ async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
             );
         __NIKA_SITE
     });
-    match ::nika_retry::__private::AsUpstream::as_upstream(&(self.upstream)) {
-        __nika_upstream => {
+    match ::nika_retry::__private::UpstreamTurn::new(
+        ::nika_retry::__private::AsUpstream::as_upstream(&(self.upstream)),
+    ) {
+        mut __nika_turn => {
             loop {
-                let __nika_turn = match __nika_call.pass_open(__nika_upstream) {
-                    ::core::option::Option::Some(__nika_turn) => __nika_turn,
-                    ::core::option::Option::None => {
-                        match __nika_call.pass(__nika_upstream).await {
-                            ::core::result::Result::Ok(__nika_turn) => __nika_turn,
-                            ::core::result::Result::Err(__nika_held) => {
-                                return ::core::result::Result::Err(
-                                    ::nika_retry::__private::FromHeld::from_held(__nika_held),
-                                );
-                            }
+                if !__nika_call.pass_open(&__nika_turn) {
+                    match __nika_call.pass(&mut __nika_turn).await {
+                        ::core::result::Result::Ok(()) => {}
+                        ::core::result::Result::Err(__nika_held) => {
+                            return ::core::result::Result::Err(
+                                ::nika_retry::__private::FromHeld::from_held(__nika_held),
+                            );
                         }
                     }
-                };
+                }
                 let __nika_until = {
                     let __nika_result = __nika_call
                         .attempt(async {
@@ -36,7 +35,7 @@ async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                         .await;
                     match __nika_call
                         .next_after(
-                            __nika_turn,
+                            &mut __nika_turn,
                             { &__nika_result },
                             ::nika_retry::__private::NO_CONFIG,
                             ::core::option::Option::Some(

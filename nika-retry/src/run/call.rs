@@ -221,19 +221,20 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.next_within(None, Duration::ZERO, result, config, self_type)
-            .0
+        self.next_within(None, 0, result, config, self_type).0
     }
 
     /// [`next`](Call::next), for a call bounded by `deadline`, that waited
-    /// `waited` at its upstream; with the failure it classified, for the
-    /// upstream to read rather than classify again (the callers that drop
-    /// it pay a copy: BENCHMARKS.md, "The kernel's last moves").
+    /// `waited` ns at its upstream (made a `Duration` only where an event
+    /// reads it, not on a first attempt's success); with the failure it
+    /// classified, for the upstream to read rather than classify again
+    /// (the callers that drop it pay a copy: BENCHMARKS.md, "The kernel's
+    /// last moves").
     #[inline(always)]
     pub(super) fn next_within<R, C>(
         &mut self,
         deadline: Option<Total>,
-        waited: Duration,
+        waited: u64,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -247,11 +248,12 @@ impl Call {
             // A first attempt that succeeds, outside any token bucket: done.
             None if self.attempt == 1 && self.bucket.is_none() => (None, None),
             None => {
-                self.succeeded(self_type, waited);
+                self.succeeded(self_type, Duration::from_nanos(waited));
                 (None, None)
             }
             Some(error) => {
                 let failure = Failure::of(error);
+                let waited = Duration::from_nanos(waited);
                 let next = self.failed(failure, deadline, waited, &mut lazy(config), self_type);
                 (next, Some(failure))
             }

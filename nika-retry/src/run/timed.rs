@@ -86,7 +86,7 @@ impl TimedCall {
         C: FnOnce() -> Option<RetryConfig>,
     {
         self.call
-            .next_within(self.deadline, Duration::ZERO, result, config, self_type)
+            .next_within(self.deadline, 0, result, config, self_type)
             .0
     }
 }

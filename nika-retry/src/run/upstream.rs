@@ -1,8 +1,6 @@
 //! `#[retry(upstream = EXPR)]`: each attempt passes its upstream before it
 //! starts, and gives it the attempt's outcome after.
 
-use core::time::Duration;
-
 use tokio::time::Instant;
 
 use super::bounds::RetryResult;
@@ -12,36 +10,49 @@ use crate::engine::Failure;
 use crate::upstream::{Held, Turn, Upstream};
 use crate::{Classify, RetryConfig};
 
-/// An attempt's turn at its upstream, for the generated loop.
+/// A call's turn at its upstream, for the generated loop: kept for the
+/// whole call (a probe's turn, dropped with its cancelled call, passes
+/// on), idle between attempts, so that an attempt at an open upstream
+/// builds nothing and carries nothing new across its `await`.
 pub struct UpstreamTurn<'u>(Turn<'u>);
 
-impl Call {
-    /// The next attempt's turn if `upstream` is open: one atomic load, and
-    /// no future, so that an open upstream costs the loop almost nothing;
-    /// `None` if it must be waited at with [`pass`](Call::pass).
+impl<'u> UpstreamTurn<'u> {
+    /// The turn of a call at `upstream`, idle until an attempt waits.
     #[inline(always)]
-    pub fn pass_open<'u>(&self, upstream: &'u Upstream) -> Option<UpstreamTurn<'u>> {
-        upstream.open().map(UpstreamTurn)
+    pub fn new(upstream: &'u Upstream) -> Self {
+        UpstreamTurn(Turn::idle(upstream))
+    }
+}
+
+impl Call {
+    /// Whether the next attempt may start at once: one atomic load, and
+    /// no future, so that an open upstream costs the loop almost nothing;
+    /// if not, it waits with [`pass`](Call::pass).
+    #[inline(always)]
+    pub fn pass_open(&self, turn: &UpstreamTurn<'_>) -> bool {
+        turn.0.upstream().open()
     }
 
-    /// Waits for `upstream` to let the next attempt start; `Held` if the
+    /// Waits for the upstream to let the next attempt start; `Held` if the
     /// hold is longer than the call's `max_retry_after`.
     #[inline]
-    pub async fn pass<'u>(&self, upstream: &'u Upstream) -> Result<UpstreamTurn<'u>, Held> {
-        self.pass_within(upstream, None).await
+    pub async fn pass(&self, turn: &mut UpstreamTurn<'_>) -> Result<(), Held> {
+        self.pass_within(turn, None).await
     }
 
     #[inline]
-    pub(super) async fn pass_within<'u>(
+    pub(super) async fn pass_within(
         &self,
-        upstream: &'u Upstream,
+        turn: &mut UpstreamTurn<'_>,
         deadline: Option<Instant>,
-    ) -> Result<UpstreamTurn<'u>, Held> {
+    ) -> Result<(), Held> {
         let patience = crate::upstream::Patience {
             cap: self.site.config.max_retry_after,
             deadline,
         };
-        upstream.pass(patience).await.map(UpstreamTurn)
+        // The turn it replaces is idle: its drop does nothing.
+        turn.0 = turn.0.upstream().pass(patience).await?;
+        Ok(())
     }
 
     /// [`next`](Call::next) for a call with an upstream: the attempt's
@@ -49,7 +60,7 @@ impl Call {
     #[inline(always)]
     pub fn next_after<R, C>(
         &mut self,
-        turn: UpstreamTurn<'_>,
+        turn: &mut UpstreamTurn<'_>,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -59,7 +70,13 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        let (until, failure) = self.next_within(None, turn.0.waited(), result, config, self_type);
+        let waited = turn.0.waited();
+        if result.error().is_none() && turn.0.success_ends() {
+            // The common case apart: no failure to carry to `settle`, no
+            // backoff to draw for it.
+            return self.next_within(None, waited, result, config, self_type).0;
+        }
+        let (until, failure) = self.next_within(None, waited, result, config, self_type);
         settle(turn, failure, until)
     }
 }
@@ -67,22 +84,22 @@ impl Call {
 impl TimedCall {
     /// [`Call::pass_open`].
     #[inline(always)]
-    pub fn pass_open<'u>(&self, upstream: &'u Upstream) -> Option<UpstreamTurn<'u>> {
-        self.call.pass_open(upstream)
+    pub fn pass_open(&self, turn: &UpstreamTurn<'_>) -> bool {
+        self.call.pass_open(turn)
     }
 
     /// [`Call::pass`], within the call's `total` deadline.
     #[inline]
-    pub async fn pass<'u>(&self, upstream: &'u Upstream) -> Result<UpstreamTurn<'u>, Held> {
+    pub async fn pass(&self, turn: &mut UpstreamTurn<'_>) -> Result<(), Held> {
         let deadline = self.deadline.map(|total| total.at);
-        self.call.pass_within(upstream, deadline).await
+        self.call.pass_within(turn, deadline).await
     }
 
     /// [`Call::next_after`], under the call's total deadline.
     #[inline(always)]
     pub fn next_after<R, C>(
         &mut self,
-        turn: UpstreamTurn<'_>,
+        turn: &mut UpstreamTurn<'_>,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -93,26 +110,29 @@ impl TimedCall {
         C: FnOnce() -> Option<RetryConfig>,
     {
         let deadline = self.deadline;
-        let (until, failure) =
-            self.call
-                .next_within(deadline, turn.0.waited(), result, config, self_type);
+        let waited = turn.0.waited();
+        if result.error().is_none() && turn.0.success_ends() {
+            let (until, _) = self
+                .call
+                .next_within(deadline, waited, result, config, self_type);
+            return until;
+        }
+        let (until, failure) = self
+            .call
+            .next_within(deadline, waited, result, config, self_type);
         settle(turn, failure, until)
     }
 }
 
 /// Gives `turn` the attempt's outcome: its failure (as its call
-/// classified it), and the backoff its call drew (from `until`, the next
-/// attempt's start).
+/// classified it), and the next attempt's start (the backoff its call
+/// drew, if it failed).
 #[inline(always)]
 fn settle(
-    turn: UpstreamTurn<'_>,
+    turn: &mut UpstreamTurn<'_>,
     failure: Option<Failure>,
     until: Option<Instant>,
 ) -> Option<Instant> {
-    let backoff = match (&failure, until) {
-        (Some(_), Some(until)) => Some(until.saturating_duration_since(Instant::now())),
-        _ => None::<Duration>,
-    };
-    turn.0.settle(failure, backoff);
+    turn.0.settle(failure, until);
     until
 }

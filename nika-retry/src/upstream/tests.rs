@@ -22,12 +22,12 @@ async fn one_probe_for_upstreams_that_share_a_store() {
     let store = InProcess::default();
     let (a, b) = pair(&store);
     store.hold("u", Duration::from_secs(1), HoldReason::ByHand);
-    let probe = a.pass(PATIENT).await.expect("a waits the hold out");
+    let mut probe = a.pass(PATIENT).await.expect("a waits the hold out");
     assert!(probe.probe, "a goes first");
     let waiting = tokio::time::timeout(Duration::from_secs(3), b.pass(PATIENT)).await;
     assert!(waiting.is_err(), "b waits for a's probe");
     probe.settle(None, None);
-    let turn = b.pass(PATIENT).await.expect("released");
+    let mut turn = b.pass(PATIENT).await.expect("released");
     assert!(turn.probe, "b's own first attempt after the release");
     turn.settle(None, None);
     let turn = b.pass(PATIENT).await.expect("open");
@@ -43,7 +43,7 @@ async fn a_probe_that_never_comes_back_holds_the_others_only_for_its_lease() {
     // Another process's probe took the turn, then crashed.
     assert_eq!(store.probe("u", 7).await.unwrap(), super::ProbeTurn::Go);
     let started = tokio::time::Instant::now();
-    let turn = b.pass(PATIENT).await.expect("after the lease");
+    let mut turn = b.pass(PATIENT).await.expect("after the lease");
     assert!(started.elapsed() >= PROBE_LEASE - Duration::from_millis(200));
     assert!(started.elapsed() <= PROBE_LEASE + Duration::from_millis(200));
     turn.settle(None, None);
@@ -54,7 +54,7 @@ async fn a_probe_pushed_back_again_holds_the_other_upstream_too() {
     let store = InProcess::default();
     let (a, b) = pair(&store);
     store.hold("u", Duration::from_secs(1), HoldReason::ByHand);
-    let probe = a.pass(PATIENT).await.expect("a first");
+    let mut probe = a.pass(PATIENT).await.expect("a first");
     a.hold_for(Duration::from_secs(3600));
     probe.settle(None, None);
     let held = b.pass(PATIENT).await.err().expect("held past b's patience");

@@ -16,13 +16,16 @@ use crate::engine::Failure;
 
 /// What lets one attempt start: given back after it with its outcome.
 /// Dropped without an outcome (the call was cancelled), a probe passes its
-/// turn on.
+/// turn on. The generated loop keeps one for the whole call, idle (no
+/// probe, no wait) between attempts: an open upstream's attempt writes
+/// nothing to it, and nothing is built or moved across the attempt's
+/// `await`.
 pub(crate) struct Turn<'u> {
     upstream: &'u Upstream,
     pub(super) probe: bool,
     /// How long the caller waited for it, in ns (saturating): 8 bytes
-    /// where a `Duration` takes 16, for a turn the generated loop keeps
-    /// across the attempt's `await` (and so moves) on every attempt.
+    /// where a `Duration` takes 16, in the future of every fn that names
+    /// an upstream.
     waited: u64,
 }
 
@@ -49,18 +52,11 @@ pub(crate) struct Patience {
 }
 
 impl Upstream {
-    /// The turn of the next attempt if the upstream is open (one atomic
-    /// load, no future to poll); `None` if it must be waited at ([`pass`](Upstream::pass)).
+    /// Whether the next attempt may start at once (one atomic load, no
+    /// future to poll): if not, it must wait ([`pass`](Upstream::pass)).
     #[inline(always)]
-    pub(crate) fn open(&self) -> Option<Turn<'_>> {
-        if self.shared.guarded.load(Ordering::Acquire) {
-            return None;
-        }
-        Some(Turn {
-            upstream: self,
-            probe: false,
-            waited: 0,
-        })
+    pub(crate) fn open(&self) -> bool {
+        !self.shared.guarded.load(Ordering::Acquire)
     }
 
     /// The turn of the next attempt of a call with `patience`: at once if
@@ -68,8 +64,8 @@ impl Upstream {
     /// longer than the call waits).
     #[inline]
     pub(crate) async fn pass(&self, patience: Patience) -> Result<Turn<'_>, Held> {
-        if let Some(turn) = self.open() {
-            return Ok(turn);
+        if self.open() {
+            return Ok(Turn::idle(self));
         }
         // Boxed: the wait's state (its `Notified`, its `Sleep`, the store's
         // futures) would otherwise sit in the future of every fn that names
@@ -212,31 +208,57 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-impl Turn<'_> {
-    /// How long the caller waited for this turn.
+impl<'u> Turn<'u> {
+    /// A turn that neither probes nor waited: an open upstream's.
     #[inline(always)]
-    pub(crate) fn waited(&self) -> Duration {
-        Duration::from_nanos(self.waited)
+    pub(crate) fn idle(upstream: &'u Upstream) -> Self {
+        Turn {
+            upstream,
+            probe: false,
+            waited: 0,
+        }
     }
 
-    /// The attempt ended: `failure` is its error's, `backoff` the sleep its
-    /// call drew before a retry. A server hint holds the upstream, whether
-    /// or not the call retries; a rate limit without one holds it for the
-    /// backoff; a probe's outcome releases the others unless it held again.
+    /// The upstream this turn is at.
     #[inline(always)]
-    pub(crate) fn settle(self, failure: Option<Failure>, backoff: Option<Duration>) {
-        let shared = &self.upstream.shared;
-        if failure.is_none() && !self.probe && !shared.counting.load(Ordering::Relaxed) {
+    pub(crate) fn upstream(&self) -> &'u Upstream {
+        self.upstream
+    }
+
+    /// How long the caller waited for this turn, in ns (saturating).
+    #[inline(always)]
+    pub(crate) fn waited(&self) -> u64 {
+        self.waited
+    }
+
+    /// The attempt ended: `failure` is its error's, `until` the start of
+    /// the retry its call drew (the backoff is until then). A server hint
+    /// holds the upstream, whether or not the call retries; a rate limit
+    /// without one holds it for the backoff; a probe's outcome releases the
+    /// others unless it held again. The turn is idle after (a success with
+    /// neither probe nor failures counted ends the call: nothing to reset).
+    #[inline(always)]
+    pub(crate) fn settle(&mut self, failure: Option<Failure>, until: Option<Instant>) {
+        if failure.is_none() && self.success_ends() {
             return;
         }
-        self.settle_slow(failure, backoff);
+        self.settle_slow(failure, until);
+    }
+
+    /// Whether a success at this turn tells the upstream nothing: not a
+    /// probe's, and no failures counted (one load).
+    #[inline(always)]
+    pub(crate) fn success_ends(&self) -> bool {
+        !self.probe && !self.upstream.shared.counting.load(Ordering::Relaxed)
     }
 
     #[cold]
-    fn settle_slow(mut self, failure: Option<Failure>, backoff: Option<Duration>) {
+    fn settle_slow(&mut self, failure: Option<Failure>, until: Option<Instant>) {
         let upstream = self.upstream;
         let probe = core::mem::take(&mut self.probe);
+        self.waited = 0;
         let now = Instant::now();
+        let backoff = until.map(|until| until.saturating_duration_since(now));
         let mut released = false;
         let grown = upstream.locked(|state| {
             let mut grown = None;

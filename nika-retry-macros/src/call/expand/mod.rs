@@ -207,8 +207,9 @@ fn retry_loop(
         ),
         Some(upstream) => {
             let (upstream, pass, turn) = upstream_pass(krate, at, &call, upstream);
-            let next =
-                quote_spanned!(at=> #call_at.next_after(#turn, { &#result }, #config, #self_type));
+            let next = quote_spanned!(at=>
+                #call_at.next_after(&mut #turn, { &#result }, #config, #self_type)
+            );
             (Some(upstream), pass, next)
         }
     };
@@ -242,7 +243,7 @@ fn retry_loop(
     let attempts = match upstream {
         Some(UpstreamOnce { upstream, value }) => quote! {
             match #upstream {
-                #value => #attempts
+                mut #value => #attempts
             }
         },
         None => attempts,
@@ -253,8 +254,8 @@ fn retry_loop(
     }
 }
 
-/// `upstream = EXPR` as a `&Upstream`, evaluated once per call, and the
-/// name it is bound to for the loop.
+/// `upstream = EXPR` as the call's turn at it (an `UpstreamTurn`),
+/// evaluated once per call, and the name it is bound to for the loop.
 struct UpstreamOnce {
     upstream: TokenStream,
     value: Ident,
@@ -263,14 +264,13 @@ struct UpstreamOnce {
 /// `upstream = EXPR`: the upstream, evaluated once per call, and each
 /// attempt's pass through it, which returns `Held` through the error
 /// type's `From<Held>` when the hold is longer than the call waits.
-/// Returns the two and the turn's name.
+/// Returns the two and the turn's name (the loop's binding).
 fn upstream_pass(
     krate: &syn::Path,
     at: Span,
     call: &Ident,
     upstream: &syn::Expr,
 ) -> (UpstreamOnce, TokenStream, Ident) {
-    let value = Ident::new("__nika_upstream", Span::mixed_site());
     let turn = Ident::new("__nika_turn", Span::mixed_site());
     let held = Ident::new("__nika_held", Span::mixed_site());
     // A value of the wrong type is reported at the expression the user
@@ -297,23 +297,26 @@ fn upstream_pass(
     let as_upstream = quote_spanned!(first=>
         #at_expr::__private::AsUpstream::as_upstream(&#parenthesised)
     );
+    let private = quote!(#krate::__private);
+    // The call's turn, idle between attempts: an open upstream's attempt
+    // writes nothing to it.
+    let turn_at = quote!(#private::UpstreamTurn::new(#as_upstream));
     let at_error = krate::at(krate, at);
     let from_held = quote_spanned!(at=> #at_error::__private::FromHeld::from_held(#held));
-    // An open upstream's turn without a future; a held one's after the wait.
+    // An open upstream's attempt starts without a future; a held one's after the wait.
     let pass = quote! {
-        let #turn = match #call.pass_open(#value) {
-            ::core::option::Option::Some(#turn) => #turn,
-            ::core::option::Option::None => match #call.pass(#value).await {
-                ::core::result::Result::Ok(#turn) => #turn,
+        if !#call.pass_open(&#turn) {
+            match #call.pass(&mut #turn).await {
+                ::core::result::Result::Ok(()) => {}
                 ::core::result::Result::Err(#held) => {
                     return ::core::result::Result::Err(#from_held);
                 }
-            },
-        };
+            }
+        }
     };
     let once = UpstreamOnce {
-        upstream: as_upstream,
-        value,
+        upstream: turn_at,
+        value: turn.clone(),
     };
     (once, pass, turn)
 }
