@@ -7,6 +7,7 @@
 use std::mem::size_of_val;
 use std::time::Duration;
 
+use nika_retry::upstream::{Held, Upstream};
 use nika_retry::{Classify, TimeoutError, retry, timeout};
 
 #[derive(Debug, Classify)]
@@ -15,6 +16,12 @@ struct Busy;
 
 impl From<TimeoutError> for Busy {
     fn from(_: TimeoutError) -> Busy {
+        Busy
+    }
+}
+
+impl From<Held> for Busy {
+    fn from(_: Held) -> Busy {
         Busy
     }
 }
@@ -32,6 +39,11 @@ async fn retried(n: u32) -> Result<u32, Busy> {
 #[retry(layer = "provider")]
 #[timeout(attempt = "30s")]
 async fn retried_timed(n: u32) -> Result<u32, Busy> {
+    op(n).await
+}
+
+#[retry(layer = "provider", upstream = upstream)]
+async fn retried_upstream(upstream: &Upstream, n: u32) -> Result<u32, Busy> {
     op(n).await
 }
 
@@ -68,4 +80,23 @@ fn a_timeout_beside_the_retry_stays_within_its_bound() {
     // own bookkeeping: 344 bytes in all.
     let ours = size_of_val(&retried_timed(1));
     assert!(ours <= 344, "#[retry] + #[timeout]: {ours} bytes");
+}
+
+#[test]
+fn an_upstream_adds_its_turn_and_not_its_wait() {
+    // The turn (the upstream, whether it is the probe, how long it waited)
+    // and the argument that names the upstream (8 bytes: the bench's
+    // `retry_upstream`, whose upstream is a static, is 256). The wait's
+    // state (its `Notified`, `Sleep` and the store's futures, 448 bytes) is
+    // boxed, made only by a call that meets a hold.
+    let upstream = Upstream::new("sizes");
+    let (ours, plain) = (
+        size_of_val(&retried_upstream(&upstream, 1)),
+        size_of_val(&retried(1)),
+    );
+    assert!(ours <= 264, "#[retry(upstream = …)]: {ours} bytes");
+    assert!(
+        ours <= plain + 56,
+        "{ours} bytes, without the upstream: {plain}"
+    );
 }
