@@ -244,11 +244,23 @@ fn expanded_message(expanded: ExpandedBy, own: Kind) -> String {
              name the crate it comes through (#[my::{name}(…, crate = \"my\")]), \
              or put it above the other one"
         ),
-        ExpandedBy::Instrument => format!(
-            "#[tracing::instrument] is written above #[{name}]: it would open one span per attempt \
-             and leave the retry events outside it; write #[{name}] above #[instrument], \
-             so that one span covers the whole call"
-        ),
+        ExpandedBy::Instrument => {
+            // What would fall outside the span: a retry loop's attempts and
+            // events, or (`#[timeout]`, with or without a loop) the limits'.
+            let outside = match own {
+                Kind::Retry => {
+                    "it would open one span per attempt and leave the retry events outside it"
+                }
+                Kind::Timeout => {
+                    "its span would open inside the time limits and leave their warnings \
+                     (and, beside #[retry], the retry events) outside it"
+                }
+            };
+            format!(
+                "#[tracing::instrument] is written above #[{name}]: {outside}; write #[{name}] \
+                 above #[instrument], so that one span covers the whole call"
+            )
+        }
         ExpandedBy::Tokio => format!(
             "#[tokio::test] or #[tokio::main] is written above #[{name}] and has already made the fn \
              a blocking one; write #[{name}] above #[tokio::test] / #[tokio::main]"
