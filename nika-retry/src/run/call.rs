@@ -221,12 +221,12 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.next_within(None, 0, result, config, self_type).0
+        self.next_within(None, Nanos::NONE, result, config, self_type)
+            .0
     }
 
     /// [`next`](Call::next), for a call bounded by `deadline`, that waited
-    /// `waited` ns at its upstream (made a `Duration` only where an event
-    /// reads it, not on a first attempt's success); with the failure it
+    /// `waited` at its upstream (none: it did not); with the failure it
     /// classified, for the upstream to read rather than classify again
     /// (the callers that drop it pay a copy: BENCHMARKS.md, "The kernel's
     /// last moves").
@@ -234,7 +234,7 @@ impl Call {
     pub(super) fn next_within<R, C>(
         &mut self,
         deadline: Option<Total>,
-        waited: u64,
+        waited: Nanos,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -248,12 +248,11 @@ impl Call {
             // A first attempt that succeeds, outside any token bucket: done.
             None if self.attempt == 1 && self.bucket.is_none() => (None, None),
             None => {
-                self.succeeded(self_type, Duration::from_nanos(waited));
+                self.succeeded(self_type, waited);
                 (None, None)
             }
             Some(error) => {
                 let failure = Failure::of(error);
-                let waited = Duration::from_nanos(waited);
                 let next = self.failed(failure, deadline, waited, &mut lazy(config), self_type);
                 (next, Some(failure))
             }
@@ -270,7 +269,7 @@ impl Call {
 
     /// After a success that a token bucket counts, or that took retries.
     #[cold]
-    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Duration) {
+    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Nanos) {
         let retried = self.attempt > 1;
         match &self.bucket {
             Some(bucket) if retried => bucket.release(self.bucket_taken),
@@ -300,7 +299,7 @@ impl Call {
         &mut self,
         failure: Failure,
         deadline: Option<Total>,
-        waited: Duration,
+        waited: Nanos,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Instant> {
@@ -452,8 +451,8 @@ impl Drop for Entered<'_> {
 }
 
 /// An event's `upstream_wait`: `None` for an attempt that did not wait.
-fn waited_at_upstream(waited: Duration) -> Option<Duration> {
-    (!waited.is_zero()).then_some(waited)
+fn waited_at_upstream(waited: Nanos) -> Option<Duration> {
+    waited.get().filter(|waited| !waited.is_zero())
 }
 
 /// The sleep between attempts, until the instant [`Call::next`] gave.

@@ -13,6 +13,7 @@ use super::store::STORE_WAIT;
 use super::{Held, HoldReason, ProbeTurn, Store, Upstream};
 use crate::ErrorCategory;
 use crate::engine::Failure;
+use crate::time::Nanos;
 
 /// What lets one attempt start: given back after it with its outcome.
 /// Dropped without an outcome (the call was cancelled), a probe passes its
@@ -23,10 +24,10 @@ use crate::engine::Failure;
 pub(crate) struct Turn<'u> {
     upstream: &'u Upstream,
     pub(super) probe: bool,
-    /// How long the caller waited for it, in ns (saturating): 8 bytes
-    /// where a `Duration` takes 16, in the future of every fn that names
-    /// an upstream.
-    waited: u64,
+    /// How long the caller waited for it, none if it did not: 8 bytes
+    /// where an `Option<Duration>` takes 16, in the future of every fn that
+    /// names an upstream.
+    waited: Nanos,
 }
 
 /// How often a probe asks the store again while another process's probe
@@ -140,7 +141,7 @@ impl Upstream {
                         drop(turn);
                         continue;
                     }
-                    turn.waited = nanos(start.elapsed());
+                    turn.waited = Nanos::new(Some(start.elapsed()));
                     return Ok(turn);
                 }
                 Step::Wait { .. } => {
@@ -163,7 +164,7 @@ impl Upstream {
         Turn {
             upstream: self,
             probe,
-            waited: nanos(start.elapsed()),
+            waited: Nanos::new(Some(start.elapsed())),
         }
     }
 
@@ -203,11 +204,6 @@ impl Upstream {
     }
 }
 
-/// `d` in ns, saturating (585 years).
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
 impl<'u> Turn<'u> {
     /// A turn that neither probes nor waited: an open upstream's.
     #[inline(always)]
@@ -215,7 +211,7 @@ impl<'u> Turn<'u> {
         Turn {
             upstream,
             probe: false,
-            waited: 0,
+            waited: Nanos::NONE,
         }
     }
 
@@ -225,9 +221,9 @@ impl<'u> Turn<'u> {
         self.upstream
     }
 
-    /// How long the caller waited for this turn, in ns (saturating).
+    /// How long the caller waited for this turn, none if it did not.
     #[inline(always)]
-    pub(crate) fn waited(&self) -> u64 {
+    pub(crate) fn waited(&self) -> Nanos {
         self.waited
     }
 
@@ -256,7 +252,7 @@ impl<'u> Turn<'u> {
     fn settle_slow(&mut self, failure: Option<Failure>, until: Option<Instant>) {
         let upstream = self.upstream;
         let probe = core::mem::take(&mut self.probe);
-        self.waited = 0;
+        self.waited = Nanos::NONE;
         let now = Instant::now();
         let backoff = until.map(|until| until.saturating_duration_since(now));
         let mut released = false;
