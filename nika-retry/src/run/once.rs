@@ -94,8 +94,7 @@ where
         let (inner, deadline, progress) = (this.inner, this.deadline, this.progress);
         let (site, start, streams) = (*this.site, this.start, this.streams);
         connect::poll_under(this.connect, site.operation, || {
-            let read = inner.read_limit();
-            let poll = || {
+            let mut poll = |inner: Pin<&mut TimeLimited<F>>| {
                 inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
                     Err(into_error(e))
                 })
@@ -103,20 +102,20 @@ where
             let polled = if *streams {
                 let frame = StreamFrame {
                     start: *start,
-                    read,
+                    read: inner.read_limit(),
                     total: *deadline,
                     layer: site.layer,
                 };
                 let mut frame = (Some(frame), false);
                 let _frame = Swap::<OnceFrame>::new(&mut frame);
-                poll()
+                poll(inner)
             } else {
                 // Until a stream asks (and wakes the task to be polled again),
                 // only a mark that it may.
                 let mut alone = Alone::default();
                 let polled = {
                     let _mark = Swap::<AloneMark>::new(&mut alone);
-                    poll()
+                    poll(inner)
                 };
                 *streams = alone.asked;
                 polled
