@@ -67,6 +67,6 @@ pub(crate) fn budget(_: &mut SchemaGenerator) -> Schema {
         "type": "integer",
         "format": "uint32",
         "minimum": 1,
-        "default": crate::config::DEFAULT_BUDGET
+        "default": crate::vocab::config::DEFAULT_BUDGET
     })
 }
