@@ -1,9 +1,9 @@
 //! [`current_attempt`]: which attempt of which call the body is running, and
 //! the logical request's idempotency key.
 
-use crate::Layer;
 use crate::ambient::exchange;
-use crate::key::IdempotencyKey;
+use crate::vocab::key::IdempotencyKey;
+use crate::vocab::layer::Layer;
 
 /// The attempt of an annotated fn that is running, read from inside its body.
 ///

@@ -3,12 +3,11 @@
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{PoisonError, RwLock};
 
 use crate::ambient::{self, ConnectLimit, Swap};
 use crate::time::TimeLimited;
-use crate::{Boundary, Layer, TimeoutError};
+use crate::vocab::layer::Layer;
+use crate::vocab::timeout_error::{Boundary, TimeoutError};
 
 /// Bounds `fut` by the connect timeout of the enclosing `#[timeout(connect = …)]` fn.
 ///
@@ -94,60 +93,11 @@ pub(crate) fn poll_under<R>(
 /// process (a pooled connection of that client explains it).
 #[inline]
 pub(crate) fn attempt_ended(limit: Option<ConnectLimit>, operation: &'static str) {
-    if let Some(limit) = limit {
-        settle(limit, operation);
-    }
-}
-
-/// Whether a client from [`client_builder`](crate::http::client_builder) has
-/// set up a connection in this process.
-pub(crate) static CONNECTOR_USED: AtomicBool = AtomicBool::new(false);
-
-/// The fns whose connect limit was reached once, or reported as never reached.
-static SETTLED: RwLock<Vec<&'static str>> = RwLock::new(Vec::new());
-
-std::thread_local! {
-    /// The fns this thread has seen settled: after its first attempts, a
-    /// fn's connect limit costs a thread-local look-up rather than the
-    /// global lock, which every core's calls would otherwise contend on.
-    static SEEN_SETTLED: core::cell::RefCell<Vec<&'static str>> =
-        const { core::cell::RefCell::new(Vec::new()) };
-}
-
-fn settle(limit: ConnectLimit, operation: &'static str) {
-    // By address, the cheap test (a fn's name is one `&'static str`, in its
-    // site); a miss goes to the global list, compared by content.
-    let seen = |list: &Vec<&'static str>| list.iter().any(|op| core::ptr::eq(*op, operation));
-    if SEEN_SETTLED.with(|local| seen(&local.borrow())) {
-        return;
-    }
-    if !settled_now(limit, operation) {
-        return;
-    }
-    SEEN_SETTLED.with(|local| local.borrow_mut().push(operation));
-}
-
-/// Settles `operation` in the global list if this attempt does; whether it
-/// is settled now.
-fn settled_now(limit: ConnectLimit, operation: &'static str) -> bool {
-    let settled = SETTLED.read().unwrap_or_else(PoisonError::into_inner);
-    if settled.contains(&operation) {
-        return true;
-    }
-    drop(settled);
-    if !limit.reached && CONNECTOR_USED.load(Ordering::Relaxed) {
-        return false;
-    }
-    let mut settled = SETTLED.write().unwrap_or_else(PoisonError::into_inner);
-    if settled.contains(&operation) {
-        return true;
-    }
-    settled.push(operation);
-    drop(settled);
-    if !limit.reached {
+    if let Some(limit) = limit
+        && ambient::connect::settle(limit, operation)
+    {
         never_reached(limit, operation);
     }
-    true
 }
 
 #[cold]
@@ -171,6 +121,8 @@ mod tests {
     use core::time::Duration;
 
     use super::*;
+    use crate::ambient::connect::{CONNECTOR_USED, SEEN_SETTLED, SETTLED};
+    use std::sync::atomic::Ordering;
 
     #[tokio::test(start_paused = true)]
     async fn unbounded_outside_a_connect_scope() {

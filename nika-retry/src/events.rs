@@ -35,66 +35,22 @@
 //! # }
 //! ```
 
-use core::cell::RefCell;
 use core::fmt;
-use core::future::Future;
-use core::pin::Pin;
-use core::task::{Context, Poll};
 use core::time::Duration;
-use std::sync::Arc;
 
 use crate::engine::GiveUp;
-use crate::{ErrorCategory, Layer};
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::layer::Layer;
 
 mod log;
 pub(crate) mod upstream;
 mod violation;
 
+pub use crate::ambient::observers::{Observed, observe};
+pub use crate::engine::Outcome;
 pub use log::EventLog;
 pub use upstream::UpstreamEvent;
 pub use violation::LayerViolation;
-
-/// How a decision ended.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// The attempt failed and the loop sleeps `delay`, then tries again.
-    Retrying,
-    /// The attempt failed and the loop returns the error (see `reason`).
-    GaveUp,
-    /// The attempt failed and would have been retried, but what pays for
-    /// retries refused: `reason` says which, in the event and its log line.
-    ///
-    /// - [`GiveUp::BudgetExhausted`] ("attempt budget exhausted"): the
-    ///   cumulative attempt budget of the nested layers under one outermost
-    ///   call is spent;
-    /// - [`GiveUp::TokenBucketEmpty`] ("retry token bucket empty"): the layer's
-    ///   [`TokenBucket`](crate::TokenBucket), shared across calls, is empty.
-    ///
-    /// One outcome for both, as observers have always seen it: either way
-    /// the loop fails fast on a failure it would otherwise have retried.
-    BudgetExhausted,
-    /// An attempt after one or more retries succeeded.
-    Recovered,
-}
-
-impl Outcome {
-    /// The snake-case name, as the `tracing` field shows it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Retrying => "retrying",
-            Outcome::GaveUp => "gave_up",
-            Outcome::BudgetExhausted => "budget_exhausted",
-            Outcome::Recovered => "recovered",
-        }
-    }
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
 
 /// One decision of one retry loop.
 #[non_exhaustive]
@@ -248,87 +204,6 @@ pub trait RetryObserver: Send + Sync {
     }
 }
 
-std::thread_local! {
-    /// The observers of the futures being polled, outermost first.
-    static OBSERVERS: RefCell<Vec<Arc<dyn RetryObserver>>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Runs `fut` with `observer` receiving the events of every retry loop inside
-/// it, across `.await`s, in addition to any observer installed around it.
-///
-/// A `tokio::spawn`ed task starts without observers; wrap what you spawn in
-/// [`task::carry`](crate::task::carry) to keep them.
-pub fn observe<F: Future>(observer: Arc<dyn RetryObserver>, fut: F) -> Observed<F> {
-    Observed {
-        fut,
-        observer: Some(observer),
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// The future [`observe`] returns.
-    #[must_use = "futures do nothing unless polled"]
-    pub struct Observed<F> {
-        #[pin]
-        fut: F,
-        // `None` only while it is on the thread's stack, during a poll.
-        observer: Option<Arc<dyn RetryObserver>>,
-    }
-}
-
-impl<F: Future> Future for Observed<F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        struct TakeBack<'a>(&'a mut Option<Arc<dyn RetryObserver>>);
-        impl Drop for TakeBack<'_> {
-            fn drop(&mut self) {
-                *self.0 = OBSERVERS.with(|o| o.borrow_mut().pop());
-            }
-        }
-        let this = self.project();
-        let Some(observer) = this.observer.take() else {
-            return this.fut.poll(cx);
-        };
-        OBSERVERS.with(|o| o.borrow_mut().push(observer));
-        let _back = TakeBack(this.observer);
-        this.fut.poll(cx)
-    }
-}
-
-/// Pushes `observers` for the duration of `f` and takes them back after,
-/// even if `f` panics. Moves the `Arc`s rather than cloning them.
-pub(crate) fn with_observers<R>(
-    observers: &mut Vec<Arc<dyn RetryObserver>>,
-    f: impl FnOnce() -> R,
-) -> R {
-    if observers.is_empty() {
-        return f();
-    }
-    struct TakeBack<'a> {
-        observers: &'a mut Vec<Arc<dyn RetryObserver>>,
-        depth: usize,
-    }
-    impl Drop for TakeBack<'_> {
-        fn drop(&mut self) {
-            OBSERVERS.with(|o| self.observers.extend(o.borrow_mut().drain(self.depth..)));
-        }
-    }
-    let depth = OBSERVERS.with(|o| {
-        let mut stack = o.borrow_mut();
-        let depth = stack.len();
-        stack.append(observers);
-        depth
-    });
-    let _back = TakeBack { observers, depth };
-    f()
-}
-
-/// The observers in force on this thread right now, outermost first.
-pub(crate) fn current() -> Vec<Arc<dyn RetryObserver>> {
-    OBSERVERS.with(|o| o.borrow().clone())
-}
-
 /// How loud an event is in the logs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Level {
@@ -354,38 +229,9 @@ pub(crate) fn level(outcome: Outcome, attempt: u32, reason: Option<GiveUp>) -> L
     }
 }
 
-/// Whether an event at `level` would reach anyone (a `tracing` subscriber
-/// that enables it, or an observer); if not, it is not even built.
-#[inline]
-// Without `tracing`, only the observers listen, at every level.
-#[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
-pub(crate) fn listening(level: Level) -> bool {
-    #[cfg(feature = "tracing")]
-    {
-        let enabled = match level {
-            Level::Debug => tracing::enabled!(target: "nika_retry", tracing::Level::DEBUG),
-            Level::Warn => tracing::enabled!(target: "nika_retry", tracing::Level::WARN),
-        };
-        if enabled {
-            return true;
-        }
-    }
-    OBSERVERS.with(|o| !o.borrow().is_empty())
-}
-
-/// Sends `event` to `tracing` and to every observer in force, innermost first.
-pub(crate) fn emit(event: &RetryEvent) {
-    #[cfg(feature = "tracing")]
-    trace(event);
-    OBSERVERS.with(|o| {
-        for observer in o.borrow().iter().rev() {
-            observer.on_event(event);
-        }
-    });
-}
-
+/// `event` as a `tracing` event, at its level.
 #[cfg(feature = "tracing")]
-fn trace(e: &RetryEvent) {
+pub(crate) fn trace(e: &RetryEvent) {
     // Saturating: a backoff may be `Duration::MAX`, past `u64` milliseconds.
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let delay_ms = e.delay.map(ms);

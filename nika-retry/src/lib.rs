@@ -86,32 +86,48 @@
 // # The kernel, for a maintainer
 //
 // Modules by role, imports one way: each imports only modules listed
-// before it (no circle, folders or files).
+// before it (no circle, folders or files), and none takes a name through
+// this file's re-exports: each imports from the defining module. The one
+// import back up: `events` re-exports `observe` from `ambient::observers`,
+// where the observer stack lives.
 //
-// - vocabulary, leaves: `category`, `classify`, `reached`, `layer`, `config`,
-//   `key`, `timeout_error`, `bucket`, `policy` (a task's keys, read by
-//   `serde_impl`, described by `schema_impl`).
-// - `engine/`: pure decisions. `Failure` in, `Decision` out (`RetryState`,
-//   `backoff`, the jitter); no clock, no thread-local, no future.
+// - `vocab/`, the floor: `category`, `layer` (with the layer rule,
+//   `Layer::may_nest_in`), `reached`, `timeout_error`, `classify`,
+//   `config`, `key`, `bucket`, `policy` (a task's keys, read by
+//   `serde_impl`, described by `schema_impl`). This file re-exports them.
+// - `engine/`: decisions. `Failure` and `Limits` in (the deadline, the
+//   budget, the bucket, idempotence, opt-in), the whole verdict out
+//   (`RetryState::decide`: `Decision`, its `GiveUp` and its `Outcome`),
+//   `backoff`. No clock and no future; its one side effects are the
+//   bucket's charge it is given and the jitter's draws from fastrand's
+//   thread generator (listed in `ambient`'s table, with the others).
 // - `events/`: what a decision looks like outside: `RetryEvent`,
-//   `UpstreamEvent` (and its `HoldReason`), observers, the `EventLog`.
+//   `UpstreamEvent` (and its `HoldReason`), `RetryObserver`, the
+//   `EventLog`, their `tracing` lines.
 // - `time/`: spans in 8 bytes (`Nanos`, `Span`), saturating instants
 //   (`later`, `from_now`), the call's `Total`, and `TimeLimited`, a future
 //   under `attempt`/`connect`, `read` and `total`. Knows no call.
-// - `ambient/`: what is in force during one poll, in thread-locals, put in
-//   and taken back by one guard (`Swap`) or, for a call's own poll, one
-//   exchange (`exchange::install` / `restore`). Its module docs list every
-//   thread-local and process global of the crate: what, who writes it, when.
+// - `ambient/`: every thread-local and process global of the crate, and
+//   nothing else has one: what is in force during one poll, put in and
+//   taken back by one guard (`Swap`) or, for a call's own poll, one
+//   exchange (`exchange::install` / `restore`); the observer stack and
+//   what is sent to it (`observers`); the layer-violation reports waiting
+//   for their outer call (`violations`); the connect lists (`connect`).
+//   Its module docs list each: what, who writes it, when.
 // - `connect`, `stream/`, `task`, `attempt`: the boundaries a body uses
 //   (`connect()`, `started`, `scope`, `current_attempt`), each reading or
 //   putting its piece of `ambient`.
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
 // - `upstream/`: the state calls against one upstream share, and its stores.
-// - `run/`: what generated code drives: `Site` (the fn's const), `Call` and
-//   `Attempt`, `TimedCall` and `Timed` (with `#[timeout]`), `Once`
-//   (`#[timeout]` alone), a call's `UpstreamTurn`, the layer-violation
-//   report, and the bound traits whose `on_unimplemented` messages the user sees.
+// - `run/`: what generated code drives: `Site` (the fn's const); `Call<D>`
+//   (`call.rs`: each poll of an attempt, `Attempt`), `D` its time limits'
+//   share (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt
+//   under them: `timed.rs`); what the call does after an attempt
+//   (`after.rs`: `idempotent`, `next`, `next_after`, `sleep`), written once
+//   for both; `Once` (`#[timeout]` alone); a call's `UpstreamTurn`; the
+//   layer-violation report; and the bound traits whose `on_unimplemented`
+//   messages the user sees.
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //
@@ -120,20 +136,24 @@
 // 1. Generated code: `call.timed(limits, async { body }, from_timeout).await`
 //    (`run/timed.rs`; `call.attempt(…)` without `#[timeout]`, `run/call.rs`).
 // 2. Each poll: `connect::poll_under` swaps the connect limit in
-//    (`ambient::Connect`); `Call::enter` puts the attempt in force
-//    (`ambient::exchange::install`; on the first poll `Call::resolve` reads
-//    the scope, the budget and the layer rule around it: `exchange::around`);
-//    `TimeLimited::poll_with` polls the body under its limits (`time/limited.rs`).
+//    (`ambient::Connect`); `Call::enter` (`run/call.rs`) puts the attempt in
+//    force (`ambient::exchange::install`; on the first poll `Call::resolve`
+//    reads the scope, the budget and the layer rule around it:
+//    `exchange::around`); `TimeLimited::poll_with` polls the body under its
+//    limits (`time/limited.rs`).
 // 3. The body fails (or a limit expires: `TimeoutError` → the fn's error
 //    through `FromTimeout`). The guard's drop restores the outer attempt
 //    (`exchange::restore`), handing back nested violations to
 //    `run::violation::report`.
-// 4. `call.next(&result, config, self_type)`: `Failure::of` classifies
-//    (`Classify`), `Call::failed` reads the clock once, resolves the config
-//    in force (task scope → `config = …` → site), asks the engine
-//    (`RetryState::decide`, `engine/mod.rs`), charges the budget and the
-//    bucket, emits the event if anyone listens (`events::emit`), and returns
-//    the instant to retry at.
+// 4. `call.next(&result, config, self_type)` (`run/after.rs`; `next_after`
+//    with an upstream, which then settles the turn): `result.error()`
+//    (`run/bounds.rs`), `Failure::of` classifies (`Classify`),
+//    `Call::failed` reads the clock once, resolves the config in force
+//    (task scope → `config = …` → site), and asks the engine for the whole
+//    verdict (`RetryState::decide`, `engine/mod.rs`: the bucket charged,
+//    `NotOptedIn`, the delay); it applies it: the budget's count
+//    (`ambient::exchange`), the event if anyone listens
+//    (`ambient::observers`), and the instant to retry at.
 // 5. Generated code sleeps until it (`run::sleep`) and loops.
 //
 // ## One stream item
@@ -156,18 +176,10 @@
 
 mod ambient;
 mod attempt;
-mod bucket;
-mod category;
-mod classify;
-mod config;
 mod connect;
 pub mod engine;
 pub mod events;
 pub mod http;
-mod key;
-mod layer;
-mod policy;
-mod reached;
 mod run;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
@@ -179,19 +191,19 @@ mod serde_impl;
 pub mod stream;
 pub mod task;
 mod time;
-mod timeout_error;
 pub mod upstream;
+mod vocab;
 
 pub use attempt::{AttemptInfo, current_attempt};
-pub use bucket::TokenBucket;
-pub use category::{CategorySet, ErrorCategory, ParseCategoryError};
-pub use classify::{Classify, io_kind_category};
-pub use config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
 pub use connect::{Connect, connect};
-pub use key::IdempotencyKey;
-pub use layer::{Layer, ParseLayerError};
-pub use reached::{Reached, io_kind_reached};
-pub use timeout_error::{Boundary, TimeoutError};
+pub use vocab::bucket::TokenBucket;
+pub use vocab::category::{CategorySet, ErrorCategory, ParseCategoryError};
+pub use vocab::classify::{Classify, io_kind_category};
+pub use vocab::config::{ConfigError, Growth, MAX_ATTEMPTS, RetryConfig};
+pub use vocab::key::IdempotencyKey;
+pub use vocab::layer::{Layer, ParseLayerError};
+pub use vocab::reached::{Reached, io_kind_reached};
+pub use vocab::timeout_error::{Boundary, TimeoutError};
 
 /// The crate README's example, compiled as a doctest so that it stays true.
 #[cfg(doctest)]

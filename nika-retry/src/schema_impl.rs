@@ -5,10 +5,9 @@
 
 use std::borrow::Cow;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-
-use crate::RetryConfig;
 use crate::serde_impl::{Backoff, Category, RetryBlock};
+use crate::vocab::config::RetryConfig;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
 impl JsonSchema for RetryConfig {
@@ -68,6 +67,6 @@ pub(crate) fn budget(_: &mut SchemaGenerator) -> Schema {
         "type": "integer",
         "format": "uint32",
         "minimum": 1,
-        "default": crate::config::DEFAULT_BUDGET
+        "default": crate::vocab::config::DEFAULT_BUDGET
     })
 }

@@ -13,10 +13,11 @@
 use core::fmt;
 use core::time::Duration;
 
+use crate::vocab::category::{CategorySet, ErrorCategory};
+use crate::vocab::config::{ConfigError, Growth, RetryConfig};
+use crate::vocab::layer::Layer;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
-
-use crate::{CategorySet, ConfigError, ErrorCategory, Growth, Layer, RetryConfig};
 
 /// The `retry:` block as written. Each key is checked as it is read, so a
 /// refusal carries the YAML path and position (`retry.jitter: … at line 3`).
@@ -177,7 +178,7 @@ fn max_attempts<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     let n = whole(
         d,
         "max_attempts",
-        1..=u64::from(crate::MAX_ATTEMPTS),
+        1..=u64::from(crate::vocab::config::MAX_ATTEMPTS),
         "expected a whole number from 1 to 10",
         "must be between 1 and 10 (it counts the first attempt)",
     )?;

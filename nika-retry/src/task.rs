@@ -62,13 +62,15 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Arc;
 
-use crate::ambient::{self, Policy, Scoped};
-use crate::events::{self, RetryObserver};
+use crate::ambient::{self, Policy, Scoped, observers};
+use crate::events::RetryObserver;
 use crate::time::{TimeLimited, Total};
-use crate::{Layer, RetryConfig, TimeoutError, TokenBucket};
-
-pub use crate::config::DEFAULT_BUDGET;
-pub use crate::policy::TaskPolicy;
+use crate::vocab::bucket::TokenBucket;
+pub use crate::vocab::config::DEFAULT_BUDGET;
+use crate::vocab::config::RetryConfig;
+use crate::vocab::layer::Layer;
+pub use crate::vocab::policy::TaskPolicy;
+use crate::vocab::timeout_error::TimeoutError;
 
 /// What the task policy in force says to a call of one layer.
 pub(crate) struct ScopeForLayer {
@@ -226,7 +228,7 @@ where
 pub fn carry<F: Future>(fut: F) -> Carried<F> {
     Carried {
         inner: Scoped::new(current(), fut),
-        observers: events::current(),
+        observers: observers::current(),
     }
 }
 
@@ -251,6 +253,6 @@ impl<F: Future> Future for Carried<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let inner = this.inner;
-        events::with_observers(this.observers, || inner.poll(cx))
+        observers::with_observers(this.observers, || inner.poll(cx))
     }
 }

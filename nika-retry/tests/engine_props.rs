@@ -45,7 +45,7 @@ fn failure() -> impl Strategy<Value = Failure> {
     (category, hint).prop_map(|(c, h)| Failure::new(c, h))
 }
 
-fn limits() -> impl Strategy<Value = Limits> {
+fn limits() -> impl Strategy<Value = Limits<'static>> {
     (
         proptest::option::of((0u64..100_000).prop_map(Duration::from_millis)),
         proptest::option::of(0u32..10),

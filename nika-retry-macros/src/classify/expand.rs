@@ -36,7 +36,7 @@ pub(crate) fn expand(input: &Input, rules: &[Rule], krate: &syn::Path) -> TokenS
             }
             Source::Field(field, _) => {
                 let (member, binding) = (&field.member, bind(field.ty));
-                let call = super::from::call(krate, field, &binding);
+                let call = super::from::call(krate, field.ty, &binding);
                 quote!(#path { #member: #binding, .. } => #call,)
             }
         }

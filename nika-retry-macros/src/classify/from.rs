@@ -6,10 +6,9 @@
 
 use proc_macro2::TokenStream;
 use quote::quote_spanned;
-use syn::Ident;
 use syn::spanned::Spanned;
+use syn::{Ident, Type};
 
-use super::valid::FieldRef;
 use crate::errors::Errors;
 use crate::krate;
 
@@ -38,9 +37,9 @@ pub(crate) fn conflicts(
     any
 }
 
-/// The category arm's call on the bound field, spanned at its type so that a
-/// field of another type is an error there.
-pub(crate) fn call(krate: &syn::Path, field: &FieldRef, binding: &Ident) -> TokenStream {
-    let k = krate::at(krate, field.ty.span());
-    quote_spanned!(field.ty.span()=> #k::__private::category_from({ #binding }))
+/// The category arm's call on the bound field of type `ty`, spanned at that
+/// type so that a field of another type is an error there.
+pub(crate) fn call(krate: &syn::Path, ty: &Type, binding: &Ident) -> TokenStream {
+    let k = krate::at(krate, ty.span());
+    quote_spanned!(ty.span()=> #k::__private::category_from({ #binding }))
 }

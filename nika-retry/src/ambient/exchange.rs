@@ -3,8 +3,8 @@
 //! back, and what the loops nested in it left: one access in and one out.
 
 use super::{AttemptSlot, Budget, CONTEXT};
-use crate::Layer;
-use crate::key::IdempotencyKey;
+use crate::vocab::key::IdempotencyKey;
+use crate::vocab::layer::Layer;
 
 /// The budget in force (the outermost call's), if any.
 pub(crate) fn budget() -> Option<Budget> {

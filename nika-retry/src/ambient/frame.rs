@@ -5,8 +5,8 @@ use core::cell::Cell;
 use core::time::Duration;
 
 use super::{Ambient, AttemptSlot, CONTEXT, STREAM};
-use crate::Layer;
 use crate::time::Total;
+use crate::vocab::layer::Layer;
 
 /// What the innermost annotated fn being polled puts in force for a stream
 /// awaited in its body ([`stream::started`](crate::stream::started)): when

@@ -15,6 +15,11 @@
 //!
 //! # Every thread-local and process global of the crate
 //!
+//! All of them are defined in this folder; nothing else of the crate
+//! declares a `thread_local!` or a `static` that changes. The one state
+//! outside it is the random sources the crate draws from but does not own
+//! (the last two rows).
+//!
 //! | where | what it holds | written by | when |
 //! |---|---|---|---|
 //! | `CONTEXT.attempt` ([`AttemptSlot`]) | the innermost attempt: layer, number, max, key / frame / stream-request bits, violations to report | [`exchange::install`] / [`exchange::restore`]; `current_attempt` (key bit), a stream (request bit), a nested loop (violations), `#[timeout]` alone (its `ALONE` mark; the frame bit once asked) | each poll of an attempt |
@@ -23,27 +28,30 @@
 //! | `CONTEXT.connect` ([`ConnectLimit`]) | the attempt's connect limit, and whether a boundary read it | a [`Swap`] in `connect::poll_under`; `connect()` and the reqwest connector mark it read | each poll of an attempt with `connect` |
 //! | `POLICY`, `CONTEXT.scoped` | the task policy in force, and whether there is one (`scoped`, kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |
 //! | `STREAM` ([`StreamFrame`]) | the limits a stream awaited in the innermost fn takes | a [`Swap`] in the poll of a call or a `#[timeout]` alone, once a stream asked (from the first poll if its fn returns `Started`) | each such poll |
-//! | `events::OBSERVERS` | the observers of the futures being polled, outermost first (a stack) | `events::observe`, `task::carry` | each poll of those |
-//! | `run::violation::PENDING` | a nested loop's half of a layer-violation report, until the outer call names itself | the nested call's first poll; the outer call's restore | only when the rule is broken |
-//! | `connect::SEEN_SETTLED` | fns this thread knows are settled about their connect limit | the end of an attempt with `connect` | once per fn and thread |
-//! | `engine` jitter generator | the thread's jitter source (fastrand) | each jittered delay; `seed_thread_jitter` | a retry |
-//! | static `connect::SETTLED` | fns whose connect limit was reached or reported unused | the end of an attempt with `connect` | once per fn |
-//! | static `connect::CONNECTOR_USED` | a client from `http::client_builder` has connected | its connector | its first connection |
-//! | static `run::violation::WARNED` | pairs of fns already warned about | a layer violation | once per pair |
+//! | [`observers`]`::OBSERVERS` | the observers of the futures being polled, outermost first (a stack) | `events::observe`, `task::carry` (read by `observers::emit`, `emit_upstream`, `current`) | each poll of those |
+//! | [`violations`]`::PENDING` | a nested loop's half of a layer-violation report, until the outer call names itself | `run::violation::check` on the nested call's first poll; `run::violation::report` from the outer call's restore | only when the rule is broken |
+//! | [`connect`]`::SEEN_SETTLED` | fns this thread knows are settled about their connect limit | `connect::attempt_ended` (`connect::settle`) | once per fn and thread |
+//! | static [`connect`]`::SETTLED` | fns whose connect limit was reached or reported unused | `connect::settle` | once per fn |
+//! | static [`connect`]`::CONNECTOR_USED` | a client from `http::client_builder` has connected | its connector (`connect::connector_used`) | its first connection |
+//! | static [`violations`]`::WARNED` | pairs of fns already warned about | `run::violation::report` (`violations::first_warning`) | once per pair |
+//! | `fastrand`'s thread generator (not ours) | the thread's random source | drawn by the engine's jitter (a `RetryState` not made `with_seed`, as every generated call's: one draw per jittered delay), by `Upstream::new` (its `token`) and by `upstream/wait.rs` (a probe's spread and its poll interval); reseeded by `engine::seed_thread_jitter`, which moves all of these draws | a retry; an upstream built; a held upstream's wait |
+//! | std's `RandomState` keys (not ours) | per-thread SipHash keys | `IdempotencyKey::draw` (`current_attempt`); not moved by `seed_thread_jitter`, so that a seed never makes keys repeat | a key's first read in a call |
 
 use core::cell::{Cell, RefCell};
 
-use crate::key::IdempotencyKey;
-use crate::policy::TaskPolicy;
+use crate::vocab::key::IdempotencyKey;
+use crate::vocab::policy::TaskPolicy;
 
 mod budget;
-mod connect;
+pub(crate) mod connect;
 pub(crate) mod exchange;
 mod frame;
+pub(crate) mod observers;
 mod scoped;
 mod slot;
 #[cfg(test)]
 mod tests;
+pub(crate) mod violations;
 
 pub(crate) use budget::Budget;
 pub(crate) use connect::{Connect, ConnectLimit, connect_limit};

@@ -6,7 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 
 use super::{Ambient, CONTEXT, POLICY, Swap};
-use crate::policy::TaskPolicy;
+use crate::vocab::policy::TaskPolicy;
 
 pin_project_lite::pin_project! {
     /// `fut`, polled with `value` in force at `A`'s place: the mechanism of

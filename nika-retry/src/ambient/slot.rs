@@ -1,7 +1,7 @@
 //! [`AttemptSlot`]: the attempt in force, packed in one word, and the layer
 //! rule as a bit table over it.
 
-use crate::Layer;
+use crate::vocab::layer::Layer;
 
 /// The attempt being polled, as [`current_attempt`](crate::current_attempt)
 /// reports it, packed in one `u64` (0: none), so that putting it in force
@@ -148,7 +148,7 @@ impl AttemptSlot {
         ((self.0 & VIOLATIONS) >> VIOLATIONS_SHIFT) as u32
     }
 }
-/// [`LayerViolation::breaks`](crate::events::LayerViolation::breaks) as a
+/// The negation of [`Layer::may_nest_in`] as a
 /// table: bit `outer * 4 + inner`, the layers as the slot numbers them.
 const BREAKS: u64 = {
     let mut table = 0;
@@ -159,7 +159,7 @@ const BREAKS: u64 = {
             let (o, i) = (Layer::ALL[outer], Layer::ALL[inner]);
             // The slot numbers a layer as its discriminant, `inner` too.
             assert!(o as usize == outer && i as usize == inner);
-            if crate::events::LayerViolation::breaks(o, i) {
+            if !i.may_nest_in(o) {
                 table |= 1 << (outer * 4 + inner);
             }
             inner += 1;

@@ -8,7 +8,7 @@ use super::exchange::{
     around, attempt, budget, count_violation, install, restore, take_from_budget,
 };
 use super::*;
-use crate::Layer;
+use crate::vocab::layer::Layer;
 
 std::thread_local! {
     static NAME: Cell<Option<&'static str>> = const { Cell::new(None) };
@@ -270,7 +270,7 @@ fn the_table_of_breaks_is_the_rule_for_all_sixteen_pairs() {
             let (_, nested, breaks) = around(inner);
             restore(installed, &mut key, true, &mut false, (), no_report);
             assert!(nested);
-            let rule = crate::events::LayerViolation::breaks(outer, inner);
+            let rule = !inner.may_nest_in(outer);
             assert_eq!(breaks, rule, "{inner} inside {outer}");
         }
     }

@@ -1,9 +1,8 @@
 //! [`backoff`]: the delay before a retry, before jitter.
 
+use crate::vocab::config::MAX_ATTEMPTS;
+use crate::vocab::config::{Growth, RetryConfig};
 use core::time::Duration;
-
-use crate::config::MAX_ATTEMPTS;
-use crate::{Growth, RetryConfig};
 
 /// The backoff before retry `n` (1-based: `n = 1` precedes the second attempt),
 /// before jitter: `min(initial · multiplier^(n−1), max_backoff)`, or

@@ -31,17 +31,32 @@
 //!   an attempt that certainly had no effect ([`Reached::No`],
 //!   [`Reached::Refused`]); any other failure it would have retried gives
 //!   up at once ([`GiveUp::MayHaveTakenEffect`]).
+//! - a layer that retries only when its task opts in
+//!   ([`Limits::needs_opt_in`]) gives up after its one attempt with
+//!   [`GiveUp::NotOptedIn`];
+//! - a retry that would otherwise happen takes its cost from the layer's
+//!   [`TokenBucket`] ([`Limits::bucket`]), or gives up with
+//!   [`GiveUp::TokenBucketEmpty`]; [`RetryState::succeeded`] gives it back.
+//!
+//! The generated loops ask it exactly this, and only apply the verdict:
+//! sleep, count the retry against the shared budget, report the event
+//! ([`Decision::outcome`]).
 
-use core::fmt;
+use crate::vocab::bucket::TokenBucket;
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::classify::Classify;
+use crate::vocab::config::RetryConfig;
+use crate::vocab::reached::Reached;
 use core::time::Duration;
-
-use crate::{Classify, ErrorCategory, Reached, RetryConfig};
 
 mod backoff;
 #[cfg(test)]
 mod tests;
+mod verdict;
 
 pub use backoff::backoff;
+pub use verdict::{Decision, GiveUp, Outcome};
+
 /// What the engine needs to know about one failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Failure {
@@ -94,9 +109,12 @@ impl Failure {
     }
 }
 
-/// The limits outside the config that a decision must respect.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Limits {
+/// What a decision must respect beyond the config: the call's deadline,
+/// the budget and the token bucket shared with other calls, and what the
+/// fn and its task say about repeating it. A generated call fills in every
+/// field; a hand-written loop names the ones it has over [`Limits::NONE`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits<'a> {
     /// Time left before the call's total deadline, if it has one.
     pub time_left: Option<Duration>,
     /// Attempts left in the budget shared by nested retry layers, if one is in force.
@@ -106,111 +124,57 @@ pub struct Limits {
     /// attempt certainly had no effect is retried: no config, the task's
     /// `retry:` included, can say otherwise.
     pub idempotent: bool,
+    /// The layer's [`TokenBucket`], shared across calls, if one is in
+    /// force: a retry takes its cost from it (the timeout cost after a
+    /// [`Failure::timed_out`]), and gives up with
+    /// [`GiveUp::TokenBucketEmpty`] when it cannot.
+    pub bucket: Option<&'a TokenBucket>,
+    /// Whether the call's layer retries only when its task opts in, and
+    /// nothing did: a `tool` or `task` fn under its site's own config, with
+    /// no task `retry:` nor `config = …` over it. Its one attempt then ends
+    /// with [`GiveUp::NotOptedIn`] rather than
+    /// [`GiveUp::AttemptsExhausted`].
+    pub needs_opt_in: bool,
 }
 
-impl Limits {
-    /// No deadline, no shared budget, an idempotent call.
-    pub const NONE: Limits = Limits {
+impl Limits<'static> {
+    /// No deadline, no shared budget nor bucket, an idempotent call that
+    /// needs no opt-in.
+    pub const NONE: Limits<'static> = Limits {
         time_left: None,
         budget_left: None,
         idempotent: true,
+        bucket: None,
+        needs_opt_in: false,
     };
 }
 
-/// What to do after a failed attempt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Sleep for `delay`, then run the next attempt.
-    Retry {
-        /// How long to sleep.
-        delay: Duration,
-        /// Whether the delay is the server's hint rather than the computed backoff.
-        from_hint: bool,
-    },
-    /// Return the error.
-    GiveUp(GiveUp),
-}
-
-impl Decision {
-    /// A retry after a computed backoff of `delay`.
-    pub const fn retry(delay: Duration) -> Decision {
-        Decision::Retry {
-            delay,
-            from_hint: false,
-        }
+impl PartialEq for Limits<'_> {
+    /// Field by field, the bucket by identity (the same shared bucket).
+    fn eq(&self, other: &Self) -> bool {
+        let same_bucket = match (self.bucket, other.bucket) {
+            (Some(a), Some(b)) => core::ptr::eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        self.time_left == other.time_left
+            && self.budget_left == other.budget_left
+            && self.idempotent == other.idempotent
+            && self.needs_opt_in == other.needs_opt_in
+            && same_bucket
     }
 }
 
-/// Why the engine gave up.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GiveUp {
-    /// The config does not retry this category.
-    NotRetryable,
-    /// The attempt that failed was the last one the config allows.
-    AttemptsExhausted,
-    /// A `tool` or `task` fn was tried once because the task in force did
-    /// not opt in to retrying it (no `retry:` in its
-    /// [`TaskPolicy`](crate::task::TaskPolicy)): those layers retry only
-    /// when the task says so.
-    NotOptedIn,
-    /// The cumulative attempt budget shared by the nested layers under one
-    /// outermost call is spent ("attempt budget exhausted").
-    BudgetExhausted,
-    /// The layer's [`TokenBucket`](crate::TokenBucket), shared across calls,
-    /// cannot pay for another retry ("retry token bucket empty"): not the attempt
-    /// budget, which may have attempts left.
-    TokenBucketEmpty,
-    /// The server asked for a wait above `max_retry_after`.
-    HintTooLong {
-        /// The wait the server asked for.
-        hint: Duration,
-    },
-    /// The sleep would end at or past the call's total deadline.
-    PastDeadline {
-        /// The sleep that would have been needed.
-        delay: Duration,
-    },
-    /// The call is not idempotent and the failed attempt may have reached
-    /// the other side and taken effect there ([`Reached::Maybe`]): repeating
-    /// it could repeat the effect (a second mail, a second payment), so it
-    /// is not retried, whatever the config says.
-    MayHaveTakenEffect,
-}
-
-impl fmt::Display for GiveUp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GiveUp::NotRetryable => f.write_str("not retryable"),
-            GiveUp::AttemptsExhausted => f.write_str("attempts exhausted"),
-            GiveUp::NotOptedIn => f.write_str("not opted in by the task"),
-            GiveUp::BudgetExhausted => f.write_str("attempt budget exhausted"),
-            GiveUp::TokenBucketEmpty => f.write_str("retry token bucket empty"),
-            GiveUp::HintTooLong { hint } => {
-                write!(
-                    f,
-                    "server asked to wait {}",
-                    humantime::format_duration(*hint)
-                )
-            }
-            GiveUp::PastDeadline { delay } => write!(
-                f,
-                "a {} wait would pass the deadline",
-                humantime::format_duration(*delay)
-            ),
-            GiveUp::MayHaveTakenEffect => f.write_str(
-                "not retried: the attempt may have taken effect and the fn is not idempotent",
-            ),
-        }
-    }
-}
+impl Eq for Limits<'_> {}
 
 /// The state of one call's retries: which attempt it is on, and its jitter source.
 ///
-/// One per call; it is small (a counter and a 64-bit generator) and never allocates.
+/// One per call; it is small (two counters and a 64-bit generator) and never allocates.
 #[derive(Clone, Debug)]
 pub struct RetryState {
     attempt: u32,
+    /// What the last retry took from the [`Limits::bucket`], given back if
+    /// the call then succeeds ([`RetryState::succeeded`]).
+    taken: u32,
     /// Whether `rng` holds a generator's state yet: a flag beside a bare
     /// `u64` rather than an `Option<fastrand::Rng>`, which a `u64` without a
     /// niche makes 16 bytes, in every call's future.
@@ -228,18 +192,16 @@ impl RetryState {
     /// A state on its first attempt, drawing jitter from the thread's generator
     /// (see [`seed_thread_jitter`]) the first time it needs to.
     pub const fn new() -> RetryState {
-        RetryState {
-            attempt: 1,
-            seeded: false,
-            rng: 0,
-        }
+        RetryState::resume(1, 0)
     }
 
-    /// A state on attempt `attempt`, drawing jitter from the thread's
-    /// generator: what a call keeps is its attempt number alone.
-    pub(crate) const fn at(attempt: u32) -> RetryState {
+    /// A state on attempt `attempt`, whose last retry took `taken` tokens
+    /// from the bucket, drawing jitter from the thread's generator: what a
+    /// generated call keeps is those two numbers alone.
+    pub(crate) const fn resume(attempt: u32, taken: u32) -> RetryState {
         RetryState {
             attempt,
+            taken,
             seeded: false,
             rng: 0,
         }
@@ -250,6 +212,7 @@ impl RetryState {
     pub fn with_seed(seed: u64) -> RetryState {
         RetryState {
             attempt: 1,
+            taken: 0,
             seeded: true,
             rng: seed,
         }
@@ -260,9 +223,36 @@ impl RetryState {
         self.attempt
     }
 
-    /// Decides what follows the failure of the current attempt; on
+    /// What the last retry took from the [`Limits::bucket`] (0 before any).
+    pub const fn taken(&self) -> u32 {
+        self.taken
+    }
+
+    /// Decides what follows the failure of the current attempt: the whole
+    /// verdict, every [`GiveUp`] included, the bucket's charge made; its
+    /// [`Decision::outcome`] is what an event reports. On
     /// [`Decision::Retry`] the state moves on to the next attempt.
-    pub fn decide(&mut self, cfg: &RetryConfig, failure: Failure, limits: Limits) -> Decision {
+    ///
+    /// ```
+    /// use nika_retry::engine::{Decision, Failure, GiveUp, Limits, Outcome, RetryState};
+    /// use nika_retry::{ErrorCategory, Layer, RetryConfig, TokenBucket};
+    ///
+    /// let cfg = RetryConfig::for_layer(Layer::Provider);
+    /// let busy = Failure::new(ErrorCategory::Transient, None);
+    /// // A bucket that cannot pay for one retry (a retry costs 5).
+    /// let bucket = TokenBucket::new(4);
+    /// let limits = Limits { bucket: Some(&bucket), ..Limits::NONE };
+    /// let decision = RetryState::new().decide(&cfg, busy, limits);
+    /// assert_eq!(decision, Decision::GiveUp(GiveUp::TokenBucketEmpty));
+    /// assert_eq!(decision.outcome(), Outcome::BudgetExhausted);
+    ///
+    /// // A tool fn tried once, its task not opted in.
+    /// let tool = RetryConfig::for_layer(Layer::Tool);
+    /// let limits = Limits { needs_opt_in: true, ..Limits::NONE };
+    /// let decision = RetryState::new().decide(&tool, busy, limits);
+    /// assert_eq!(decision, Decision::GiveUp(GiveUp::NotOptedIn));
+    /// ```
+    pub fn decide(&mut self, cfg: &RetryConfig, failure: Failure, limits: Limits<'_>) -> Decision {
         let decision = self.evaluate(cfg, failure, limits);
         if matches!(decision, Decision::Retry { .. }) {
             self.attempt = self.attempt.saturating_add(1);
@@ -270,11 +260,27 @@ impl RetryState {
         decision
     }
 
-    fn evaluate(&mut self, cfg: &RetryConfig, failure: Failure, limits: Limits) -> Decision {
+    /// After the call succeeded: gives the `bucket` back what the last
+    /// retry took from it or, for a success at the first attempt, its
+    /// refill of one success.
+    pub fn succeeded(&self, bucket: &TokenBucket) {
+        if self.attempt > 1 {
+            bucket.release(self.taken);
+        } else {
+            bucket.refill();
+        }
+    }
+
+    fn evaluate(&mut self, cfg: &RetryConfig, failure: Failure, limits: Limits<'_>) -> Decision {
         if !(failure.category.is_retryable() && cfg.retry_on.contains(failure.category)) {
             return Decision::GiveUp(GiveUp::NotRetryable);
         }
-        if self.attempt >= cfg.effective_attempts() {
+        let attempts = cfg.effective_attempts();
+        if self.attempt >= attempts {
+            // The layer's one attempt, and its task did not opt in to more.
+            if limits.needs_opt_in && attempts == 1 {
+                return Decision::GiveUp(GiveUp::NotOptedIn);
+            }
             return Decision::GiveUp(GiveUp::AttemptsExhausted);
         }
         if limits.budget_left == Some(0) {
@@ -294,6 +300,13 @@ impl RetryState {
         };
         if limits.time_left.is_some_and(|left| delay >= left) {
             return Decision::GiveUp(GiveUp::PastDeadline { delay });
+        }
+        // Last: only a retry that would otherwise happen pays the bucket.
+        if let Some(bucket) = limits.bucket {
+            match bucket.acquire(failure.timed_out) {
+                Some(taken) => self.taken = taken,
+                None => return Decision::GiveUp(GiveUp::TokenBucketEmpty),
+            }
         }
         Decision::Retry { delay, from_hint }
     }

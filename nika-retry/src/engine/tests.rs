@@ -2,8 +2,8 @@
 
 use super::backoff::{float_backoff, whole_backoff};
 use super::*;
-use crate::Growth;
-use crate::Layer;
+use crate::vocab::config::Growth;
+use crate::vocab::layer::Layer;
 
 const T: Failure = Failure::new(ErrorCategory::Transient, None);
 const RL: Failure = Failure::new(ErrorCategory::RateLimited, None);
@@ -34,7 +34,7 @@ fn the_integer_backoff_is_the_float_one_wherever_it_applies() {
                     multiplier,
                     initial_backoff: Duration::from_nanos(initial),
                     max_backoff: Duration::MAX,
-                    ..RetryConfig::for_layer(crate::Layer::Provider)
+                    ..RetryConfig::for_layer(crate::vocab::layer::Layer::Provider)
                 };
                 for n in 1..=12 {
                     let initial = cfg.initial_backoff;
@@ -51,12 +51,12 @@ fn the_integer_backoff_is_the_float_one_wherever_it_applies() {
     // Not whole, or past 2^53 ns: the float path's alone.
     let half = RetryConfig {
         multiplier: 1.5,
-        ..RetryConfig::for_layer(crate::Layer::Http)
+        ..RetryConfig::for_layer(crate::vocab::layer::Layer::Http)
     };
     assert_eq!(whole_backoff(&half, Duration::from_secs(1), 2), None);
     let long = RetryConfig {
         multiplier: 2.0,
-        ..RetryConfig::for_layer(crate::Layer::Http)
+        ..RetryConfig::for_layer(crate::vocab::layer::Layer::Http)
     };
     assert_eq!(whole_backoff(&long, Duration::from_secs(1 << 40), 2), None);
 }
@@ -479,9 +479,17 @@ fn a_failure_given_up_on_anyway_keeps_its_reason() {
 #[test]
 fn a_failure_reaches_as_its_error_says() {
     let d = Duration::from_secs(1);
-    let connect = crate::TimeoutError::new(crate::Boundary::Connect, d, Layer::Http);
+    let connect = crate::vocab::timeout_error::TimeoutError::new(
+        crate::vocab::timeout_error::Boundary::Connect,
+        d,
+        Layer::Http,
+    );
     assert_eq!(Failure::of(&connect).reached, Reached::No);
-    let read = crate::TimeoutError::new(crate::Boundary::Read, d, Layer::Http);
+    let read = crate::vocab::timeout_error::TimeoutError::new(
+        crate::vocab::timeout_error::Boundary::Read,
+        d,
+        Layer::Http,
+    );
     assert_eq!(Failure::of(&read).reached, Reached::Maybe);
     assert_eq!(RL.reached, Reached::Refused);
     assert_eq!(

@@ -299,7 +299,8 @@ fn short(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ErrorCategory, Layer};
+    use crate::vocab::category::ErrorCategory;
+    use crate::vocab::layer::Layer;
 
     fn event(attempt: u32, outcome: Outcome) -> RetryEvent {
         RetryEvent {

@@ -3,8 +3,6 @@
 use core::fmt;
 use core::time::Duration;
 
-use super::{OBSERVERS, RetryObserver};
-
 /// A hold of an [`Upstream`](crate::upstream::Upstream) started (logged at
 /// `WARN`) or was extended (`DEBUG`). One event per hold, not one per call
 /// that waits at it: those carry their wait in
@@ -68,9 +66,10 @@ impl fmt::Display for UpstreamEvent {
     }
 }
 
-/// Sends `event` to `tracing` and to every observer in force, innermost first.
-pub(crate) fn emit(event: &UpstreamEvent) {
-    #[cfg(feature = "tracing")]
+/// `event` as a `tracing` event: WARN for a hold that starts, DEBUG for
+/// one extended.
+#[cfg(feature = "tracing")]
+pub(crate) fn trace(event: &UpstreamEvent) {
     {
         let ms = u64::try_from(event.held_for.as_millis()).unwrap_or(u64::MAX);
         macro_rules! trace {
@@ -92,11 +91,6 @@ pub(crate) fn emit(event: &UpstreamEvent) {
             trace!(tracing::Level::WARN);
         }
     }
-    OBSERVERS.with(|o| {
-        for observer in o.borrow().iter().rev() {
-            RetryObserver::on_upstream(&**observer, event);
-        }
-    });
 }
 
 /// Why an [`Upstream`](crate::upstream::Upstream) is held.

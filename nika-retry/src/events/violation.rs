@@ -1,8 +1,7 @@
 //! [`LayerViolation`]: a retry loop that breaks the stratification of the layers.
 
+use crate::vocab::layer::Layer;
 use core::fmt;
-
-use crate::Layer;
 
 /// A retry loop started inside an attempt of another loop of the same layer
 /// (two `http` loops nested: their attempts multiply) or of a lower one (a
@@ -47,7 +46,7 @@ pub struct LayerViolation {
 impl LayerViolation {
     /// Whether a loop of `inner` started inside an attempt of a loop of
     /// `outer` breaks the stratification: the same layer, or a higher one
-    /// inside a lower one.
+    /// inside a lower one. The rule itself is [`Layer::may_nest_in`].
     ///
     /// ```
     /// use nika_retry::Layer::*;
@@ -60,16 +59,7 @@ impl LayerViolation {
     /// assert!(!LayerViolation::breaks(Task, Tool));
     /// ```
     pub const fn breaks(outer: Layer, inner: Layer) -> bool {
-        inner as u8 == outer as u8 || rank(inner) > rank(outer)
-    }
-}
-
-/// `http` < `provider` = `tool` < `task`.
-const fn rank(layer: Layer) -> u8 {
-    match layer {
-        Layer::Http => 0,
-        Layer::Provider | Layer::Tool => 1,
-        Layer::Task => 2,
+        !inner.may_nest_in(outer)
     }
 }
 

@@ -5,9 +5,8 @@
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use std::sync::atomic::Ordering;
 
-use crate::connect::{CONNECTOR_USED, Connect, connect};
+use crate::connect::{Connect, connect};
 
 /// The error a connector fails with: reqwest's own error type for them.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -103,7 +102,7 @@ where
     /// Called by reqwest from inside the poll of the attempt that needs the
     /// connection, where the attempt's connect limit is in force.
     fn call(&mut self, request: R) -> Self::Future {
-        CONNECTOR_USED.store(true, Ordering::Relaxed);
+        crate::ambient::connect::connector_used();
         Connecting {
             inner: connect(self.inner.call(request)),
         }

@@ -4,11 +4,11 @@
 //! [`ErrorCategory`] with [`status_category`] and reads the server's wait hint
 //! with [`retry_hint`]. None of them can panic on what a server sends.
 
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::reached::Reached;
 use core::time::Duration;
 use std::collections::HashMap;
 use std::time::SystemTime;
-
-use crate::{ErrorCategory, Reached};
 
 #[cfg(feature = "reqwest")]
 mod connector;

@@ -5,7 +5,9 @@ use std::time::SystemTime;
 use reqwest::header::HeaderMap;
 
 use crate::http::{Headers, response_category, retry_hint, status_category, status_reached};
-use crate::{Classify, ErrorCategory, Reached};
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::classify::Classify;
+use crate::vocab::reached::Reached;
 
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
 impl Classify for reqwest::Error {
@@ -17,7 +19,7 @@ impl Classify for reqwest::Error {
     fn category(&self) -> ErrorCategory {
         // A limit of ours that expired inside reqwest (the connect limit of
         // `http::client_builder`) classifies as that limit.
-        if let Some(timeout) = crate::TimeoutError::find(self) {
+        if let Some(timeout) = crate::vocab::timeout_error::TimeoutError::find(self) {
             return timeout.category();
         }
         if let Some(status) = self.status() {
@@ -25,7 +27,7 @@ impl Classify for reqwest::Error {
         }
         // A body cut by a reset surfaces as a decode error whose source is the io error.
         if let Some(io) = io_source(self) {
-            return crate::io_kind_category(io.kind());
+            return crate::vocab::classify::io_kind_category(io.kind());
         }
         if self.is_builder() || self.is_redirect() || self.is_decode() {
             return ErrorCategory::Permanent;
@@ -40,8 +42,8 @@ impl Classify for reqwest::Error {
     /// limit that expired in the connector of
     /// [`client_builder`](crate::http::client_builder). reqwest's own
     /// timeouts (`ClientBuilder::timeout`) are not one.
-    fn timeout(&self) -> Option<&crate::TimeoutError> {
-        crate::TimeoutError::find(self)
+    fn timeout(&self) -> Option<&crate::vocab::timeout_error::TimeoutError> {
+        crate::vocab::timeout_error::TimeoutError::find(self)
     }
 
     /// A limit of ours in its sources as that limit says (`connect`: `No`);
@@ -49,7 +51,7 @@ impl Classify for reqwest::Error {
     /// `Refused`); a connect error (`is_connect()`) `No`; an `io::Error` in
     /// its sources by kind; anything else `Maybe`.
     fn reached(&self) -> Reached {
-        if let Some(timeout) = crate::TimeoutError::find(self) {
+        if let Some(timeout) = crate::vocab::timeout_error::TimeoutError::find(self) {
             return timeout.reached();
         }
         if let Some(status) = self.status() {
@@ -58,7 +60,9 @@ impl Classify for reqwest::Error {
         if self.is_connect() {
             return Reached::No;
         }
-        io_source(self).map_or(Reached::Maybe, |io| crate::io_kind_reached(io.kind()))
+        io_source(self).map_or(Reached::Maybe, |io| {
+            crate::vocab::reached::io_kind_reached(io.kind())
+        })
     }
 }
 

@@ -1,8 +1,8 @@
 //! What `#[derive(Classify)]` calls on the fields it names.
 
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::timeout_error::TimeoutError;
 use core::time::Duration;
-
-use crate::{ErrorCategory, TimeoutError};
 
 /// `#[category(http_status = field)]`: a status code, or `None` when the
 /// request got no response at all.
@@ -48,10 +48,10 @@ pub fn status_category<S: HttpStatus + ?Sized>(status: &S) -> ErrorCategory {
 /// What the status in a `http_status` field says the attempt reached (429,
 /// 503, 408: refused). No status: the request may have been sent.
 #[inline]
-pub fn status_reached<S: HttpStatus + ?Sized>(status: &S) -> crate::Reached {
+pub fn status_reached<S: HttpStatus + ?Sized>(status: &S) -> crate::vocab::reached::Reached {
     match status.status() {
         Some(code) => crate::http::status_reached(code),
-        None => crate::Reached::Maybe,
+        None => crate::vocab::reached::Reached::Maybe,
     }
 }
 

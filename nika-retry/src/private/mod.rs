@@ -8,10 +8,14 @@ mod derive;
 mod renamed;
 
 pub use crate::run::{
-    AsUpstream, Attempt, AttemptLimits, Call, FromHeld, FromTimeout, IntoConfig, IntoLimit,
+    AsUpstream, Attempt, AttemptLimits, FromHeld, FromTimeout, IntoConfig, IntoLimit,
     MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
     UpstreamTurn, once, sleep,
 };
+
+/// A call of a fn with `#[retry]` and no `#[timeout]`: the `Call` whose
+/// `Call::new` generated code names (a `TimedCall` has its own).
+pub type Call = crate::run::Call;
 pub use derive::{
     CategoryField, DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe,
     category_from, hint_duration, hint_millis, status_category, status_reached,

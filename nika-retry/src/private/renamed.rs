@@ -3,9 +3,11 @@
 //! given, as they must for a user who renames the dependency
 //! (`nr = { package = "nika-retry", … }` and `crate = "nr"`).
 
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::classify::Classify;
+use crate::vocab::timeout_error::TimeoutError;
 use core::sync::atomic::{AtomicU32, Ordering};
-
-use crate::{Classify, ErrorCategory, TimeoutError, retry, timeout};
+use nika_retry_macros::{Classify, retry, timeout};
 
 #[derive(Debug, PartialEq, Classify)]
 #[category(crate = "crate")]

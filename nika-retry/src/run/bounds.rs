@@ -4,7 +4,8 @@
 use core::time::Duration;
 
 use crate::upstream::{Held, Upstream};
-use crate::{RetryConfig, TimeoutError};
+use crate::vocab::config::RetryConfig;
+use crate::vocab::timeout_error::TimeoutError;
 
 /// A `#[timeout]` value given as an expression: `Duration` or `Option<Duration>`.
 #[diagnostic::on_unimplemented(

@@ -5,29 +5,34 @@
 //!
 //! - [`site`]: the `const` each annotated fn resolves to ([`Site`]), and
 //!   its per-attempt limits ([`AttemptLimits`]).
-//! - [`call`]: one call of a `#[retry]` fn ([`Call`]) and one attempt of it
-//!   ([`Attempt`]), the loop's `next` and `sleep`.
-//! - `effect`: `idempotent = …`, said after each failed attempt.
-//! - [`timed`]: a call with `#[timeout]` beside `#[retry]` ([`TimedCall`], [`Timed`]).
+//! - [`call`]: one call of a `#[retry]` fn ([`Call`]) and each poll of an
+//!   attempt ([`Attempt`]): the attempt put in force, the body polled.
+//! - [`after`]: what the call does after an attempt, once for every kind of
+//!   call: `idempotent = …`, `next` / `next_after` (the engine's verdict,
+//!   applied), and the `sleep` until the next attempt.
+//! - [`timed`]: the time limits of a call with `#[timeout]` beside
+//!   `#[retry]` ([`Timing`], the `D` of [`TimedCall`]), and [`Timed`], an
+//!   attempt under them.
 //! - [`once`]: `#[timeout]` alone, one run of the body ([`Once`]).
 //! - [`upstream`]: an attempt's pass through its shared upstream ([`UpstreamTurn`]).
 //! - [`violation`]: the report of a loop that breaks the layer rule.
 //! - [`bounds`]: the traits generated code puts on the user's types, each
 //!   with the compile error that says what to write.
 
+pub(crate) mod after;
 pub(crate) mod bounds;
 pub(crate) mod call;
-mod effect;
 pub(crate) mod once;
 pub(crate) mod site;
 pub(crate) mod timed;
 pub(crate) mod upstream;
 pub(crate) mod violation;
 
+pub use after::{NO_CONFIG, sleep};
 pub use bounds::{
     AsUpstream, FromHeld, FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt, RetryResult,
 };
-pub use call::{Attempt, Call, NO_CONFIG, sleep};
+pub use call::{Attempt, Call};
 pub use once::{Once, once};
 pub use site::{AttemptLimits, Overrides, Site};
 pub use timed::{Timed, TimedCall};

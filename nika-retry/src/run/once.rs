@@ -9,10 +9,10 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::site::{AttemptLimits, Site};
-use crate::TimeoutError;
 use crate::ambient::{Alone, AloneMark, ConnectLimit, OnceFrame, StreamFrame, Swap};
 use crate::connect;
 use crate::time::{Progress, TimeLimited, Total};
+use crate::vocab::timeout_error::TimeoutError;
 
 /// Runs `fut` once under `limits` and `total`: what `#[timeout(layer = …)]`
 /// without `#[retry]` expands to. There is no loop, so a task scope's
@@ -132,7 +132,8 @@ where
 mod tests {
     use super::*;
     use crate::run::site::Overrides;
-    use crate::{Boundary, Layer};
+    use crate::vocab::layer::Layer;
+    use crate::vocab::timeout_error::Boundary;
 
     static SITE: Site = Overrides::NONE.site(Layer::Task, "tests::once");
 

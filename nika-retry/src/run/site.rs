@@ -4,7 +4,10 @@ use core::time::Duration;
 
 use crate::ambient::ConnectLimit;
 use crate::time::TimeLimited;
-use crate::{Boundary, CategorySet, Layer, RetryConfig};
+use crate::vocab::category::CategorySet;
+use crate::vocab::config::RetryConfig;
+use crate::vocab::layer::Layer;
+use crate::vocab::timeout_error::Boundary;
 
 /// One annotated fn, resolved at compile time into a `const`.
 #[derive(Debug)]

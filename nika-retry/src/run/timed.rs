@@ -1,5 +1,6 @@
-//! [`TimedCall`]: a call of a fn with `#[retry]` and `#[timeout]`, and
-//! [`Timed`], one of its attempts under its time limits.
+//! A call of a fn with `#[retry]` and `#[timeout]` ([`TimedCall`], a
+//! [`Call`] with its [`Timing`]), and [`Timed`], one of its attempts under
+//! its time limits.
 
 use core::future::Future;
 use core::pin::Pin;
@@ -9,19 +10,17 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::bounds::RetryResult;
-use super::call::Call;
+use super::call::{Call, Deadline};
 use super::site::{AttemptLimits, Site};
 use crate::ambient::{ConnectLimit, Frame, Swap};
 use crate::connect;
-use crate::time::{Nanos, Progress, TimeLimited, Total};
-use crate::{Classify, RetryConfig, TimeoutError};
+use crate::time::{Progress, TimeLimited, Total};
+use crate::vocab::timeout_error::TimeoutError;
 
-/// One call of a fn with `#[retry]` and `#[timeout]`: the [`Call`], and
-/// what its time limits share across attempts.
+/// What the time limits of a call with `#[timeout]` share across its
+/// attempts: the `D` of its [`Call`].
 #[derive(Debug)]
-pub struct TimedCall {
-    pub(super) call: Call,
+pub struct Timing {
     /// The total deadline, and the limit it came from (for the error).
     pub(super) deadline: Option<Total>,
     /// Tells the attempts' own wake-ups from others', for `read`: allocated
@@ -29,24 +28,36 @@ pub struct TimedCall {
     progress: Option<Arc<Progress>>,
 }
 
-impl TimedCall {
+impl Deadline for Timing {
+    #[inline(always)]
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline.map(|total| total.at)
+    }
+}
+
+/// One call of a fn with `#[retry]` and `#[timeout]`: a [`Call`] whose
+/// attempts share its [`Timing`].
+pub type TimedCall = Call<Timing>;
+
+impl Call<Timing> {
     /// A call of `site`, bounded in all by `total` if given.
     #[inline(always)]
     pub fn new(site: &'static Site, total: Option<Duration>) -> TimedCall {
-        TimedCall {
-            call: Call::new(site),
-            deadline: Total::from_now(total),
-            progress: None,
-        }
+        Call::with(
+            site,
+            Timing {
+                deadline: Total::from_now(total),
+                progress: None,
+            },
+        )
     }
 
     /// [`TimedCall::new`] for a fn whose return type names `Started` ([`Call::streamed`]).
     #[inline(always)]
     pub fn streamed(site: &'static Site, total: Option<Duration>) -> TimedCall {
-        TimedCall {
-            call: Call::streamed(site),
-            ..TimedCall::new(site, total)
-        }
+        let mut call = TimedCall::new(site, total);
+        call.streams = true;
+        call
     }
 
     /// Runs one attempt under `limits` and the call's total deadline.
@@ -63,31 +74,13 @@ impl TimedCall {
     where
         F: Future<Output = Result<T, E>>,
     {
-        let (inner, connect) = limits.arm(fut, self.call.site.layer);
+        let (inner, connect) = limits.arm(fut, self.site.layer);
         Timed {
             inner,
             connect,
             call: self,
             into_error,
         }
-    }
-
-    /// [`Call::next`], under the call's total deadline.
-    #[inline(always)]
-    pub fn next<R, C>(
-        &mut self,
-        result: &R,
-        config: C,
-        self_type: Option<fn() -> &'static str>,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        self.call
-            .next_within(self.deadline, Nanos::NONE, result, config, self_type)
-            .0
     }
 }
 
@@ -118,16 +111,12 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let into_error = *this.into_error;
-        let TimedCall {
-            call,
-            deadline,
-            progress,
-        } = this.call;
+        let call = this.call;
         let inner = this.inner;
         connect::poll_under(this.connect, call.site.operation, || {
             let framed = call.streams;
             let mut frame = if framed {
-                call.frame(inner.read_limit(), *deadline)
+                call.frame(inner.read_limit(), call.timing.deadline)
             } else {
                 None
             };
@@ -135,6 +124,7 @@ where
             let entered = call.enter(framed);
             let call = &mut *entered.call;
             let timed_out = &mut call.timed_out;
+            let Timing { deadline, progress } = &mut call.timing;
             let polled = inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
                 *timed_out = true;
                 Err(into_error(e))

@@ -1,14 +1,13 @@
 //! `#[retry(upstream = EXPR)]`: each attempt passes its upstream before it
-//! starts, and gives it the attempt's outcome after.
+//! starts, and gives it the attempt's outcome after
+//! ([`Call::next_after`](super::call::Call::next_after)).
 
 use tokio::time::Instant;
 
-use super::bounds::RetryResult;
-use super::call::Call;
-use super::timed::TimedCall;
+use super::call::{Call, Deadline};
 use crate::engine::Failure;
+use crate::time::Nanos;
 use crate::upstream::{Held, Turn, Upstream};
-use crate::{Classify, RetryConfig};
 
 /// A call's turn at its upstream, for the generated loop: kept for the
 /// whole call (a probe's turn, dropped with its cancelled call, passes
@@ -22,9 +21,29 @@ impl<'u> UpstreamTurn<'u> {
     pub fn new(upstream: &'u Upstream) -> Self {
         UpstreamTurn(Turn::idle(upstream))
     }
+
+    /// How long the attempt waited at the upstream before it started.
+    #[inline(always)]
+    pub(super) fn waited(&self) -> Nanos {
+        self.0.waited()
+    }
+
+    /// Whether a success ends the turn with nothing to tell the upstream.
+    #[inline(always)]
+    pub(super) fn success_ends(&self) -> bool {
+        self.0.success_ends()
+    }
+
+    /// Gives the turn the attempt's outcome: its failure (as its call
+    /// classified it), and the next attempt's start (the backoff its call
+    /// drew, if it failed).
+    #[inline(always)]
+    pub(super) fn settle(&mut self, failure: Option<Failure>, until: Option<Instant>) {
+        self.0.settle(failure, until);
+    }
 }
 
-impl Call {
+impl<D: Deadline> Call<D> {
     /// Whether the next attempt may start at once: one atomic load, and
     /// no future, so that an open upstream costs the loop almost nothing;
     /// if not, it waits with [`pass`](Call::pass).
@@ -33,106 +52,17 @@ impl Call {
         turn.0.upstream().open()
     }
 
-    /// Waits for the upstream to let the next attempt start; `Held` if the
-    /// hold is longer than the call's `max_retry_after`.
+    /// Waits for the upstream to let the next attempt start, within the
+    /// call's `total` deadline if it has one; `Held` if the hold is longer
+    /// than the call's `max_retry_after`.
     #[inline]
     pub async fn pass(&self, turn: &mut UpstreamTurn<'_>) -> Result<(), Held> {
-        self.pass_within(turn, None).await
-    }
-
-    #[inline]
-    pub(super) async fn pass_within(
-        &self,
-        turn: &mut UpstreamTurn<'_>,
-        deadline: Option<Instant>,
-    ) -> Result<(), Held> {
         let patience = crate::upstream::Patience {
             cap: self.site.config.max_retry_after,
-            deadline,
+            deadline: self.timing.deadline(),
         };
         // The turn it replaces is idle: its drop does nothing.
         turn.0 = turn.0.upstream().pass(patience).await?;
         Ok(())
     }
-
-    /// [`next`](Call::next) for a call with an upstream: the attempt's
-    /// outcome goes to the upstream too.
-    #[inline(always)]
-    pub fn next_after<R, C>(
-        &mut self,
-        turn: &mut UpstreamTurn<'_>,
-        result: &R,
-        config: C,
-        self_type: Option<fn() -> &'static str>,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        let waited = turn.0.waited();
-        if result.error().is_none() && turn.0.success_ends() {
-            // The common case apart: no failure to carry to `settle`, no
-            // backoff to draw for it.
-            return self.next_within(None, waited, result, config, self_type).0;
-        }
-        let (until, failure) = self.next_within(None, waited, result, config, self_type);
-        settle(turn, failure, until)
-    }
-}
-
-impl TimedCall {
-    /// [`Call::pass_open`].
-    #[inline(always)]
-    pub fn pass_open(&self, turn: &UpstreamTurn<'_>) -> bool {
-        self.call.pass_open(turn)
-    }
-
-    /// [`Call::pass`], within the call's `total` deadline.
-    #[inline]
-    pub async fn pass(&self, turn: &mut UpstreamTurn<'_>) -> Result<(), Held> {
-        let deadline = self.deadline.map(|total| total.at);
-        self.call.pass_within(turn, deadline).await
-    }
-
-    /// [`Call::next_after`], under the call's total deadline.
-    #[inline(always)]
-    pub fn next_after<R, C>(
-        &mut self,
-        turn: &mut UpstreamTurn<'_>,
-        result: &R,
-        config: C,
-        self_type: Option<fn() -> &'static str>,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        let deadline = self.deadline;
-        let waited = turn.0.waited();
-        if result.error().is_none() && turn.0.success_ends() {
-            let (until, _) = self
-                .call
-                .next_within(deadline, waited, result, config, self_type);
-            return until;
-        }
-        let (until, failure) = self
-            .call
-            .next_within(deadline, waited, result, config, self_type);
-        settle(turn, failure, until)
-    }
-}
-
-/// Gives `turn` the attempt's outcome: its failure (as its call
-/// classified it), and the next attempt's start (the backoff its call
-/// drew, if it failed).
-#[inline(always)]
-fn settle(
-    turn: &mut UpstreamTurn<'_>,
-    failure: Option<Failure>,
-    until: Option<Instant>,
-) -> Option<Instant> {
-    turn.0.settle(failure, until);
-    until
 }

@@ -13,29 +13,11 @@
 //! last ones when its poll ends, those of the calls nested deeper having
 //! been completed by their own outer calls first.
 
-use core::cell::RefCell;
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, PoisonError};
-
 use super::site::Site;
-use crate::Layer;
-use crate::ambient::exchange;
-use crate::events::{self, LayerViolation, RetryObserver};
-
-/// The inner half of a report, waiting for the outer call's name.
-struct Pending {
-    inner: &'static Site,
-    outer_layer: Layer,
-    /// The observers in force where the inner loop started.
-    observers: Vec<Arc<dyn RetryObserver>>,
-}
-
-std::thread_local! {
-    static PENDING: RefCell<Vec<Pending>> = const { RefCell::new(Vec::new()) };
-}
-
-/// The pairs `(outer, inner)` already warned about in this process.
-static WARNED: Mutex<BTreeSet<(&'static str, &'static str)>> = Mutex::new(BTreeSet::new());
+use crate::ambient::violations::{self, Pending};
+use crate::ambient::{exchange, observers};
+use crate::events::LayerViolation;
+use crate::vocab::layer::Layer;
 
 /// On the first poll of a call of `inner` nested in another's attempt: if
 /// that breaks the stratification, leaves the report for the outer call.
@@ -44,18 +26,16 @@ static WARNED: Mutex<BTreeSet<(&'static str, &'static str)>> = Mutex::new(BTreeS
 pub(crate) fn check(inner: &'static Site) {
     #[cfg(test)]
     tests::CHECKS.with(|n| n.set(n.get() + 1));
-    let Some(outer_layer) =
-        exchange::count_violation(|outer| LayerViolation::breaks(outer, inner.layer))
+    let Some(outer_layer) = exchange::count_violation(|outer| !inner.layer.may_nest_in(outer))
     else {
         return;
     };
-    let observers = events::current();
-    PENDING.with(|p| {
-        p.borrow_mut().push(Pending {
-            inner,
-            outer_layer,
-            observers,
-        });
+    let observers = observers::current();
+    violations::leave(Pending {
+        inner_layer: inner.layer,
+        inner_operation: inner.operation,
+        outer_layer,
+        observers,
     });
 }
 
@@ -65,17 +45,14 @@ pub(crate) fn check(inner: &'static Site) {
 #[cold]
 #[inline(never)]
 pub(crate) fn report(outer_layer: Layer, outer_operation: &'static str, count: u32) {
-    let reports = PENDING.with(|p| {
-        let mut pending = p.borrow_mut();
-        let from = pending.len().saturating_sub(count as usize);
-        pending.split_off(from)
-    });
+    let reports = violations::take_last(count);
     // Unwinding: an observer must not panic twice.
     if std::thread::panicking() {
         return;
     }
     for Pending {
-        inner,
+        inner_layer,
+        inner_operation,
         outer_layer: seen,
         observers,
     } in reports
@@ -84,8 +61,8 @@ pub(crate) fn report(outer_layer: Layer, outer_operation: &'static str, count: u
         let violation = LayerViolation {
             outer_layer,
             outer_operation,
-            inner_layer: inner.layer,
-            inner_operation: inner.operation,
+            inner_layer,
+            inner_operation,
         };
         warn_once(&violation);
         for observer in observers.iter().rev() {
@@ -96,12 +73,7 @@ pub(crate) fn report(outer_layer: Layer, outer_operation: &'static str, count: u
 
 /// The `tracing` warning, once per pair of fns in the process.
 fn warn_once(violation: &LayerViolation) {
-    let pair = (violation.outer_operation, violation.inner_operation);
-    let first = WARNED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(pair);
-    if first {
+    if violations::first_warning(violation.outer_operation, violation.inner_operation) {
         warn(violation);
     }
 }
@@ -132,8 +104,7 @@ fn warn(violation: &LayerViolation) {
 mod tests {
     use core::cell::Cell;
     use core::future::Future;
-
-    use crate::{Classify, retry};
+    use nika_retry_macros::{Classify, retry};
 
     std::thread_local! {
         /// How many times a call on this thread ran the violation check.

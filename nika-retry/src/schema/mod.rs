@@ -10,10 +10,9 @@
 //! assert!(keys.contains_key("retry") && keys.contains_key("timeout") && keys.contains_key("budget"));
 //! ```
 
+use crate::vocab::policy::TaskPolicy;
 use schemars::Schema;
 use schemars::generate::SchemaSettings;
-
-use crate::policy::TaskPolicy;
 
 /// Where the schema is published: its `$id`.
 pub const ID: &str =

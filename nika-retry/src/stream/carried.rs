@@ -1,11 +1,10 @@
 //! [`Carried`]: the limits a [`Started`](super::Started) carries, as the
 //! annotated fn that awaited [`started`](super::started) had them in force.
 
-use core::time::Duration;
-
-use crate::Layer;
 use crate::ambient::StreamFrame;
 use crate::time::Total;
+use crate::vocab::layer::Layer;
+use core::time::Duration;
 
 /// The limits a started stream carries after the first content: at least
 /// one of `read` and `total` (a frame with neither carries nothing: `None`).

@@ -100,10 +100,9 @@ mod starting;
 #[cfg(test)]
 mod tests;
 
+use crate::vocab::timeout_error::TimeoutError;
 pub use started::Started;
 pub use starting::Starting;
-
-use crate::TimeoutError;
 
 /// The most items held before the first content: past it the stream counts
 /// as started, so that a predicate that never says "content" cannot hold a

@@ -11,7 +11,7 @@ use tokio::time::{Instant, Sleep};
 use super::StreamError;
 use super::carried::Carried;
 use crate::time::Total;
-use crate::{Boundary, TimeoutError};
+use crate::vocab::timeout_error::{Boundary, TimeoutError};
 
 pin_project_lite::pin_project! {
     /// A stream past its first content: the items held before it, replayed

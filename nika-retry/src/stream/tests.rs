@@ -14,7 +14,8 @@ use tokio::time::Instant;
 use super::carried::Carried;
 use super::{MAX_HELD, Started, started, started_when};
 use crate::time::Total;
-use crate::{Boundary, Layer, TimeoutError};
+use crate::vocab::layer::Layer;
+use crate::vocab::timeout_error::{Boundary, TimeoutError};
 
 type Item = Result<u32, TimeoutError>;
 

@@ -15,7 +15,8 @@ use futures_task::{ArcWake, waker_ref};
 use tokio::time::{Instant, Sleep};
 
 use super::{Nanos, Total};
-use crate::{Boundary, Layer, TimeoutError};
+use crate::vocab::layer::Layer;
+use crate::vocab::timeout_error::{Boundary, TimeoutError};
 
 /// What tells an attempt's own wake-ups from everyone else's, for `read`:
 /// the attempt is polled with a waker of its own that notes each wake-up

@@ -5,7 +5,8 @@ use core::time::Duration;
 use std::borrow::Cow;
 
 use super::HoldReason;
-use crate::{Classify, ErrorCategory};
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::classify::Classify;
 
 /// A call that did not wait for its upstream: the hold would outlast the
 /// call's `total` deadline, or is longer than the longest server hint the

@@ -74,7 +74,7 @@ pub use state::MAX_HOLD;
 pub use store::{InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, STORE_WAIT, Store, StoreFuture};
 pub(crate) use wait::{Patience, Turn};
 
-use crate::events::{self, UpstreamEvent};
+use crate::events::UpstreamEvent;
 use crate::http::{self, Headers};
 use state::{Grown, State};
 
@@ -305,7 +305,7 @@ impl Upstream {
         if let Some(store) = &self.shared.store {
             store.hold(&self.shared.name, grown.held_for, grown.reason);
         }
-        events::upstream::emit(&UpstreamEvent {
+        crate::ambient::observers::emit_upstream(&UpstreamEvent {
             upstream: self.shared.name.to_string(),
             held_for: grown.held_for,
             reason: grown.reason,

@@ -11,9 +11,9 @@ use tokio::time::Instant;
 use super::state::Step;
 use super::store::STORE_WAIT;
 use super::{Held, HoldReason, ProbeTurn, Store, Upstream};
-use crate::ErrorCategory;
 use crate::engine::Failure;
 use crate::time::Nanos;
+use crate::vocab::category::ErrorCategory;
 
 /// What lets one attempt start: given back after it with its outcome.
 /// Dropped without an outcome (the call was cancelled), a probe passes its

@@ -1,9 +1,9 @@
 //! [`RetryConfig`]: how many attempts, how long to wait between them, what to retry.
 
+use crate::vocab::category::{CategorySet, ErrorCategory};
+use crate::vocab::layer::Layer;
 use core::num::NonZeroU32;
 use core::time::Duration;
-
-use crate::{CategorySet, ErrorCategory, Layer};
 
 /// How the backoff grows from one retry to the next.
 #[non_exhaustive]

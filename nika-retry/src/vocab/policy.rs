@@ -1,9 +1,10 @@
 //! [`TaskPolicy`]: what a workflow task says about retries and time, as
 //! data (`task` puts it in force; the ambient state stores it).
 
+use crate::vocab::bucket::TokenBucket;
+use crate::vocab::config::RetryConfig;
+use crate::vocab::layer::Layer;
 use core::time::Duration;
-
-use crate::{Layer, RetryConfig, TokenBucket};
 
 /// What a workflow task says about retries and time.
 ///

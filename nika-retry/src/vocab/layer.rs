@@ -46,6 +46,35 @@ impl Layer {
             Layer::Task => "task",
         }
     }
+
+    /// Whether a retry loop of this layer may start inside an attempt of a
+    /// loop of `outer` without breaking the stratification (ADR-006): only
+    /// a lower layer inside a higher one, or `provider` and `tool` inside
+    /// each other (an LLM used as a tool). The same layer nested multiplies
+    /// its attempts; a higher one inside a lower one turns the layers
+    /// upside down. The order, low to high: `http` < `provider` = `tool` < `task`.
+    ///
+    /// ```
+    /// use nika_retry::Layer::*;
+    ///
+    /// assert!(Http.may_nest_in(Provider));
+    /// assert!(Provider.may_nest_in(Tool), "an LLM used as a tool");
+    /// assert!(Tool.may_nest_in(Task));
+    /// assert!(!Http.may_nest_in(Http));
+    /// assert!(!Provider.may_nest_in(Http));
+    /// ```
+    pub const fn may_nest_in(self, outer: Layer) -> bool {
+        self as u8 != outer as u8 && self.rank() <= outer.rank()
+    }
+
+    /// `http` < `provider` = `tool` < `task`.
+    const fn rank(self) -> u8 {
+        match self {
+            Layer::Http => 0,
+            Layer::Provider | Layer::Tool => 1,
+            Layer::Task => 2,
+        }
+    }
 }
 
 impl fmt::Display for Layer {

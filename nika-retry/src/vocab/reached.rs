@@ -1,10 +1,9 @@
 //! [`Reached`]: whether a failed attempt may have reached the other side,
 //! and so may have had its effect there.
 
+use crate::vocab::category::ErrorCategory;
 use core::fmt;
 use std::io;
-
-use crate::ErrorCategory;
 
 /// Whether a failed attempt may have reached the other side (and done
 /// there what it asked for): what a call that is not idempotent

@@ -1,9 +1,10 @@
 //! [`Classify`]: how an error tells the retry loop what kind of failure it is.
 
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::reached::{Reached, io_kind_reached};
+use crate::vocab::timeout_error::{Boundary, TimeoutError};
 use core::time::Duration;
 use std::io;
-
-use crate::{Boundary, ErrorCategory, Reached, TimeoutError, io_kind_reached};
 
 /// Classifies an error for the retry loop.
 ///
@@ -241,7 +242,7 @@ pub fn io_kind_category(kind: io::ErrorKind) -> ErrorCategory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Layer;
+    use crate::vocab::layer::Layer;
     use io::ErrorKind as K;
 
     #[test]

@@ -1,9 +1,8 @@
 //! [`TimeoutError`]: which time limit expired, how long it was and whose it was.
 
+use crate::vocab::layer::Layer;
 use core::fmt;
 use core::time::Duration;
-
-use crate::Layer;
 
 /// The boundary a time limit guards (ADR-019 "Timeout ownership": connect and
 /// read belong to the http transport, a tool's and a task's limits to their layer).

@@ -1,0 +1,170 @@
+//! The engine's verdict on a failed attempt: a [`Decision`], why it gave
+//! up ([`GiveUp`]), and the [`Outcome`] an event reports.
+
+use core::fmt;
+use core::time::Duration;
+
+#[cfg(doc)]
+use crate::vocab::bucket::TokenBucket;
+#[cfg(doc)]
+use crate::vocab::reached::Reached;
+
+/// What to do after a failed attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Sleep for `delay`, then run the next attempt.
+    Retry {
+        /// How long to sleep.
+        delay: Duration,
+        /// Whether the delay is the server's hint rather than the computed backoff.
+        from_hint: bool,
+    },
+    /// Return the error.
+    GiveUp(GiveUp),
+}
+
+impl Decision {
+    /// A retry after a computed backoff of `delay`.
+    pub const fn retry(delay: Duration) -> Decision {
+        Decision::Retry {
+            delay,
+            from_hint: false,
+        }
+    }
+}
+
+/// Why the engine gave up.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GiveUp {
+    /// The config does not retry this category.
+    NotRetryable,
+    /// The attempt that failed was the last one the config allows.
+    AttemptsExhausted,
+    /// A `tool` or `task` fn was tried once because the task in force did
+    /// not opt in to retrying it (no `retry:` in its
+    /// [`TaskPolicy`](crate::task::TaskPolicy)): those layers retry only
+    /// when the task says so.
+    NotOptedIn,
+    /// The cumulative attempt budget shared by the nested layers under one
+    /// outermost call is spent ("attempt budget exhausted").
+    BudgetExhausted,
+    /// The layer's [`TokenBucket`], shared across calls,
+    /// cannot pay for another retry ("retry token bucket empty"): not the attempt
+    /// budget, which may have attempts left.
+    TokenBucketEmpty,
+    /// The server asked for a wait above `max_retry_after`.
+    HintTooLong {
+        /// The wait the server asked for.
+        hint: Duration,
+    },
+    /// The sleep would end at or past the call's total deadline.
+    PastDeadline {
+        /// The sleep that would have been needed.
+        delay: Duration,
+    },
+    /// The call is not idempotent and the failed attempt may have reached
+    /// the other side and taken effect there ([`Reached::Maybe`]): repeating
+    /// it could repeat the effect (a second mail, a second payment), so it
+    /// is not retried, whatever the config says.
+    MayHaveTakenEffect,
+}
+
+impl fmt::Display for GiveUp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GiveUp::NotRetryable => f.write_str("not retryable"),
+            GiveUp::AttemptsExhausted => f.write_str("attempts exhausted"),
+            GiveUp::NotOptedIn => f.write_str("not opted in by the task"),
+            GiveUp::BudgetExhausted => f.write_str("attempt budget exhausted"),
+            GiveUp::TokenBucketEmpty => f.write_str("retry token bucket empty"),
+            GiveUp::HintTooLong { hint } => {
+                write!(
+                    f,
+                    "server asked to wait {}",
+                    humantime::format_duration(*hint)
+                )
+            }
+            GiveUp::PastDeadline { delay } => write!(
+                f,
+                "a {} wait would pass the deadline",
+                humantime::format_duration(*delay)
+            ),
+            GiveUp::MayHaveTakenEffect => f.write_str(
+                "not retried: the attempt may have taken effect and the fn is not idempotent",
+            ),
+        }
+    }
+}
+
+impl Decision {
+    /// How the decision ends the attempt, as an event reports it: a retry,
+    /// a give-up, or ([`GiveUp::BudgetExhausted`],
+    /// [`GiveUp::TokenBucketEmpty`]) a retry refused by what pays for it.
+    ///
+    /// ```
+    /// use nika_retry::engine::{Decision, GiveUp, Outcome};
+    ///
+    /// assert_eq!(Decision::GiveUp(GiveUp::TokenBucketEmpty).outcome(), Outcome::BudgetExhausted);
+    /// assert_eq!(Decision::GiveUp(GiveUp::NotRetryable).outcome(), Outcome::GaveUp);
+    /// ```
+    pub const fn outcome(self) -> Outcome {
+        match self {
+            Decision::Retry { .. } => Outcome::Retrying,
+            Decision::GiveUp(GiveUp::BudgetExhausted | GiveUp::TokenBucketEmpty) => {
+                Outcome::BudgetExhausted
+            }
+            Decision::GiveUp(_) => Outcome::GaveUp,
+        }
+    }
+
+    /// Why it gave up; `None` for a retry.
+    pub const fn reason(self) -> Option<GiveUp> {
+        match self {
+            Decision::Retry { .. } => None,
+            Decision::GiveUp(why) => Some(why),
+        }
+    }
+}
+
+/// How a decision ended.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The attempt failed and the loop sleeps `delay`, then tries again.
+    Retrying,
+    /// The attempt failed and the loop returns the error (see `reason`).
+    GaveUp,
+    /// The attempt failed and would have been retried, but what pays for
+    /// retries refused: `reason` says which, in the event and its log line.
+    ///
+    /// - [`GiveUp::BudgetExhausted`] ("attempt budget exhausted"): the
+    ///   cumulative attempt budget of the nested layers under one outermost
+    ///   call is spent;
+    /// - [`GiveUp::TokenBucketEmpty`] ("retry token bucket empty"): the layer's
+    ///   [`TokenBucket`], shared across calls, is empty.
+    ///
+    /// One outcome for both, as observers have always seen it: either way
+    /// the loop fails fast on a failure it would otherwise have retried.
+    BudgetExhausted,
+    /// An attempt after one or more retries succeeded.
+    Recovered,
+}
+
+impl Outcome {
+    /// The snake-case name, as the `tracing` field shows it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Retrying => "retrying",
+            Outcome::GaveUp => "gave_up",
+            Outcome::BudgetExhausted => "budget_exhausted",
+            Outcome::Recovered => "recovered",
+        }
+    }
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}

@@ -1,0 +1,423 @@
+//! What a call does after each attempt, the one decision generated code
+//! asks for ([`Call::next`], [`Call::next_after`] with an upstream): the
+//! engine gives the whole verdict ([`RetryState::decide`]); the call applies
+//! it (the instant to wake at, the budget's count, the event), and, with
+//! `idempotent = …`, says first whether the fn may repeat an attempt.
+
+use core::num::NonZeroU32;
+use core::time::Duration;
+use std::borrow::Cow;
+
+use tokio::time::Instant;
+
+use super::bounds::RetryResult;
+use super::call::{Call, Deadline};
+use super::upstream::UpstreamTurn;
+use crate::ambient::{Budget, exchange, observers};
+use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
+use crate::events::{self, Outcome, RetryEvent};
+use crate::task;
+use crate::time::{Nanos, later};
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::classify::Classify;
+use crate::vocab::config::RetryConfig;
+use crate::vocab::layer::Layer;
+
+impl<D: Deadline> Call<D> {
+    /// After an attempt: if it failed, whether the call is idempotent, as
+    /// `idempotent` (the attribute's expression) says; the engine then
+    /// retries only what certainly had no effect
+    /// ([`Reached`](crate::vocab::reached::Reached)). Not evaluated after a success.
+    #[inline(always)]
+    pub fn idempotent<R: RetryResult>(&mut self, result: &R, idempotent: impl FnOnce() -> bool) {
+        if result.error().is_some() {
+            self.idempotent = idempotent();
+        }
+    }
+
+    /// After an attempt: when to start the next one (the backoff from now),
+    /// or `None` to return `result`; an instant rather than the delay, so
+    /// that the clock read that timed the failure serves the sleep too.
+    /// `config` is the attribute's `config = …`, evaluated only if the
+    /// attempt failed; `self_type` names the impl's type of a method, for
+    /// the events.
+    #[inline(always)]
+    pub fn next<R, C>(
+        &mut self,
+        result: &R,
+        config: C,
+        self_type: Option<fn() -> &'static str>,
+    ) -> Option<Instant>
+    where
+        R: RetryResult,
+        R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
+    {
+        self.after(Nanos::NONE, result, config, self_type).0
+    }
+
+    /// [`next`](Call::next) for a call with an upstream: the attempt's
+    /// outcome goes to the upstream too.
+    #[inline(always)]
+    pub fn next_after<R, C>(
+        &mut self,
+        turn: &mut UpstreamTurn<'_>,
+        result: &R,
+        config: C,
+        self_type: Option<fn() -> &'static str>,
+    ) -> Option<Instant>
+    where
+        R: RetryResult,
+        R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
+    {
+        let waited = turn.waited();
+        if result.error().is_none() && turn.success_ends() {
+            // The common case apart: no failure to carry to `settle`, no
+            // backoff to draw for it.
+            return self.after(waited, result, config, self_type).0;
+        }
+        let (until, failure) = self.after(waited, result, config, self_type);
+        turn.settle(failure, until);
+        until
+    }
+
+    /// [`next`](Call::next), for a call that waited `waited` at its
+    /// upstream (none: it did not), under its deadline if it has one; with the failure it
+    /// classified, for the upstream to read rather than classify again
+    /// (the callers that drop it pay a copy: BENCHMARKS.md, "The kernel's
+    /// last moves").
+    #[inline(always)]
+    fn after<R, C>(
+        &mut self,
+        waited: Nanos,
+        result: &R,
+        config: C,
+        self_type: Option<fn() -> &'static str>,
+    ) -> (Option<Instant>, Option<Failure>)
+    where
+        R: RetryResult,
+        R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
+    {
+        match result.error() {
+            // A first attempt that succeeds, outside any token bucket: done.
+            None if self.attempt == 1 && self.bucket.is_none() => (None, None),
+            None => {
+                self.succeeded(self_type, waited);
+                (None, None)
+            }
+            Some(error) => {
+                let failure = Failure::of(error);
+                let deadline = self.timing.deadline();
+                let next = self.failed(failure, deadline, waited, &mut lazy(config), self_type);
+                (next, Some(failure))
+            }
+        }
+    }
+
+    /// The config in force: the task scope's `retry:`, else `config = …`, else the site's.
+    fn config(&self, config: &mut dyn FnMut() -> Option<RetryConfig>) -> Cow<'static, RetryConfig> {
+        match task::retry_in_force(self.site.layer).or_else(config) {
+            Some(cfg) => Cow::Owned(cfg),
+            None => Cow::Borrowed(&self.site.config),
+        }
+    }
+
+    /// After a success that a token bucket counts, or that took retries.
+    #[cold]
+    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Nanos) {
+        let retried = self.attempt > 1;
+        if let Some(bucket) = &self.bucket {
+            RetryState::resume(self.attempt, self.bucket_taken).succeeded(bucket);
+        }
+        if !retried || !observers::listening(events::level(Outcome::Recovered, self.attempt, None))
+        {
+            return;
+        }
+        // As the failed attempts left it (`retried`: they set it):
+        // `config = …` is not evaluated again.
+        let max_attempts = self.max_attempts.map_or(self.attempt, NonZeroU32::get);
+        let mut event = self.event(
+            Instant::now(),
+            self_type,
+            self.attempt,
+            max_attempts,
+            self.last_category,
+            Outcome::Recovered,
+        );
+        event.upstream_wait = waited_at_upstream(waited);
+        observers::emit(&event);
+    }
+
+    #[cold]
+    fn failed(
+        &mut self,
+        failure: Failure,
+        deadline: Option<Instant>,
+        waited: Nanos,
+        config: &mut dyn FnMut() -> Option<RetryConfig>,
+        self_type: Option<fn() -> &'static str>,
+    ) -> Option<Instant> {
+        // One of the attempt's own limits, or a timeout in the error itself
+        // (a connect limit, an inner fn's limit): the bucket charges more.
+        let timed_out = core::mem::take(&mut self.timed_out) | failure.timed_out;
+        // One clock read: the deadline, the start, the event, the sleep.
+        let now = Instant::now();
+        // A first attempt that failed at once: the call started now.
+        let start = *self.start.get_or_insert(now);
+        self.last_category = failure.category;
+        let config = self.config(config);
+        let max_attempts = config.attempts();
+        self.max_attempts = Some(max_attempts);
+        let max_attempts = max_attempts.get();
+        let budget = self.budget_in_force();
+        let limits = Limits {
+            time_left: deadline.map(|at| at.saturating_duration_since(now)),
+            budget_left: budget.map(|b| b.left(max_attempts)),
+            // The fn's, never the config's: no task scope overrides it.
+            idempotent: self.idempotent,
+            bucket: self.bucket.as_ref(),
+            // The site's one attempt, no task `retry:` nor `config = …` over it.
+            needs_opt_in: matches!(config, Cow::Borrowed(_))
+                && matches!(self.site.layer, Layer::Tool | Layer::Task),
+        };
+        let attempt = self.attempt;
+        let mut state = RetryState::resume(attempt, self.bucket_taken);
+        let decision = state.decide(&config, failure.with_timed_out(timed_out), limits);
+        (self.attempt, self.bucket_taken) = (state.attempt(), state.taken());
+        let (outcome, reason) = (decision.outcome(), decision.reason());
+        let (delay, from_hint) = match decision {
+            Decision::Retry { delay, from_hint } => {
+                self.take_from_budget();
+                (Some(delay), from_hint)
+            }
+            Decision::GiveUp(_) => (None, false),
+        };
+        let wake = delay.map(|delay| later(now, delay));
+        if !observers::listening(events::level(outcome, attempt, reason)) {
+            return wake;
+        }
+        if self.first_failure.is_none() {
+            self.first_failure = Nanos::between(start, now);
+        }
+        let mut event = self.event(
+            now,
+            self_type,
+            attempt,
+            max_attempts,
+            failure.category,
+            outcome,
+        );
+        event.delay = delay;
+        event.from_hint = from_hint;
+        // Recomputed only for a listener: the jitter drew `delay` from it.
+        event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
+        event.reason = reason;
+        event.upstream_wait = waited_at_upstream(waited);
+        observers::emit(&event);
+        wake
+    }
+
+    /// The budget of the outermost call: this call's, or the one in force.
+    fn budget_in_force(&self) -> Option<Budget> {
+        self.budget.or_else(exchange::budget)
+    }
+
+    /// Counts one retry against the budget of the outermost call.
+    fn take_from_budget(&mut self) {
+        match &mut self.budget {
+            Some(own) => *own = own.took_one(),
+            None => exchange::take_from_budget(),
+        }
+    }
+
+    fn event(
+        &self,
+        now: Instant,
+        self_type: Option<fn() -> &'static str>,
+        attempt: u32,
+        max_attempts: u32,
+        category: ErrorCategory,
+        outcome: Outcome,
+    ) -> RetryEvent {
+        #[cfg(test)]
+        tests::event_built();
+        let budget = self.budget_in_force();
+        RetryEvent {
+            layer: self.site.layer,
+            operation: self.site.operation,
+            self_type: self_type.map(|name| name()),
+            attempt,
+            max_attempts,
+            category,
+            delay: None,
+            from_hint: false,
+            backoff: None,
+            outcome,
+            reason: None,
+            since_first_failure: self
+                .start
+                .and_then(|start| self.first_failure.after(start))
+                .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
+            total_attempts: budget.map_or(attempt, |b| b.used()),
+            upstream_wait: None,
+        }
+    }
+}
+
+/// An event's `upstream_wait`: `None` for an attempt that did not wait.
+fn waited_at_upstream(waited: Nanos) -> Option<Duration> {
+    waited.get().filter(|waited| !waited.is_zero())
+}
+
+/// The sleep between attempts, until the instant [`Call::next`] gave.
+#[inline]
+pub fn sleep(until: Instant) -> tokio::time::Sleep {
+    tokio::time::sleep_until(until)
+}
+
+/// What `next` takes without `config = …`: one type for every fn, so that
+/// `next` is not instantiated once per closure.
+pub const NO_CONFIG: fn() -> Option<RetryConfig> = no_config;
+
+fn no_config() -> Option<RetryConfig> {
+    None
+}
+
+/// `config` as a non-generic `FnMut`, so that the cold paths are compiled once.
+#[inline]
+fn lazy<C: FnOnce() -> Option<RetryConfig>>(config: C) -> impl FnMut() -> Option<RetryConfig> {
+    let mut config = Some(config);
+    move || config.take().and_then(|c| c())
+}
+
+#[cfg(test)]
+mod tests {
+    use core::future::Future;
+    use std::sync::Mutex;
+
+    use core::cell::Cell;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use crate::engine::GiveUp;
+    use crate::events::{Outcome, RetryEvent, RetryObserver, observe};
+    use crate::task::{TaskPolicy, scope};
+    use crate::vocab::bucket::TokenBucket;
+    use crate::vocab::layer::Layer;
+    use crate::vocab::timeout_error::TimeoutError;
+    use nika_retry_macros::{Classify, retry};
+
+    #[derive(Debug, Classify)]
+    #[category(transient, crate = "crate")]
+    struct Busy;
+
+    impl From<TimeoutError> for Busy {
+        fn from(_: TimeoutError) -> Self {
+            Busy
+        }
+    }
+
+    #[retry(layer = "provider", backoff = "1ms", crate = "crate")]
+    async fn busy() -> Result<(), Busy> {
+        Err(Busy)
+    }
+
+    std::thread_local! {
+        static EVENTS_BUILT: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// Counts one `RetryEvent` built on this thread (only ever on the path
+    /// that goes on to emit it).
+    pub(super) fn event_built() {
+        EVENTS_BUILT.with(|n| n.set(n.get() + 1));
+    }
+
+    /// Events the retry loops built during `fut` (on this thread: the
+    /// runtime of these tests is current-thread).
+    async fn built_during<F: Future>(fut: F) -> u64 {
+        let before = EVENTS_BUILT.with(Cell::get);
+        fut.await;
+        EVENTS_BUILT.with(Cell::get) - before
+    }
+
+    /// Of every three attempts, the first two fail.
+    static ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+
+    #[retry(layer = "provider", backoff = "1ms", crate = "crate")]
+    async fn recovers() -> Result<u32, Busy> {
+        if ATTEMPTS.fetch_add(1, Ordering::SeqCst) % 3 < 2 {
+            Err(Busy)
+        } else {
+            Ok(4)
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn events_are_built_only_for_someone_listening() {
+        // Two retries and a recovery: three decisions a call.
+        assert_eq!(built_during(recovers()).await, 0, "nobody listens");
+
+        let log = std::sync::Arc::new(Log::default());
+        assert_eq!(built_during(observe(log.clone(), recovers())).await, 3);
+        assert_eq!(log.0.lock().unwrap().len(), 3);
+
+        #[cfg(feature = "tracing")]
+        {
+            let subscriber = |level| {
+                tracing_subscriber::fmt()
+                    .with_max_level(level)
+                    .with_writer(std::io::sink)
+                    .finish()
+            };
+            // A subscriber that filters the target out does not listen either.
+            let guard = tracing::subscriber::set_default(subscriber(tracing::Level::ERROR));
+            assert_eq!(built_during(recovers()).await, 0, "filtered out");
+            drop(guard);
+            // At WARN it hears the retries, not the recovery (DEBUG).
+            let _guard = tracing::subscriber::set_default(subscriber(tracing::Level::WARN));
+            assert_eq!(built_during(recovers()).await, 2, "retries at WARN");
+        }
+    }
+
+    #[derive(Default)]
+    struct Log(Mutex<Vec<RetryEvent>>);
+
+    impl RetryObserver for Log {
+        fn on_event(&self, event: &RetryEvent) {
+            self.0.lock().unwrap().push(event.clone());
+        }
+    }
+
+    /// The one event of a call of `busy` under `policy`.
+    async fn only_event(policy: TaskPolicy) -> RetryEvent {
+        let log = std::sync::Arc::new(Log::default());
+        assert!(observe(log.clone(), scope(policy, busy())).await.is_err());
+        let mut events = log.0.lock().unwrap().split_off(0);
+        assert_eq!(events.len(), 1, "{events:?}");
+        events.remove(0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_empty_token_bucket_is_told_apart_from_a_spent_attempt_budget() {
+        // A bucket that cannot pay for one retry, with the attempt budget untouched.
+        let bucket = TokenBucket::new(4).with_retry_cost(5);
+        let policy = TaskPolicy::new().with_token_bucket(Layer::Provider, bucket);
+        let empty = only_event(policy).await;
+        assert_eq!(empty.outcome, Outcome::BudgetExhausted);
+        assert_eq!(empty.reason, Some(GiveUp::TokenBucketEmpty));
+        assert!(
+            empty.to_string().ends_with(" (retry token bucket empty)"),
+            "{empty}"
+        );
+
+        // An attempt budget of one attempt, with no bucket.
+        let spent = only_event(TaskPolicy::new().with_budget(1)).await;
+        assert_eq!(spent.outcome, Outcome::BudgetExhausted);
+        assert_eq!(spent.reason, Some(GiveUp::BudgetExhausted));
+        assert!(
+            spent.to_string().ends_with(" (attempt budget exhausted)"),
+            "{spent}"
+        );
+    }
+}
