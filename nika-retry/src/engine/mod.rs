@@ -43,6 +43,11 @@ mod tests;
 
 pub use backoff::backoff;
 /// What the engine needs to know about one failed attempt.
+///
+/// `#[non_exhaustive]` (the crate's rule for public structs): read its
+/// fields; build it with [`Failure::new`] or [`Failure::of`] and the
+/// `with_*` setters.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Failure {
     /// The error's category.
@@ -95,6 +100,28 @@ impl Failure {
 }
 
 /// The limits outside the config that a decision must respect.
+///
+/// `#[non_exhaustive]` (the crate's rule for public structs, so that a
+/// field added later breaks no caller): read its fields; build it from
+/// [`Limits::NONE`] with the `with_*` setters.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::engine::Limits;
+///
+/// let limits = Limits::NONE
+///     .with_time_left(Some(Duration::from_secs(5)))
+///     .with_budget_left(Some(3))
+///     .with_idempotent(false);
+/// assert_eq!(limits.budget_left, Some(3));
+/// assert!(!limits.idempotent);
+/// ```
+///
+/// `Limits::default()` differs from [`Limits::NONE`] in one field: its
+/// `idempotent` is `false`, so a decision under it retries only a failure
+/// that certainly had no effect. Start from `Limits::NONE` for an
+/// idempotent call.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Limits {
     /// Time left before the call's total deadline, if it has one.
@@ -115,6 +142,29 @@ impl Limits {
         budget_left: None,
         idempotent: true,
     };
+
+    /// The same limits, with `time_left` (the time before the call's
+    /// total deadline; `None`: no deadline).
+    #[must_use]
+    pub const fn with_time_left(mut self, time_left: Option<Duration>) -> Limits {
+        self.time_left = time_left;
+        self
+    }
+
+    /// The same limits, with `budget_left` (the attempts left in the
+    /// budget shared by nested layers; `None`: no budget in force).
+    #[must_use]
+    pub const fn with_budget_left(mut self, budget_left: Option<u32>) -> Limits {
+        self.budget_left = budget_left;
+        self
+    }
+
+    /// The same limits, for a call that is idempotent or not.
+    #[must_use]
+    pub const fn with_idempotent(mut self, idempotent: bool) -> Limits {
+        self.idempotent = idempotent;
+        self
+    }
 }
 
 /// What to do after a failed attempt.
