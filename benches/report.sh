@@ -20,6 +20,9 @@
 # (see benches/instructions.sh).
 set -euo pipefail
 
+# All in one function, which bash reads whole before running it: editing
+# this file while it runs cannot change what runs.
+main() {
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}
@@ -110,6 +113,9 @@ def n(x):
     whole = re.sub(r'(\d)(?=(\d{3})+$)', r'\1 ', whole)
     return whole + ('.' + frac if frac else '')
 
+def signed(x):
+    return ('+' if x >= 0 else '−') + n(abs(x))
+
 def ns(x):
     return f'{x / 1000:.2f} µs' if x >= 1000 else f'{x:.1f} ns'
 
@@ -126,8 +132,8 @@ p('')
 def met(ok):
     return '**met**' if ok else '**not met**'
 def alloc0(c):
-    return float(alloc[c][0]) == 0 and float(alloc[c][1]) == 0
-p('#### Against the goals')
+    return all(float(x) == 0 for x in alloc[c][:2] if x != '—')
+p('### Against the goals')
 p('')
 p('| goal | figure | met? |')
 p('|---|---|---|')
@@ -148,10 +154,10 @@ p(f'| 0 allocations per call, success and failure paths (`retry`, `retry_timeout
   + f' | {met(ok)} |')
 d_i = instr['success/retry_upstream'] - instr['success/retry']
 d_t = cpu['success/retry_upstream'] - cpu['success/retry']
-p(f'| an open upstream: a few ns over `retry` on the success path, no allocation | +{n(d_i)} instructions, {d_t:+.1f} ns (one run), '
+p(f'| an open upstream: a few ns over `retry` on the success path, no allocation | {signed(d_i)} instructions, {d_t:+.1f} ns (one run), '
   f'{float(alloc["retry_upstream"][0]):g} allocations | {met(d_i <= 50 and alloc0("retry_upstream"))} (instructions ≤ +50, the time read from them) |')
 p('')
-p('#### Against the peers')
+p('### Against the peers')
 p('')
 p('<!-- report.sh peers: begin -->')
 peers = [('retry', '`#[retry]`'), ('hand_loop', 'hand-written loop'), ('minimal', 'minimal hand loop'),
@@ -170,7 +176,7 @@ p(f'| with `#[timeout(attempt)]` (hand loop: `tokio::time::timeout`), success, i
 p(f'| the same, future size | {size["retry_timeout"][0]} B | {size["hand_timeout"][0]} B | {size["minimal_timeout"][0]} B | | |')
 p('<!-- report.sh peers: end -->')
 p('')
-p('#### Instructions per call, every contender')
+p('### Instructions per call, every contender')
 p('')
 p('| contender | success path | failure path | CPU time, success / failure |')
 p('|---|---:|---:|---:|')
@@ -187,17 +193,17 @@ p('Ratios the goals name: success `retry` / `minimal` '
   + '; failure `retry` / `minimal` ' + ratio(instr['failure/retry'], instr['failure/minimal'])
   + ' (`hand_loop` ' + ratio(instr['failure/hand_loop'], instr['failure/minimal'])
   + ', backon ' + ratio(instr['failure/backon'], instr['failure/minimal']) + '); an open upstream: `retry_upstream` − `retry` = '
-  + n(instr['success/retry_upstream'] - instr['success/retry']) + ' instructions on the success path, '
-  + n(instr['failure/retry_upstream'] - instr['failure/retry']) + ' on the failure path.')
+  + signed(instr['success/retry_upstream'] - instr['success/retry']) + ' instructions on the success path, '
+  + signed(instr['failure/retry_upstream'] - instr['failure/retry']) + ' on the failure path.')
 p('')
-p('#### Pending path (the attempt waits once on a 1 ms timer; paused clock)')
+p('### Pending path (the attempt waits once on a 1 ms timer; paused clock)')
 p('')
 p('| contender | instructions per call | future (bytes) | allocations per call |')
 p('|---|---:|---:|---:|')
 for c, (b, a) in pending.items():
     p(f'| `{c}` | {n(instr[f"pending/{c}"])} | {b} | {a} |')
 p('')
-p('#### Future sizes and heap allocations (`benches/retry_paths.rs`\'s tables)')
+p('### Future sizes and heap allocations (`benches/retry_paths.rs`\'s tables)')
 p('')
 p('| contender | future, success path (bytes) | future, failure path (bytes) | allocations per call: success | failure | failure, per attempt |')
 p('|---|---:|---:|---:|---:|---:|')
@@ -209,7 +215,7 @@ for line in tables['Future sizes']:
         p('')
         p(line)
 p('')
-p('#### Streamed responses (`benches/stream_items.rs`: 1000 ready items drained)')
+p('### Streamed responses (`benches/stream_items.rs`: 1000 ready items drained)')
 p('')
 p('| contender | instructions per item | vs `raw` (or `sse_raw`) |')
 p('|---|---:|---:|')
@@ -240,3 +246,5 @@ put('README.md', '<!-- report.sh peers: begin -->', '<!-- report.sh peers: end -
 PY
     echo "wrote BENCHMARKS.md and README.md" >&2
 fi
+}
+main "$@"
