@@ -14,7 +14,7 @@
 //! copy it as it is. In a project of your own:
 //!
 //! ```toml
-//! nika-retry = { version = "0.1", features = ["redis", "reqwest"] }
+//! nika-retry = { version = "0.2", features = ["redis", "reqwest"] }
 //! reqwest = "0.13"
 //! thiserror = "2"
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread", "net", "io-util", "process", "time"] }

@@ -11,7 +11,7 @@
 //! rate limited once and then answering. In a project of your own:
 //!
 //! ```toml
-//! nika-retry = "0.1"
+//! nika-retry = "0.2"
 //! thiserror = "2"
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
 //! ```

@@ -16,7 +16,7 @@
 //! own:
 //!
 //! ```toml
-//! nika-retry = { version = "0.1", features = ["reqwest"] }
+//! nika-retry = { version = "0.2", features = ["reqwest"] }
 //! reqwest = { version = "0.13", features = ["stream"] }
 //! eventsource-stream = "0.2"
 //! futures-util = "0.3"

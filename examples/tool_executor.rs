@@ -11,7 +11,7 @@
 //! then succeeds. In a project of your own:
 //!
 //! ```toml
-//! nika-retry = { version = "0.1", features = ["serde"] }
+//! nika-retry = { version = "0.2", features = ["serde"] }
 //! serde_norway = "0.9"   # or any serde YAML crate
 //! thiserror = "2"
 //! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }

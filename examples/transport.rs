@@ -17,7 +17,7 @@
 //! Needs, in a project of your own:
 //!
 //! ```toml
-//! nika-retry = { version = "0.1", features = ["reqwest"] }
+//! nika-retry = { version = "0.2", features = ["reqwest"] }
 //! reqwest = "0.13"
 //! thiserror = "2"
 //! # "net" and "io-util" only for the example's own server

@@ -12,7 +12,7 @@
 //! a haiku; the tool is busy twice, then lists a file. In a project of your own:
 //!
 //! ```toml
-//! nika-retry = { version = "0.1", features = ["serde"] }
+//! nika-retry = { version = "0.2", features = ["serde"] }
 //! serde = { version = "1", features = ["derive"] }
 //! serde_norway = "0.9"   # or any serde YAML crate
 //! thiserror = "2"

@@ -83,6 +83,17 @@
 //!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
+//!
+//! # Public structs
+//!
+//! One rule, so that a field added in a later release breaks no code:
+//! every public struct of this crate with a public field is
+//! `#[non_exhaustive]`. Read its fields freely; build it with what the
+//! crate gives for it: a constructor ([`engine::Failure::new`]), a constant
+//! and its `with_*` setters ([`engine::Limits::NONE`]`.with_time_left(…)`,
+//! [`RetryConfig::for_layer`]`(…).with_max_attempts(…)`). A change that
+//! breaks public API anyway raises the version, and `CHANGELOG.md` says
+//! what to change.
 // # The kernel, for a maintainer
 //
 // Modules by role, imports one way: each imports only modules listed

@@ -50,10 +50,10 @@ fn limits() -> impl Strategy<Value = Limits<'static>> {
         proptest::option::of((0u64..100_000).prop_map(Duration::from_millis)),
         proptest::option::of(0u32..10),
     )
-        .prop_map(|(time_left, budget_left)| Limits {
-            time_left,
-            budget_left,
-            ..Limits::NONE
+        .prop_map(|(time_left, budget_left)| {
+            Limits::NONE
+                .with_time_left(time_left)
+                .with_budget_left(budget_left)
         })
 }
 

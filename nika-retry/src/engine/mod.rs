@@ -58,6 +58,11 @@ pub use backoff::backoff;
 pub use verdict::{Decision, GiveUp, Outcome};
 
 /// What the engine needs to know about one failed attempt.
+///
+/// `#[non_exhaustive]` (the crate's rule for public structs): read its
+/// fields; build it with [`Failure::new`] or [`Failure::of`] and the
+/// `with_*` setters.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Failure {
     /// The error's category.
@@ -113,6 +118,28 @@ impl Failure {
 /// the budget and the token bucket shared with other calls, and what the
 /// fn and its task say about repeating it. A generated call fills in every
 /// field; a hand-written loop names the ones it has over [`Limits::NONE`].
+///
+/// `#[non_exhaustive]` (the crate's rule for public structs, so that a
+/// field added later breaks no caller): read its fields; build it from
+/// [`Limits::NONE`] with the `with_*` setters.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::engine::Limits;
+///
+/// let limits = Limits::NONE
+///     .with_time_left(Some(Duration::from_secs(5)))
+///     .with_budget_left(Some(3))
+///     .with_idempotent(false);
+/// assert_eq!(limits.budget_left, Some(3));
+/// assert!(!limits.idempotent);
+/// ```
+///
+/// `Limits::default()` differs from [`Limits::NONE`] in one field: its
+/// `idempotent` is `false`, so a decision under it retries only a failure
+/// that certainly had no effect. Start from `Limits::NONE` for an
+/// idempotent call.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Limits<'a> {
     /// Time left before the call's total deadline, if it has one.
@@ -147,6 +174,52 @@ impl Limits<'static> {
         bucket: None,
         needs_opt_in: false,
     };
+}
+
+impl<'a> Limits<'a> {
+    /// The same limits, with `time_left` (the time before the call's
+    /// total deadline; `None`: no deadline).
+    #[must_use]
+    pub const fn with_time_left(mut self, time_left: Option<Duration>) -> Limits<'a> {
+        self.time_left = time_left;
+        self
+    }
+
+    /// The same limits, with `budget_left` (the attempts left in the
+    /// budget shared by nested layers; `None`: no budget in force).
+    #[must_use]
+    pub const fn with_budget_left(mut self, budget_left: Option<u32>) -> Limits<'a> {
+        self.budget_left = budget_left;
+        self
+    }
+
+    /// The same limits, for a call that is idempotent or not.
+    #[must_use]
+    pub const fn with_idempotent(mut self, idempotent: bool) -> Limits<'a> {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// The same limits, with the layer's shared [`TokenBucket`] (`None`:
+    /// no bucket in force).
+    #[must_use]
+    pub const fn with_bucket<'b>(self, bucket: Option<&'b TokenBucket>) -> Limits<'b> {
+        Limits {
+            time_left: self.time_left,
+            budget_left: self.budget_left,
+            idempotent: self.idempotent,
+            bucket,
+            needs_opt_in: self.needs_opt_in,
+        }
+    }
+
+    /// The same limits, for a call whose layer retries only when its task
+    /// opts in and nothing did.
+    #[must_use]
+    pub const fn with_needs_opt_in(mut self, needs_opt_in: bool) -> Limits<'a> {
+        self.needs_opt_in = needs_opt_in;
+        self
+    }
 }
 
 impl PartialEq for Limits<'_> {
@@ -241,14 +314,14 @@ impl RetryState {
     /// let busy = Failure::new(ErrorCategory::Transient, None);
     /// // A bucket that cannot pay for one retry (a retry costs 5).
     /// let bucket = TokenBucket::new(4);
-    /// let limits = Limits { bucket: Some(&bucket), ..Limits::NONE };
+    /// let limits = Limits::NONE.with_bucket(Some(&bucket));
     /// let decision = RetryState::new().decide(&cfg, busy, limits);
     /// assert_eq!(decision, Decision::GiveUp(GiveUp::TokenBucketEmpty));
     /// assert_eq!(decision.outcome(), Outcome::BudgetExhausted);
     ///
     /// // A tool fn tried once, its task not opted in.
     /// let tool = RetryConfig::for_layer(Layer::Tool);
-    /// let limits = Limits { needs_opt_in: true, ..Limits::NONE };
+    /// let limits = Limits::NONE.with_needs_opt_in(true);
     /// let decision = RetryState::new().decide(&tool, busy, limits);
     /// assert_eq!(decision, Decision::GiveUp(GiveUp::NotOptedIn));
     /// ```

@@ -73,6 +73,10 @@ impl fmt::Display for ErrorCategory {
 }
 
 /// The error of parsing an [`ErrorCategory`] from a string that names none.
+///
+/// The refused text is `.0`. `#[non_exhaustive]`: the crate's rule for
+/// public structs (only the crate builds one).
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown error category `{0}`; expected one of transient, rate_limited, auth, not_found, permanent"

@@ -84,6 +84,10 @@ impl fmt::Display for Layer {
 }
 
 /// The error of parsing a [`Layer`] from a string that names none.
+///
+/// The refused text is `.0`. `#[non_exhaustive]`: the crate's rule for
+/// public structs (only the crate builds one).
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown layer `{0}`; expected one of http, provider, tool, task")]
 pub struct ParseLayerError(pub String);
