@@ -10,8 +10,8 @@ use std::time::Duration;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{EventLog, Outcome, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Classify, Layer, Reached, RetryConfig};
-use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
+use nika_retry::{Classify, ErrorCategory, Layer, Reached, RetryConfig};
+use nika_retry_tests::fault::{Fault, FaultServer, HangingPort, closed_port};
 use nika_retry_tests::verb::{HttpError, MailError, Mailer, RequestOptions, Transport};
 
 /// Refusals last 5 ms; the http layer's retries come 10 ms apart.
@@ -88,6 +88,26 @@ async fn a_refused_connection_never_left_and_is_retried() {
     assert_eq!(sent.unwrap(), "sent");
     assert_eq!((server.refusal_periods(), server.effects()), (1, 1));
     assert_eq!(outline(&log)[0], (Layer::Http, 1, Outcome::Retrying, None));
+}
+
+#[tokio::test]
+async fn reqwests_own_connect_timeout_never_left() {
+    // Not refused (the io kind would say so): the connect hangs, and
+    // reqwest's own `connect_timeout` ends it.
+    let hanging = HangingPort::start().await;
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let err = client
+        .post(hanging.url())
+        .body("hi")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_connect() && err.is_timeout(), "{err:?}");
+    assert_eq!(err.reached(), Reached::No, "{err:?}");
+    assert_eq!(err.category(), ErrorCategory::Transient);
 }
 
 #[tokio::test]

@@ -10,10 +10,10 @@ use nika_retry::engine::GiveUp;
 use nika_retry::events::{Outcome, RetryEvent, RetryObserver, UpstreamEvent, observe};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::upstream::{HoldReason, Upstream};
-use nika_retry::{Classify, ErrorCategory, Layer, TokenBucket, retry};
-use nika_retry_tests::ProviderError;
+use nika_retry::{Classify, ErrorCategory, Layer, TokenBucket, retry, timeout};
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::fleet::{Error, Provider};
+use nika_retry_tests::{ProviderError, Script};
 
 fn client(server: &FaultServer) -> Provider {
     Provider::new(&server.url("/v1/chat"), Upstream::new("test/model"))
@@ -495,4 +495,63 @@ async fn a_probe_pushed_back_again_wakes_each_waiter_once_more() {
             .all(|&at| at >= Duration::from_secs(12) && at <= Duration::from_millis(12_200)),
         "released over a tenth of the 2 s hold"
     );
+}
+
+/// One attempt of `script` per attempt of the call.
+#[retry(layer = "provider", upstream = upstream)]
+async fn scripted(upstream: &Upstream, script: &Script) -> Result<u32, ProviderError> {
+    script.attempt()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_without_a_hint_holds_the_upstream_for_the_backoff_its_call_drew() {
+    let upstream = Upstream::new("no-hint");
+    let script = Script::new(1, ProviderError::rate_limited(None));
+    let log = Arc::new(Log::default());
+    let t0 = tokio::time::Instant::now();
+    let call = observe(log.clone(), scripted(&upstream, &script));
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let held = upstream.held_for();
+        succeeds(&upstream).await.unwrap();
+        (held, t0.elapsed())
+    };
+    let (result, (held, other_went)) = tokio::join!(call, other);
+    assert_eq!(result, Ok(2));
+    let events = log.0.lock().unwrap().clone();
+    let backoff = events[0].delay.expect("retried after its backoff");
+    assert!(!events[0].from_hint, "{events:?}");
+    assert_eq!(
+        held,
+        Some(backoff - Duration::from_millis(1)),
+        "held for it"
+    );
+    assert!(other_went >= backoff, "the other call waited it out too");
+}
+
+#[retry(layer = "provider", upstream = upstream)]
+#[timeout(total = "2s")]
+async fn within_2s(upstream: &Upstream, script: &Script) -> Result<u32, ProviderError> {
+    script.attempt()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_past_the_calls_total_fails_it_at_once_with_held() {
+    let script = Script::new(0, ProviderError::status(500));
+    // 5 s: well within the provider's cap, but past the call's 2 s total.
+    let upstream = Upstream::new("total");
+    upstream.hold_for(Duration::from_secs(5));
+    let t0 = tokio::time::Instant::now();
+    let result = within_2s(&upstream, &script).await;
+    let Err(ProviderError::Held(held)) = result else {
+        panic!("waited: {result:?}")
+    };
+    assert_eq!(t0.elapsed(), Duration::ZERO, "at once");
+    assert_eq!(held.left(), Duration::from_secs(5));
+    assert_eq!(script.attempts(), 0, "nothing sent");
+    // A hold within the total is waited.
+    let upstream = Upstream::new("total");
+    upstream.hold_for(Duration::from_secs(1));
+    assert_eq!(within_2s(&upstream, &script).await, Ok(1));
+    assert_eq!(t0.elapsed(), Duration::from_secs(1));
 }

@@ -259,7 +259,7 @@ impl<'u> Turn<'u> {
         let grown = upstream.locked(|state| {
             let mut grown = None;
             match failure {
-                None => state.failures = 0,
+                None => state.succeeded(),
                 Some(failure) => {
                     let hold = match (failure.retry_after, failure.category) {
                         (Some(hint), _) => Some(hint),
@@ -270,7 +270,7 @@ impl<'u> Turn<'u> {
                         grown = state.hold(now, hold, HoldReason::ServerHint);
                     }
                     if failure.category == ErrorCategory::Transient
-                        && let Some(open_for) = state.failed_transiently()
+                        && let Some(open_for) = state.failed_transiently(probe)
                     {
                         grown = state.hold(now, open_for, HoldReason::Breaker).or(grown);
                     }

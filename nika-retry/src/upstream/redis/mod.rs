@@ -13,6 +13,7 @@ use std::sync::Arc;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionAddr, Script};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::store::RELEASED_FOR;
 use super::{
@@ -55,7 +56,12 @@ const QUEUED_WRITES: usize = 1024;
 /// with its in-process state. The first failure of an outage is one warning
 /// (a `tracing` event at `WARN`, target `nika_retry`); meanwhile the server
 /// is asked again every half second, and the first answer ends the outage.
-/// The connection manager reconnects by itself. Neither `Display`, `Debug`,
+/// The connection manager reconnects by itself. A hold or a probe's
+/// outcome that the server did not take (down, slow, passed over) is sent
+/// again in the background until it is taken or its time is over: a 429
+/// seen during an outage still holds the fleet for what is left of it, and
+/// a probe's lease is given back as soon as the server answers, not left to
+/// expire after [`PROBE_LEASE`]. Neither `Display`, `Debug`,
 /// a log line nor an error shows the URL's password.
 ///
 /// ```no_run
@@ -83,7 +89,7 @@ struct Inner {
     at: String,
     /// The URL's password, kept out of every text this store writes.
     secret: Option<String>,
-    writes: mpsc::Sender<Write>,
+    writes: mpsc::Sender<(Write, Instant)>,
     scripts: Scripts,
 }
 
@@ -100,6 +106,40 @@ enum Write {
     Hold(Keys, Duration, HoldReason),
     Allow(Keys, u32, Duration),
     Probed(Keys, u64, bool),
+}
+
+/// How long the writer waits before it sends again a hold or a probe's
+/// outcome that the server did not take (the server is asked at most every
+/// half second meanwhile: [`Health`]).
+const WRITE_AGAIN: Duration = Duration::from_millis(100);
+
+impl Write {
+    /// This write as it stands `elapsed` after it was made: a hold or an
+    /// allowance shortened by it; `None` once it no longer matters (its time
+    /// is over; a lease given back after [`PROBE_LEASE`] has expired).
+    fn after(&self, elapsed: Duration) -> Option<Write> {
+        let left = |d: Duration| Some(d.saturating_sub(elapsed)).filter(|d| !d.is_zero());
+        Some(match self {
+            Write::Hold(keys, held_for, reason) => {
+                Write::Hold(keys.clone(), left(*held_for)?, *reason)
+            }
+            Write::Allow(keys, remaining, reset) => {
+                Write::Allow(keys.clone(), *remaining, left(*reset)?)
+            }
+            Write::Probed(keys, token, released) => {
+                left(PROBE_LEASE)?;
+                Write::Probed(keys.clone(), *token, *released)
+            }
+        })
+    }
+
+    /// Whether the writer sends it again until the server takes it: a hold
+    /// (one 429 holds the fleet, late rather than never) and a probe's
+    /// outcome (else its lease holds every other process until it expires).
+    /// An allowance is not: the next response brings a fresh one.
+    fn kept(&self) -> bool {
+        !matches!(self, Write::Allow(..))
+    }
 }
 
 impl RedisStore {
@@ -261,10 +301,10 @@ impl Inner {
         }
     }
 
-    async fn write(&self, write: Write) {
+    async fn write(&self, write: Write) -> io::Result<()> {
         let mut connection = self.connection.clone();
         let max = millis(MAX_HOLD);
-        let _ = match write {
+        match write {
             Write::Hold(keys, held_for, reason) => {
                 let mut script = self.scripts.hold.key(keys.hold);
                 let request = script
@@ -293,13 +333,13 @@ impl Inner {
                     .invoke_async::<i64>(&mut connection);
                 self.call(request).await.map(drop)
             }
-        };
+        }
     }
 
     fn send(&self, write: Write) {
         // Full only while the server takes nothing: the in-process state
         // has what is dropped.
-        let _ = self.writes.try_send(write);
+        let _ = self.writes.try_send((write, Instant::now()));
     }
 
     /// A `{left ms, reason}` answer as a hold, if any.
@@ -310,11 +350,19 @@ impl Inner {
 }
 
 /// Sends the writes in the order they were made (a probe's hold before its
-/// outcome); ends with the store.
-async fn writer(inner: std::sync::Weak<Inner>, mut queue: mpsc::Receiver<Write>) {
-    while let Some(write) = queue.recv().await {
-        let Some(inner) = inner.upgrade() else { return };
-        inner.write(write).await;
+/// outcome); a hold or a probe's outcome the server did not take (down,
+/// slow, passed over) is sent again until it is taken or no longer matters,
+/// the writes behind it waiting; ends with the store.
+async fn writer(inner: std::sync::Weak<Inner>, mut queue: mpsc::Receiver<(Write, Instant)>) {
+    while let Some((write, made)) = queue.recv().await {
+        while let Some(now) = write.after(made.elapsed()) {
+            let Some(store) = inner.upgrade() else { return };
+            if store.write(now).await.is_ok() || !write.kept() {
+                break;
+            }
+            drop(store);
+            tokio::time::sleep(WRITE_AGAIN).await;
+        }
     }
 }
 
