@@ -95,8 +95,14 @@ async fn a_429_holds_the_model_for_every_call_and_says_why() {
     .await;
     let provider = provider(&server);
     let first = provider.complete("first");
+    // Started once the 429 holds the model, however slow the machine.
     let second = async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        for _ in 0..10_000 {
+            if provider.upstream().held_for().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         provider.complete("second").await
     };
     let (first, second) = tokio::join!(first, second);
