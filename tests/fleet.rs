@@ -556,6 +556,10 @@ async fn a_probes_lease_lent_late_is_given_back_once_the_store_answers() {
             &url,
             Upstream::new(UPSTREAM).with_store(store(&redis).await),
         );
+        // The lease script loaded on the server, as in any fleet that has
+        // probed once (a first `EVALSHA` answered late would find it
+        // missing and take no lease).
+        assert_eq!(a_store.probe("warm-up", 1).await.unwrap(), ProbeTurn::Go);
         a_store.hold(UPSTREAM, Duration::from_secs(1), HoldReason::ByHand);
         seen(&a_store, UPSTREAM).await;
         // Busy from about 0.3 s to 1.5 s: a's probe asks for its lease at
