@@ -179,3 +179,30 @@ async fn a_released_probe_lets_the_other_upstream_go_at_once_not_after_its_lease
         ended - released
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_probe_whose_hold_grows_past_its_patience_gives_up_and_the_waiters_too() {
+    let upstream = Upstream::new("u");
+    let t0 = tokio::time::Instant::now();
+    upstream.hold_for(Duration::from_secs(10));
+    let probe = spawn_pass(&upstream, PATIENT);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let waiter = spawn_pass(&upstream, PATIENT);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // An hour: past both callers' 60 s cap.
+    upstream.hold_for(Duration::from_secs(3600));
+    let bound = Duration::from_secs(100);
+    for call in [probe, waiter] {
+        let (turn, ended) = tokio::time::timeout(bound, call)
+            .await
+            .expect("not waited an hour")
+            .unwrap();
+        let held = turn.err().expect("Held");
+        assert_eq!(held.left(), Duration::from_millis(3_595_001));
+        assert_eq!(
+            ended - t0,
+            Duration::from_secs(10),
+            "when the first hold ended"
+        );
+    }
+}

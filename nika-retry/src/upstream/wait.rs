@@ -126,6 +126,13 @@ impl Upstream {
                     loop {
                         tokio::time::sleep_until(until).await;
                         if let Some(later) = self.lock().until.filter(|&later| later > until) {
+                            let left = later.saturating_duration_since(Instant::now());
+                            if left > patience.cap || patience.deadline.is_some_and(|d| later > d) {
+                                // Held longer meanwhile, past this caller's
+                                // patience: it steps again below, gives up
+                                // with `Held` and passes the turn on.
+                                break;
+                            }
                             until = later;
                             continue;
                         }
