@@ -197,7 +197,7 @@ async fn a_probe_whose_hold_grows_past_its_patience_gives_up_and_the_waiters_too
             .await
             .expect("not waited an hour")
             .unwrap();
-        let held = turn.err().expect("Held");
+        let held = turn.expect_err("Held");
         assert_eq!(held.left(), Duration::from_millis(3_595_001));
         assert_eq!(
             ended - t0,

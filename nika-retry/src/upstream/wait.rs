@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::state::Step;
-use super::store::STORE_WAIT;
 use super::{Held, HoldReason, ProbeTurn, Store, Upstream};
 use crate::ErrorCategory;
 use crate::engine::Failure;
@@ -182,7 +181,7 @@ impl Upstream {
             return Lease::Go;
         };
         let probe = store.probe(&self.shared.name, self.shared.token);
-        let asked = tokio::time::timeout(STORE_WAIT, probe).await;
+        let asked = tokio::time::timeout(store.wait(), probe).await;
         let now = Instant::now();
         match asked {
             Ok(Ok(ProbeTurn::Wait)) => Lease::Poll(now + PROBE_POLL.mul_f64(0.5 + fastrand::f64())),
@@ -199,7 +198,7 @@ impl Upstream {
     /// is passed over.
     async fn ask(&self, store: &Arc<dyn Store>) {
         let asked = tokio::time::timeout(
-            STORE_WAIT,
+            store.wait(),
             store.attempt(&self.shared.name, self.shared.token),
         )
         .await;

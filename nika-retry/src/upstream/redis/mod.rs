@@ -9,6 +9,7 @@ use core::future::Future;
 use core::time::Duration;
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionAddr, Script};
@@ -51,9 +52,10 @@ const QUEUED_WRITES: usize = 1024;
 /// (the wrong type, a value that is no number, no expiry, longer than
 /// [`MAX_HOLD`]) is deleted as garbage, never obeyed.
 ///
-/// **Never a hostage.** A call to the server waits at most [`STORE_WAIT`];
-/// a server down, slow or restarting is passed over and the upstream goes on
-/// with its in-process state. The first failure of an outage is one warning
+/// **Never a hostage.** A call to the server waits at most [`STORE_WAIT`]
+/// (or what [`with_wait`](RedisStore::with_wait) says); a server down, slow
+/// or restarting is passed over and the upstream goes on with its
+/// in-process state. The first failure of an outage is one warning
 /// (a `tracing` event at `WARN`, target `nika_retry`); meanwhile the server
 /// is asked again every half second, and the first answer ends the outage.
 /// The connection manager reconnects by itself. A hold or a probe's
@@ -90,6 +92,9 @@ struct Inner {
     /// The URL's password, kept out of every text this store writes.
     secret: Option<String>,
     writes: mpsc::Sender<(Write, Instant)>,
+    /// The longest a call to the server waits, in nanoseconds
+    /// ([`RedisStore::with_wait`]; its clones share it).
+    wait: AtomicU64,
     scripts: Scripts,
 }
 
@@ -217,6 +222,7 @@ impl RedisStore {
                 at,
                 secret,
                 writes,
+                wait: AtomicU64::new(millis(STORE_WAIT) * 1_000_000),
                 scripts: Scripts {
                     held_for: Script::new(scripts::HELD_FOR),
                     hold: Script::new(scripts::HOLD),
@@ -236,6 +242,32 @@ impl RedisStore {
             Err(_) => store.inner.failed("no answer"),
         }
         Ok(store)
+    }
+
+    /// This store (and its clones), waiting at most `wait` for each answer
+    /// of the server before it is passed over ([`STORE_WAIT`], 50 ms, by
+    /// default): for a server farther away than the same host or rack, or
+    /// a loaded machine. While the server does not answer, one attempt per
+    /// half second waits this long.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::RedisStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let store = RedisStore::connect("redis://redis.internal:6379/0")
+    ///     .await?
+    ///     .with_wait(Duration::from_millis(200));
+    /// # let _ = store;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_wait(self, wait: Duration) -> RedisStore {
+        let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
+        self.inner.wait.store(nanos, Ordering::Relaxed);
+        self
     }
 
     /// How many outages this store has met (each warned of once).
@@ -273,7 +305,7 @@ impl Inner {
                 format!("{} does not answer", self.at),
             ));
         }
-        match tokio::time::timeout(STORE_WAIT, request).await {
+        match tokio::time::timeout(self.wait(), request).await {
             Ok(Ok(answer)) => {
                 self.health.answered(&self.at);
                 Ok(answer)
@@ -288,6 +320,10 @@ impl Inner {
                 Err(io::Error::new(io::ErrorKind::TimedOut, "no answer"))
             }
         }
+    }
+
+    fn wait(&self) -> Duration {
+        Duration::from_nanos(self.wait.load(Ordering::Relaxed))
     }
 
     fn failed(&self, why: &str) {
@@ -455,6 +491,10 @@ impl Store for RedisStore {
     fn probed(&self, upstream: &str, token: u64, released: bool) {
         self.inner
             .send(Write::Probed(Keys::of(upstream), token, released));
+    }
+
+    fn wait(&self) -> Duration {
+        self.inner.wait()
     }
 }
 
