@@ -147,8 +147,8 @@ fn requests(n: usize) -> String {
 }
 
 /// `n` completions through one provider (sharing its model's upstream, or
-/// each call on its own when not `shared`), the i-th started `i × 50 ms` after
-/// the first, against a model whose limit (a 1 s window opened by the first
+/// each call on its own when not `shared`), the others started once the
+/// first's 429 is in ([`follow`]), against a model whose limit (a 1 s window opened by the first
 /// request) answers 429 with `Retry-After: 2`. Returns the results, how
 /// many requests met the limit, and how many were sent.
 async fn fan_out(shared: bool, n: u32) -> (Vec<Result<String, ProviderError>>, usize, usize) {
@@ -167,14 +167,30 @@ async fn fan_out(shared: bool, n: u32) -> (Vec<Result<String, ProviderError>>, u
         provider.unshared()
     };
     let calls = (0..n).map(|i| {
-        let provider = &provider;
+        let (provider, server) = (&provider, &server);
         async move {
-            tokio::time::sleep(Duration::from_millis(50) * i).await;
+            follow(i, shared, provider, server).await;
             provider.complete("summarize a chapter").await
         }
     });
     let results = futures_util::future::join_all(calls).await;
     (results, server.limited(), server.requests())
+}
+
+/// The `i`-th call of the fan-out starts once the first's 429 is in (the
+/// model's upstream held, or alone the server's limit met), however slow
+/// the machine: none overtakes it.
+async fn follow(i: u32, shared: bool, provider: &Provider, server: &FaultServer) {
+    let answered = || {
+        if shared {
+            provider.upstream().held_for().is_some()
+        } else {
+            server.limited() > 0
+        }
+    };
+    while i > 0 && !answered() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 /// One task of the demo workflow: its YAML, and what the server does.

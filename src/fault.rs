@@ -82,8 +82,9 @@ pub enum Fault {
     /// mail and crashed before it said so.
     CommitThenDrop,
     /// Serves the inner fault with `Connection: close`, then refuses every
-    /// connection for this long (tokio's clock): the next attempt's connect
-    /// is refused and its request never leaves.
+    /// connection for this long (tokio's clock; `Duration::MAX`: until
+    /// [`FaultServer::listen_again`]): the next attempt's connect is refused
+    /// and its request never leaves.
     ThenRefuse(Box<Fault>, Duration),
 }
 
@@ -141,6 +142,8 @@ pub struct Hit {
     /// For a [`Fault::Stream`]: when the server saw the client close the
     /// connection before the script was over (a dropped stream).
     pub hung_up: Option<Instant>,
+    /// When its answer was written whole, if it was (tokio's clock).
+    pub answered: Option<Instant>,
 }
 
 impl Hit {
@@ -255,6 +258,19 @@ impl FaultServer {
     /// listens again on the same port; a connection already open is kept.
     pub fn refuse_for(&self, period: Duration) {
         self.gate.refuse_for(period);
+    }
+
+    /// Refuses every connection from now until
+    /// [`listen_again`](FaultServer::listen_again): a test that must not
+    /// depend on how fast the machine is ends the refusal on an event (say,
+    /// the retry of the refused attempt) rather than after a period.
+    pub fn refuse(&self) {
+        self.gate.refuse_for(Duration::MAX);
+    }
+
+    /// Listens again on the same port now, if connections are refused.
+    pub fn listen_again(&self) {
+        self.gate.listen_again();
     }
 
     /// How many periods of refused connections there were
@@ -389,6 +405,7 @@ impl State {
             fault: fault.clone(),
             events_sent: 0,
             hung_up: None,
+            answered: None,
         });
         Some((hits.len() - 1, fault))
     }
@@ -541,6 +558,8 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
         if stream.write_all(response.as_bytes()).await.is_err() {
             return;
         }
+        let now = Instant::now();
+        state.record(index, |hit| hit.answered = Some(now));
     }
 }
 

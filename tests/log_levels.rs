@@ -99,3 +99,31 @@ fn first_attempt_give_ups_are_debug_and_retries_are_warn() {
         ])
     );
 }
+
+#[test]
+fn a_hold_is_warn_and_its_extension_debug() {
+    let run = |max| {
+        let (_, text) = logged(max, Clock::Paused, async {
+            let upstream = nika_retry::upstream::Upstream::new("levels/model");
+            upstream.hold_for(std::time::Duration::from_secs(10));
+            upstream.hold_for(std::time::Duration::from_secs(20));
+            upstream.hold_for(std::time::Duration::from_secs(5)); // shorter: nothing
+        });
+        text.lines()
+            .filter(|line| line.contains("levels/model"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let debug = run(tracing::Level::DEBUG);
+    assert_eq!(debug.len(), 2, "{debug:#?}");
+    assert!(
+        debug[0].contains("WARN") && debug[0].contains("held for 10s"),
+        "{debug:#?}"
+    );
+    assert!(
+        debug[1].contains("DEBUG") && debug[1].contains("hold extended for 20s"),
+        "{debug:#?}"
+    );
+    let warn = run(tracing::Level::WARN);
+    assert_eq!(warn.len(), 1, "the extension is below WARN: {warn:#?}");
+}

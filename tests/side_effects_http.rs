@@ -8,14 +8,33 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nika_retry::engine::GiveUp;
-use nika_retry::events::{EventLog, Outcome, observe};
+use nika_retry::events::{EventLog, Outcome, RetryEvent, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Classify, Layer, Reached, RetryConfig};
-use nika_retry_tests::fault::{Fault, FaultServer, closed_port};
+use nika_retry::{Classify, ErrorCategory, Layer, Reached, RetryConfig};
+use nika_retry_tests::fault::{Fault, FaultServer, HangingPort, closed_port};
 use nika_retry_tests::verb::{HttpError, MailError, Mailer, RequestOptions, Transport};
 
-/// Refusals last 5 ms; the http layer's retries come 10 ms apart.
-const REFUSAL: Duration = Duration::from_millis(5);
+/// Listens again when a refused attempt is retried (its event comes before
+/// the retry's backoff): the retry finds the server back and the attempt
+/// before it found it closed, however slow the machine, where a refusal of
+/// a fixed period could end before the first connect or outlast the retry.
+struct ListenOnRetry(Arc<FaultServer>);
+
+impl RetryObserver for ListenOnRetry {
+    fn on_event(&self, event: &RetryEvent) {
+        if event.outcome == Outcome::Retrying {
+            self.0.listen_again();
+        }
+    }
+}
+
+/// `work` with the server at `server` listening again on its first retry.
+async fn listening_on_retry<F: std::future::Future>(
+    server: &Arc<FaultServer>,
+    work: F,
+) -> F::Output {
+    observe(Arc::new(ListenOnRetry(server.clone())), work).await
+}
 
 fn transport(server: &FaultServer) -> Transport {
     Transport::new(server.url(""), RequestOptions::fast_retries())
@@ -79,30 +98,53 @@ async fn a_refused_connection_never_left_and_is_retried() {
     );
 
     // A server that refuses, then listens again: the mail goes out once.
-    let server = FaultServer::start([Fault::ok("sent")]).await;
-    // The client first, so that the call connects as soon as it starts.
+    let server = Arc::new(FaultServer::start([Fault::ok("sent")]).await);
     let client = transport(&server);
-    server.refuse_for(REFUSAL);
+    server.refuse();
     let log = EventLog::new();
-    let sent = observe(log.clone().into(), client.post_once("/mail", "hi")).await;
+    let sent = observe(log.clone().into(), client.post_once("/mail", "hi"));
+    let sent = listening_on_retry(&server, sent).await;
     assert_eq!(sent.unwrap(), "sent");
     assert_eq!((server.refusal_periods(), server.effects()), (1, 1));
     assert_eq!(outline(&log)[0], (Layer::Http, 1, Outcome::Retrying, None));
 }
 
 #[tokio::test]
+async fn reqwests_own_connect_timeout_never_left() {
+    // Not refused (the io kind would say so): the connect hangs, and
+    // reqwest's own `connect_timeout` ends it.
+    let hanging = HangingPort::start().await;
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let err = client
+        .post(hanging.url())
+        .body("hi")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_connect() && err.is_timeout(), "{err:?}");
+    assert_eq!(err.reached(), Reached::No, "{err:?}");
+    assert_eq!(err.category(), ErrorCategory::Transient);
+}
+
+#[tokio::test]
 async fn the_connection_after_a_scripted_refusal_is_refused() {
     // The first call's answer closes its connection and the listener: the
     // second call's first connect is refused, its retry goes through.
-    let server = FaultServer::start([
-        Fault::then_refuse(Fault::ok("first"), REFUSAL),
-        Fault::ok("second"),
-    ])
-    .await;
+    let server = Arc::new(
+        FaultServer::start([
+            Fault::then_refuse(Fault::ok("first"), Duration::MAX),
+            Fault::ok("second"),
+        ])
+        .await,
+    );
     let transport = transport(&server);
     assert_eq!(transport.post_once("/mail", "1").await.unwrap(), "first");
     let log = EventLog::new();
-    let second = observe(log.clone().into(), transport.post_once("/mail", "2")).await;
+    let second = observe(log.clone().into(), transport.post_once("/mail", "2"));
+    let second = listening_on_retry(&server, second).await;
     assert_eq!(second.unwrap(), "second");
     assert_eq!((server.requests(), server.effects()), (2, 2));
     assert_eq!(
@@ -172,15 +214,16 @@ async fn the_mailer_opted_in_by_its_task_sends_each_mail_once() {
     );
     assert!(log.to_string().contains("Mailer::send"), "{log}");
 
-    // Every attempt refused at the http layer (3 of them), then the task's
-    // retry of the tool, whose connection goes through: sent once.
-    let server = FaultServer::start([Fault::ok("sent")]).await;
+    // The http layer's one attempt refused, then the task's retry of the
+    // tool, whose connection goes through: sent once.
+    let server = Arc::new(FaultServer::start([Fault::ok("sent")]).await);
     let mailer = Mailer::new(Transport::new(
         server.url(""),
         RequestOptions::fast_retries().single_attempt(),
     ));
-    server.refuse_for(REFUSAL);
-    let sent = scope(opted_in(), mailer.send("ops@example.com", "disk full")).await;
+    server.refuse();
+    let sent = scope(opted_in(), mailer.send("ops@example.com", "disk full"));
+    let sent = listening_on_retry(&server, sent).await;
     assert_eq!(sent.unwrap(), "sent");
     assert_eq!((server.refusal_periods(), server.effects()), (1, 1));
 }

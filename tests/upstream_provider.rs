@@ -95,8 +95,14 @@ async fn a_429_holds_the_model_for_every_call_and_says_why() {
     .await;
     let provider = provider(&server);
     let first = provider.complete("first");
+    // Started once the 429 holds the model, however slow the machine.
     let second = async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        for _ in 0..10_000 {
+            if provider.upstream().held_for().is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         provider.complete("second").await
     };
     let (first, second) = tokio::join!(first, second);
@@ -182,6 +188,66 @@ async fn the_breaker_opens_after_consecutive_failures_then_lets_one_probe_throug
         None,
         "the probe's success closed it"
     );
+}
+
+fn tool(server: &FaultServer, failures: u32, open_for: Duration) -> Tool {
+    Tool {
+        client: reqwest::Client::new(),
+        url: server.url("/search"),
+        upstream: Upstream::new("tools/search").with_breaker(failures, open_for),
+    }
+}
+
+#[tokio::test]
+async fn a_success_between_two_failures_keeps_the_breaker_closed() {
+    let server = FaultServer::start([
+        Fault::Status(500),
+        Fault::ok("fine"),
+        Fault::Status(500),
+        Fault::ok("fine"),
+    ])
+    .await;
+    let tool = tool(&server, 2, Duration::from_secs(3600));
+    assert!(matches!(tool.call().await, Err(ToolError::Down(500))));
+    assert_eq!(tool.call().await.unwrap(), "fine");
+    assert!(matches!(tool.call().await, Err(ToolError::Down(500))));
+    assert_eq!(
+        tool.upstream.held_for(),
+        None,
+        "two failures, but not in a row"
+    );
+    assert_eq!(tool.call().await.unwrap(), "fine");
+    assert_eq!(server.requests(), 4);
+}
+
+#[tokio::test]
+async fn half_open_the_probes_failure_opens_the_breaker_again_for_the_others() {
+    let open_for = Duration::from_millis(400);
+    let server = FaultServer::start([
+        Fault::Status(500),
+        Fault::Status(500),
+        Fault::Status(500),
+        Fault::ok("back"),
+    ])
+    .await;
+    let tool = tool(&server, 2, open_for);
+    for _ in 0..2 {
+        assert!(matches!(tool.call().await, Err(ToolError::Down(500))));
+    }
+    assert!(tool.upstream.held_for().is_some(), "open");
+    // The first call is the probe; the second waits for its outcome.
+    let behind = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tool.call().await
+    };
+    let (probe, behind) = tokio::join!(tool.call(), behind);
+    assert!(matches!(probe, Err(ToolError::Down(500))), "{probe:?}");
+    assert_eq!(behind.unwrap(), "back");
+    // One failure is below the threshold, yet the probe's opened it again:
+    // the call behind went only after another `open_for`.
+    let after = sent_after_first(&server.hits());
+    assert!(after[2] - after[1] >= open_for, "{after:?}");
+    assert_eq!(tool.upstream.held_for(), None, "closed by the success");
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! `fleet-worker URL CALLS [REDIS_URL]` makes CALLS calls, one after
 //! another, to URL through the upstream `fleet/model`, kept in Redis at
 //! REDIS_URL if given, else in this process alone. Exits 0 when every call
-//! succeeded.
+//! succeeded, printing how many outages its store met.
 
 use std::process::ExitCode;
 
@@ -17,9 +17,13 @@ async fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let mut upstream = Upstream::new(UPSTREAM);
+    let mut shared = None;
     if let Some(redis) = args.get(2) {
         match RedisStore::connect(redis).await {
-            Ok(store) => upstream = upstream.with_store(store),
+            Ok(store) => {
+                shared = Some(store.clone());
+                upstream = upstream.with_store(store);
+            }
             Err(e) => {
                 eprintln!("fleet-worker: {e}");
                 return ExitCode::from(2);
@@ -33,6 +37,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    println!("{calls} calls ok");
+    // How often the store was passed over (slower than `STORE_WAIT`, down):
+    // meanwhile this process went on its own state, as documented.
+    let outages = shared.map_or(0, |store| store.outages());
+    println!("{calls} calls ok, {outages} store outages");
     ExitCode::SUCCESS
 }

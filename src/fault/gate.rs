@@ -49,18 +49,29 @@ impl Gate {
     }
 
     /// Closes the listener now, so that the next connect is refused, and
-    /// opens it again on the same port after `period` (tokio's clock).
+    /// opens it again on the same port after `period` (tokio's clock);
+    /// `Duration::MAX`: only when [`listen_again`](Gate::listen_again) says.
     pub(super) fn refuse_for(&self, period: Duration) {
         let mut inner = self.inner();
         if inner.listener.take().is_none() {
             return;
         }
         inner.closings += 1;
+        if period == Duration::MAX {
+            return;
+        }
         let gate = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(period).await;
             gate.reopen();
         });
+    }
+
+    /// Listens again now, if closed.
+    pub(super) fn listen_again(&self) {
+        if self.inner().listener.is_none() {
+            self.reopen();
+        }
     }
 
     fn reopen(&self) {

@@ -100,7 +100,8 @@ struct Shared {
     /// Whether an attempt must look at `state` before it starts: a hold, an
     /// allowance, a probe's turn. `false` is the open upstream's one load.
     guarded: AtomicBool,
-    /// Whether the breaker has failures counted (a success then resets them).
+    /// Whether a success tells the breaker something: failures counted,
+    /// or opened and not closed since (a success then resets them).
     counting: AtomicBool,
     state: Mutex<State>,
     /// The waiters for a probe's outcome.
@@ -194,8 +195,11 @@ impl Upstream {
 
     /// Turns on the breaker: after `failures` consecutive failed attempts
     /// of its calls classified `Transient`, the upstream is held for
-    /// `open_for`, then released through a probe; any success resets the
-    /// count. Off by default; `failures` of 0 leaves it off.
+    /// `open_for` (the breaker is open), then released through a probe
+    /// (half-open): the probe's success closes it and releases the others;
+    /// its transient failure opens it again for `open_for` at once, however
+    /// few failures that makes. Any success resets the count. Off by
+    /// default; `failures` of 0 leaves it off.
     ///
     /// ```
     /// use std::time::Duration;
@@ -296,7 +300,7 @@ impl Upstream {
         self.shared.guarded.store(guarded, Ordering::Release);
         self.shared
             .counting
-            .store(state.failures > 0, Ordering::Relaxed);
+            .store(state.counting(), Ordering::Relaxed);
     }
 
     /// The event of a hold that started or grew; a store learns of it.

@@ -35,6 +35,9 @@ pub(super) struct State {
     pub(super) breaker: Option<(u32, Duration)>,
     /// Consecutive transient failures, for the breaker.
     pub(super) failures: u32,
+    /// The breaker opened and no attempt has succeeded since (half-open
+    /// once its hold ends): a failed probe opens it again at once.
+    pub(super) half_open: bool,
 }
 
 /// What a caller does at the upstream now.
@@ -149,14 +152,28 @@ impl State {
     }
 
     /// A transient failure, for the breaker: `Some(open_for)` when it opens.
-    pub(super) fn failed_transiently(&mut self) -> Option<Duration> {
+    /// A probe's failure while it is half-open (opened, no success since)
+    /// opens it again at once: the one attempt let through is the test.
+    pub(super) fn failed_transiently(&mut self, probe: bool) -> Option<Duration> {
         let (failures, open_for) = self.breaker?;
         self.failures += 1;
-        if self.failures < failures {
+        if self.failures < failures && !(probe && self.half_open) {
             return None;
         }
         self.failures = 0;
+        self.half_open = true;
         Some(open_for)
+    }
+
+    /// An attempt succeeded: the breaker counts afresh, and closes.
+    pub(super) fn succeeded(&mut self) {
+        self.failures = 0;
+        self.half_open = false;
+    }
+
+    /// Whether a success must be told (`succeeded` changes something).
+    pub(super) fn counting(&self) -> bool {
+        self.failures > 0 || self.half_open
     }
 }
 
@@ -220,6 +237,18 @@ mod tests {
     }
 
     #[test]
+    fn the_release_spreads_over_a_tenth_of_the_hold_and_at_most_a_second() {
+        for (hold, spread) in [(5, 500), (10, 1_000), (30, 1_000), (3_600, 1_000)] {
+            let now = Instant::now();
+            let mut state = State::default();
+            state.hold(now, secs(hold), HoldReason::ServerHint);
+            state.step(now);
+            assert!(state.probed(now + secs(hold)));
+            assert_eq!(state.spread, Duration::from_millis(spread), "{hold} s");
+        }
+    }
+
+    #[test]
     fn a_probe_pushed_back_again_keeps_the_hold() {
         let now = Instant::now();
         let mut state = State::default();
@@ -271,14 +300,37 @@ mod tests {
     #[test]
     fn the_breaker_opens_after_that_many_transient_failures_in_a_row() {
         let mut state = State::default();
-        assert_eq!(state.failed_transiently(), None, "off by default");
+        assert_eq!(state.failed_transiently(true), None, "off by default");
         state.breaker = Some((3, secs(30)));
-        assert_eq!(state.failed_transiently(), None);
-        assert_eq!(state.failed_transiently(), None);
-        state.failures = 0; // what a success does
-        assert_eq!(state.failed_transiently(), None);
-        assert_eq!(state.failed_transiently(), None);
-        assert_eq!(state.failed_transiently(), Some(secs(30)));
+        assert_eq!(state.failed_transiently(false), None);
+        assert_eq!(state.failed_transiently(false), None);
+        state.succeeded();
+        assert_eq!(state.failed_transiently(false), None);
+        assert_eq!(state.failed_transiently(false), None);
+        assert_eq!(state.failed_transiently(false), Some(secs(30)));
         assert_eq!(state.failures, 0, "and counts afresh");
+    }
+
+    #[test]
+    fn half_open_a_failed_probe_opens_the_breaker_again_and_a_success_closes_it() {
+        let mut state = State::with_breaker(Some((3, secs(30))));
+        for _ in 0..2 {
+            assert_eq!(state.failed_transiently(false), None);
+        }
+        assert_eq!(state.failed_transiently(false), Some(secs(30)), "opened");
+        assert!(state.counting(), "a success must close it");
+        assert_eq!(
+            state.failed_transiently(false),
+            None,
+            "a straggler that was in flight when it opened counts as one"
+        );
+        assert_eq!(
+            state.failed_transiently(true),
+            Some(secs(30)),
+            "the probe's failure opens it again at once"
+        );
+        state.succeeded();
+        assert!(!state.counting());
+        assert_eq!(state.failed_transiently(true), None, "closed: counts again");
     }
 }

@@ -113,10 +113,18 @@ pub trait Store: fmt::Debug + Send + Sync + 'static {
     fn probed(&self, upstream: &str, token: u64, released: bool) {
         let _ = (upstream, token, released);
     }
+
+    /// The longest an attempt waits for this store before it goes on with
+    /// its in-process state: [`STORE_WAIT`] unless the store says otherwise
+    /// (`RedisStore::with_wait`).
+    fn wait(&self) -> Duration {
+        STORE_WAIT
+    }
 }
 
 /// The longest an attempt waits for its upstream's store before it goes on
-/// with the in-process state.
+/// with the in-process state, unless the store says otherwise
+/// ([`Store::wait`]).
 pub const STORE_WAIT: Duration = Duration::from_millis(50);
 
 /// How long another process's probe may keep its turn before the next one

@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::state::Step;
-use super::store::STORE_WAIT;
 use super::{Held, HoldReason, ProbeTurn, Store, Upstream};
 use crate::engine::Failure;
 use crate::time::Nanos;
@@ -126,6 +125,13 @@ impl Upstream {
                     loop {
                         tokio::time::sleep_until(until).await;
                         if let Some(later) = self.lock().until.filter(|&later| later > until) {
+                            let left = later.saturating_duration_since(Instant::now());
+                            if left > patience.cap || patience.deadline.is_some_and(|d| later > d) {
+                                // Held longer meanwhile, past this caller's
+                                // patience: it steps again below, gives up
+                                // with `Held` and passes the turn on.
+                                break;
+                            }
                             until = later;
                             continue;
                         }
@@ -175,7 +181,7 @@ impl Upstream {
             return Lease::Go;
         };
         let probe = store.probe(&self.shared.name, self.shared.token);
-        let asked = tokio::time::timeout(STORE_WAIT, probe).await;
+        let asked = tokio::time::timeout(store.wait(), probe).await;
         let now = Instant::now();
         match asked {
             Ok(Ok(ProbeTurn::Wait)) => Lease::Poll(now + PROBE_POLL.mul_f64(0.5 + fastrand::f64())),
@@ -192,7 +198,7 @@ impl Upstream {
     /// is passed over.
     async fn ask(&self, store: &Arc<dyn Store>) {
         let asked = tokio::time::timeout(
-            STORE_WAIT,
+            store.wait(),
             store.attempt(&self.shared.name, self.shared.token),
         )
         .await;
@@ -259,7 +265,7 @@ impl<'u> Turn<'u> {
         let grown = upstream.locked(|state| {
             let mut grown = None;
             match failure {
-                None => state.failures = 0,
+                None => state.succeeded(),
                 Some(failure) => {
                     let hold = match (failure.retry_after, failure.category) {
                         (Some(hint), _) => Some(hint),
@@ -270,7 +276,7 @@ impl<'u> Turn<'u> {
                         grown = state.hold(now, hold, HoldReason::ServerHint);
                     }
                     if failure.category == ErrorCategory::Transient
-                        && let Some(open_for) = state.failed_transiently()
+                        && let Some(open_for) = state.failed_transiently(probe)
                     {
                         grown = state.hold(now, open_for, HoldReason::Breaker).or(grown);
                     }

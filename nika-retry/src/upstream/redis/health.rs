@@ -71,3 +71,30 @@ impl Health {
         self.down.load(Ordering::Acquire)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_failure_the_store_is_asked_again_every_half_second_by_one_caller() {
+        let health = Health::default();
+        assert!(health.ask(), "up: always asked");
+        health.failed(&"redis", "no answer");
+        assert!(health.is_down() && health.outages() == 1);
+        for _ in 0..3 {
+            assert!(!health.ask(), "passed over right after");
+            // The documented half second, not the constant: changing it is a
+            // change of the promise.
+            tokio::time::sleep(Duration::from_millis(499)).await;
+            assert!(!health.ask(), "still passed over");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            assert!(health.ask(), "asked again after half a second");
+            assert!(!health.ask(), "by one caller: the others pass it over");
+            health.failed(&"redis", "no answer");
+        }
+        assert_eq!(health.outages(), 1, "one outage");
+        health.answered(&"redis");
+        assert!(!health.is_down() && health.ask());
+    }
+}

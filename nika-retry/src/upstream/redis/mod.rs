@@ -9,10 +9,12 @@ use core::future::Future;
 use core::time::Duration;
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionAddr, Script};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::store::RELEASED_FOR;
 use super::{
@@ -50,12 +52,18 @@ const QUEUED_WRITES: usize = 1024;
 /// (the wrong type, a value that is no number, no expiry, longer than
 /// [`MAX_HOLD`]) is deleted as garbage, never obeyed.
 ///
-/// **Never a hostage.** A call to the server waits at most [`STORE_WAIT`];
-/// a server down, slow or restarting is passed over and the upstream goes on
-/// with its in-process state. The first failure of an outage is one warning
+/// **Never a hostage.** A call to the server waits at most [`STORE_WAIT`]
+/// (or what [`with_wait`](RedisStore::with_wait) says); a server down, slow
+/// or restarting is passed over and the upstream goes on with its
+/// in-process state. The first failure of an outage is one warning
 /// (a `tracing` event at `WARN`, target `nika_retry`); meanwhile the server
 /// is asked again every half second, and the first answer ends the outage.
-/// The connection manager reconnects by itself. Neither `Display`, `Debug`,
+/// The connection manager reconnects by itself. A hold or a probe's
+/// outcome that the server did not take (down, slow, passed over) is sent
+/// again in the background until it is taken or its time is over: a 429
+/// seen during an outage still holds the fleet for what is left of it, and
+/// a probe's lease is given back as soon as the server answers, not left to
+/// expire after [`PROBE_LEASE`]. Neither `Display`, `Debug`,
 /// a log line nor an error shows the URL's password.
 ///
 /// ```no_run
@@ -83,7 +91,10 @@ struct Inner {
     at: String,
     /// The URL's password, kept out of every text this store writes.
     secret: Option<String>,
-    writes: mpsc::Sender<Write>,
+    writes: mpsc::Sender<(Write, Instant)>,
+    /// The longest a call to the server waits, in nanoseconds
+    /// ([`RedisStore::with_wait`]; its clones share it).
+    wait: AtomicU64,
     scripts: Scripts,
 }
 
@@ -100,6 +111,40 @@ enum Write {
     Hold(Keys, Duration, HoldReason),
     Allow(Keys, u32, Duration),
     Probed(Keys, u64, bool),
+}
+
+/// How long the writer waits before it sends again a hold or a probe's
+/// outcome that the server did not take (the server is asked at most every
+/// half second meanwhile: [`Health`]).
+const WRITE_AGAIN: Duration = Duration::from_millis(100);
+
+impl Write {
+    /// This write as it stands `elapsed` after it was made: a hold or an
+    /// allowance shortened by it; `None` once it no longer matters (its time
+    /// is over; a lease given back after [`PROBE_LEASE`] has expired).
+    fn after(&self, elapsed: Duration) -> Option<Write> {
+        let left = |d: Duration| Some(d.saturating_sub(elapsed)).filter(|d| !d.is_zero());
+        Some(match self {
+            Write::Hold(keys, held_for, reason) => {
+                Write::Hold(keys.clone(), left(*held_for)?, *reason)
+            }
+            Write::Allow(keys, remaining, reset) => {
+                Write::Allow(keys.clone(), *remaining, left(*reset)?)
+            }
+            Write::Probed(keys, token, released) => {
+                left(PROBE_LEASE)?;
+                Write::Probed(keys.clone(), *token, *released)
+            }
+        })
+    }
+
+    /// Whether the writer sends it again until the server takes it: a hold
+    /// (one 429 holds the fleet, late rather than never) and a probe's
+    /// outcome (else its lease holds every other process until it expires).
+    /// An allowance is not: the next response brings a fresh one.
+    fn kept(&self) -> bool {
+        !matches!(self, Write::Allow(..))
+    }
 }
 
 impl RedisStore {
@@ -177,6 +222,7 @@ impl RedisStore {
                 at,
                 secret,
                 writes,
+                wait: AtomicU64::new(millis(STORE_WAIT) * 1_000_000),
                 scripts: Scripts {
                     held_for: Script::new(scripts::HELD_FOR),
                     hold: Script::new(scripts::HOLD),
@@ -196,6 +242,32 @@ impl RedisStore {
             Err(_) => store.inner.failed("no answer"),
         }
         Ok(store)
+    }
+
+    /// This store (and its clones), waiting at most `wait` for each answer
+    /// of the server before it is passed over ([`STORE_WAIT`], 50 ms, by
+    /// default): for a server farther away than the same host or rack, or
+    /// a loaded machine. While the server does not answer, one attempt per
+    /// half second waits this long.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::RedisStore;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let store = RedisStore::connect("redis://redis.internal:6379/0")
+    ///     .await?
+    ///     .with_wait(Duration::from_millis(200));
+    /// # let _ = store;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_wait(self, wait: Duration) -> RedisStore {
+        let nanos = u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX);
+        self.inner.wait.store(nanos, Ordering::Relaxed);
+        self
     }
 
     /// How many outages this store has met (each warned of once).
@@ -233,7 +305,7 @@ impl Inner {
                 format!("{} does not answer", self.at),
             ));
         }
-        match tokio::time::timeout(STORE_WAIT, request).await {
+        match tokio::time::timeout(self.wait(), request).await {
             Ok(Ok(answer)) => {
                 self.health.answered(&self.at);
                 Ok(answer)
@@ -250,6 +322,10 @@ impl Inner {
         }
     }
 
+    fn wait(&self) -> Duration {
+        Duration::from_nanos(self.wait.load(Ordering::Relaxed))
+    }
+
     fn failed(&self, why: &str) {
         self.health.failed(&self.at, &self.redact(why.to_owned()));
     }
@@ -261,10 +337,10 @@ impl Inner {
         }
     }
 
-    async fn write(&self, write: Write) {
+    async fn write(&self, write: Write) -> io::Result<()> {
         let mut connection = self.connection.clone();
         let max = millis(MAX_HOLD);
-        let _ = match write {
+        match write {
             Write::Hold(keys, held_for, reason) => {
                 let mut script = self.scripts.hold.key(keys.hold);
                 let request = script
@@ -293,13 +369,13 @@ impl Inner {
                     .invoke_async::<i64>(&mut connection);
                 self.call(request).await.map(drop)
             }
-        };
+        }
     }
 
     fn send(&self, write: Write) {
         // Full only while the server takes nothing: the in-process state
         // has what is dropped.
-        let _ = self.writes.try_send(write);
+        let _ = self.writes.try_send((write, Instant::now()));
     }
 
     /// A `{left ms, reason}` answer as a hold, if any.
@@ -310,11 +386,19 @@ impl Inner {
 }
 
 /// Sends the writes in the order they were made (a probe's hold before its
-/// outcome); ends with the store.
-async fn writer(inner: std::sync::Weak<Inner>, mut queue: mpsc::Receiver<Write>) {
-    while let Some(write) = queue.recv().await {
-        let Some(inner) = inner.upgrade() else { return };
-        inner.write(write).await;
+/// outcome); a hold or a probe's outcome the server did not take (down,
+/// slow, passed over) is sent again until it is taken or no longer matters,
+/// the writes behind it waiting; ends with the store.
+async fn writer(inner: std::sync::Weak<Inner>, mut queue: mpsc::Receiver<(Write, Instant)>) {
+    while let Some((write, made)) = queue.recv().await {
+        while let Some(now) = write.after(made.elapsed()) {
+            let Some(store) = inner.upgrade() else { return };
+            if store.write(now).await.is_ok() || !write.kept() {
+                break;
+            }
+            drop(store);
+            tokio::time::sleep(WRITE_AGAIN).await;
+        }
     }
 }
 
@@ -407,6 +491,10 @@ impl Store for RedisStore {
     fn probed(&self, upstream: &str, token: u64, released: bool) {
         self.inner
             .send(Write::Probed(Keys::of(upstream), token, released));
+    }
+
+    fn wait(&self) -> Duration {
+        self.inner.wait()
     }
 }
 

@@ -17,6 +17,7 @@ pub(super) const PREFIX: &[u8] = b"nika-retry:upstream:{";
 pub(super) const MAX_NAME: usize = 200;
 
 /// An upstream's keys.
+#[derive(Clone)]
 pub(super) struct Keys {
     pub(super) hold: Vec<u8>,
     pub(super) allowance: Vec<u8>,
