@@ -1,4 +1,4 @@
-//! The fan-out benchmark (DESIGN.md "An upstream that paces", its goals;
+//! The fan-out benchmark (the design's "An upstream that paces", its goals;
 //! results in BENCHMARKS.md, "Fan-out under a quota"): 50 calls at once on
 //! one model whose limits are 20 requests and 3 000 tokens per 2 s, each
 //! call a prompt of 200 tokens (the token limit binds: 15 a window), every
