@@ -11,6 +11,7 @@
 //! ```sh
 //! cargo bench --bench fanout                          # every server kind, 5 runs each
 //! cargo bench --bench fanout -- --server rolling --runs 1
+//! cargo bench --bench fanout -- --only gate           # the contenders whose label says `gate`
 //! cargo bench --features redis --bench fanout         # and 4 processes through Redis
 //! ```
 //!
@@ -134,33 +135,79 @@ impl Provider {
     }
 }
 
-/// The reference: what a user who knows the quota writes by hand. Each
-/// attempt waits, in arrival order (tokio's `Mutex` is fair), until the
-/// requests and tokens admitted in the last window leave room for it: a
-/// rolling window, which no kind of server counts more strictly; 50 ms of
-/// margin for the time a request takes to reach the server.
+/// The reference: what a user who knows the quota, and how the server
+/// counts it, writes by hand. Each attempt waits, in arrival order (tokio's
+/// `Mutex` is fair), until both dimensions have room for it: against a
+/// continuously refilled server, a bucket of the limit refilling at the
+/// limit per window; against a window, the requests and tokens admitted
+/// in the last window. Either with 50 ms of margin for the time a request
+/// takes to reach the server.
 struct Gate {
-    log: tokio::sync::Mutex<VecDeque<(Instant, u64)>>,
+    refill: bool,
+    state: tokio::sync::Mutex<GateState>,
+}
+
+struct GateState {
+    /// The refilled buckets (`[requests, tokens]`) as of `at`.
+    level: [f64; 2],
+    at: Instant,
+    /// What the window admitted: when, and its tokens.
+    log: VecDeque<(Instant, u64)>,
 }
 
 impl Gate {
-    const WINDOW: Duration = WINDOW.saturating_add(Duration::from_millis(50));
+    const MARGIN: Duration = Duration::from_millis(50);
+    const LIMIT: [f64; 2] = [REQUESTS as f64, TOKENS as f64];
+
+    fn new(kind: Kind) -> Gate {
+        Gate {
+            refill: kind == Kind::Refill,
+            state: tokio::sync::Mutex::new(GateState {
+                level: Gate::LIMIT,
+                at: Instant::now(),
+                log: VecDeque::new(),
+            }),
+        }
+    }
 
     async fn admit(&self, tokens: u64) {
-        let mut log = self.log.lock().await;
+        let cost = [1.0, tokens as f64];
+        let mut state = self.state.lock().await;
         loop {
             let now = Instant::now();
-            while log.front().is_some_and(|&(at, _)| at + Gate::WINDOW <= now) {
-                log.pop_front();
-            }
-            let used: u64 = log.iter().map(|&(_, t)| t).sum();
-            if log.len() < REQUESTS as usize && used + tokens <= u64::from(TOKENS) {
-                log.push_back((now, tokens));
-                return;
-            }
-            // Room comes back when the oldest leaves the window.
-            let (oldest, _) = log.front().copied().unwrap_or((now, 0));
-            tokio::time::sleep_until(oldest + Gate::WINDOW).await;
+            let wait = if self.refill {
+                let elapsed = (now - state.at).as_secs_f64();
+                state.at = now;
+                let mut wait: f64 = 0.0;
+                for ((level, limit), cost) in state.level.iter_mut().zip(Gate::LIMIT).zip(cost) {
+                    let rate = limit / WINDOW.as_secs_f64();
+                    *level = (*level + elapsed * rate).min(limit);
+                    // The margin's refill kept in hand: the server's bucket
+                    // refills from when a request reaches it, a little later.
+                    let need = cost + rate * Gate::MARGIN.as_secs_f64();
+                    wait = wait.max((need - *level) / rate);
+                }
+                if wait <= 0.0 {
+                    state.level[0] -= cost[0];
+                    state.level[1] -= cost[1];
+                    return;
+                }
+                Duration::from_secs_f64(wait)
+            } else {
+                let window = WINDOW + Gate::MARGIN;
+                while state.log.front().is_some_and(|&(at, _)| at + window <= now) {
+                    state.log.pop_front();
+                }
+                let used: u64 = state.log.iter().map(|&(_, t)| t).sum();
+                if state.log.len() < REQUESTS as usize && used + tokens <= u64::from(TOKENS) {
+                    state.log.push_back((now, tokens));
+                    return;
+                }
+                // Room comes back when the oldest leaves the window.
+                let (oldest, _) = state.log.front().copied().unwrap_or((now, 0));
+                (oldest + window).saturating_duration_since(now)
+            };
+            tokio::time::sleep(wait).await;
         }
     }
 }
@@ -236,9 +283,7 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
         _ => upstream,
     };
     let provider = Provider::new(server.url("/v1/complete"), upstream);
-    let gate = Gate {
-        log: tokio::sync::Mutex::new(VecDeque::new()),
-    };
+    let gate = Gate::new(kind);
     let body = prompt();
     let started = Instant::now();
     let (failed, makespan) = match contender {
@@ -266,6 +311,9 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
     };
     let _ = redis;
     let counts = server.counts();
+    if std::env::var_os("FANOUT_DEBUG").is_some() {
+        eprintln!("{contender:?} {kind:?}: {counts:?}");
+    }
     let allows = server.config().allows(CALLS, tokens_of(&body));
     Outcome {
         requests: counts.requests,
@@ -281,18 +329,18 @@ fn range<T: PartialOrd + Copy>(
     show: impl Fn(T) -> String,
 ) -> String {
     let values: Vec<T> = values.collect();
-    let min = values
-        .iter()
-        .copied()
-        .fold(values[0], |a, b| if b < a { b } else { a });
-    let max = values
-        .iter()
-        .copied()
-        .fold(values[0], |a, b| if b > a { b } else { a });
+    let pick = |better: fn(&T, &T) -> bool| {
+        let first = values[0];
+        values
+            .iter()
+            .copied()
+            .fold(first, |a, b| if better(&b, &a) { b } else { a })
+    };
+    let (min, max) = (show(pick(T::lt)), show(pick(T::gt)));
     if min == max {
-        show(min)
+        min
     } else {
-        format!("{}–{}", show(min), show(max))
+        format!("{min}–{max}")
     }
 }
 
@@ -312,6 +360,7 @@ fn main() {
         Some(name) => Kind::ALL.into_iter().filter(|k| k.name() == name).collect(),
     };
     assert!(!kinds.is_empty(), "--server refill | rolling | fixed | all");
+    let only = value("--only").unwrap_or_default();
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let redis = Redis::start();
     let cost = tokens_of(&prompt());
@@ -331,6 +380,9 @@ fn main() {
             "", "", "", "", ""
         );
         for &contender in Contender::ALL {
+            if !contender.label().contains(only.as_str()) {
+                continue;
+            }
             let outcomes: Vec<Outcome> = (0..runs)
                 .map(|seed| runtime.block_on(run(contender, kind, seed + 1, &redis)))
                 .collect();
