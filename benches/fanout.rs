@@ -12,6 +12,7 @@
 //! cargo bench --bench fanout                          # every server kind, 5 runs each
 //! cargo bench --bench fanout -- --server rolling --runs 1
 //! cargo bench --bench fanout -- --only gate           # the contenders whose label says `gate`
+//! FANOUT_DEBUG=1 cargo bench --bench fanout             # and the server's counts of each run, on stderr
 //! cargo bench --features redis --bench fanout         # and 4 processes through Redis
 //! ```
 //!
