@@ -2,9 +2,9 @@
 //! against a real HTTP server on 127.0.0.1 that fails on purpose, through a
 //! verb crate's transport (L1), provider and tool (L2), with each workflow
 //! task's YAML policy in force, and a streamed answer (retried before its
-//! first token, never after), then a dozen calls at once on one model
-//! whose limit answers 429 (one hold for all of them, beside the same calls
-//! each on their own), and a mail whose answer is lost (a tool that is not
+//! first token, never after), then 50 calls at once on one model whose
+//! limits count requests and tokens (on one shared upstream, beside the same
+//! calls each on their own), and a mail whose answer is lost (a tool that is not
 //! idempotent: not sent again). Every retry decision is printed as it happens,
 //! tagged with its layer.
 //!
@@ -27,9 +27,9 @@ use nika_retry::Layer;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{EventLog, Outcome, RetryEvent, RetryObserver, UpstreamEvent, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry_tests::fault::{Fault, FaultServer, Step, closed_port};
+use nika_retry_tests::fault::{Fault, FaultServer, Step, closed_port, quota};
 use nika_retry_tests::verb::{
-    HttpTool, Mailer, Provider, ProviderError, RequestOptions, Task, Transport, run_task,
+    HttpTool, Mailer, Provider, RequestOptions, Task, Transport, run_task,
 };
 use tokio::time::Instant;
 
@@ -146,50 +146,46 @@ fn requests(n: usize) -> String {
     format!("{n} request{}", if n == 1 { "" } else { "s" })
 }
 
-/// `n` completions through one provider (sharing its model's upstream, or
-/// each call on its own when not `shared`), the others started once the
-/// first's 429 is in ([`follow`]), against a model whose limit (a 1 s window opened by the first
-/// request) answers 429 with `Retry-After: 2`. Returns the results, how
-/// many requests met the limit, and how many were sent.
-async fn fan_out(shared: bool, n: u32) -> (Vec<Result<String, ProviderError>>, usize, usize) {
-    let server = FaultServer::start([Fault::LimitWindow {
-        window: Duration::from_secs(1),
-        retry_after: 2,
-    }])
-    .await;
+/// The fan-out's model: 20 requests and 3 000 tokens per rolling 2 s,
+/// OpenAI's rate-limit headers on every answer, 50–150 ms per answer.
+fn model_limits() -> quota::Config {
+    quota::Config::per(Duration::from_secs(2))
+        .requests(20)
+        .tokens(3_000)
+        .kind(quota::Kind::Rolling)
+}
+
+/// What one side of the fan-out did.
+struct FanOut {
+    failed: usize,
+    counts: quota::Counts,
+    makespan: Duration,
+}
+
+/// `n` completions at once through one provider (sharing its model's
+/// upstream, or each call on its own when not `shared`), each prompt 200
+/// tokens (800 characters), against a quota server of its own.
+async fn fan_out(shared: bool, n: usize) -> FanOut {
+    let server = quota::QuotaServer::start(model_limits()).await;
     let provider = Provider::for_model(
         Transport::new(server.url(""), RequestOptions::default()),
         "gpt-4o",
     );
+    // Once the upstream paces (`Upstream::with_quota`, `cost = …`): a third
+    // side here, the same provider on a declared quota.
     let provider = if shared {
         provider
     } else {
         provider.unshared()
     };
-    let calls = (0..n).map(|i| {
-        let (provider, server) = (&provider, &server);
-        async move {
-            follow(i, shared, provider, server).await;
-            provider.complete("summarize a chapter").await
-        }
-    });
+    let prompt = format!("{:<800}", "summarize a chapter");
+    let started = Instant::now();
+    let calls = (0..n).map(|_| provider.complete(&prompt));
     let results = futures_util::future::join_all(calls).await;
-    (results, server.limited(), server.requests())
-}
-
-/// The `i`-th call of the fan-out starts once the first's 429 is in (the
-/// model's upstream held, or alone the server's limit met), however slow
-/// the machine: none overtakes it.
-async fn follow(i: u32, shared: bool, provider: &Provider, server: &FaultServer) {
-    let answered = || {
-        if shared {
-            provider.upstream().held_for().is_some()
-        } else {
-            server.limited() > 0
-        }
-    };
-    while i > 0 && !answered() {
-        tokio::time::sleep(Duration::from_millis(1)).await;
+    FanOut {
+        failed: results.iter().filter(|r| r.is_err()).count(),
+        counts: server.counts(),
+        makespan: started.elapsed(),
     }
 }
 
@@ -395,31 +391,51 @@ async fn main() {
         }
     }
 
-    // Then a dozen calls at once against one model: one 429 holds them all.
+    // Then 50 calls at once on one model, against its request and token
+    // limits: on the shared upstream, and each call alone, side by side.
+    // The counts depend on timing (README's excerpt leaves out the digits
+    // of the rows that start with │).
     {
-        const CALLS: u32 = 12;
+        const CALLS: usize = 50;
         println!(
-            "\n▶ fan-out — {CALLS} calls at once on one model, whose limit starts answering 429 (Retry-After: 2)"
+            "\n▶ fan-out — {CALLS} calls at once on one model whose limits are 20 requests and 3000 tokens per 2s (rolling), 200 tokens a call"
         );
-        *timeline.above_http.lock().unwrap() = Some(Layer::Provider);
-        let (results, limited, sent) = observe(timeline.clone(), fan_out(true, CALLS)).await;
-        let (alone, alone_limited, alone_sent) = fan_out(false, CALLS).await;
-        match results.iter().chain(&alone).find_map(|r| r.as_ref().err()) {
-            None => {
-                ok += 1;
-                println!(
-                    "  ✓ {CALLS} answers: {limited} of {} met the limit on the shared upstream",
-                    requests(sent)
-                );
-                println!(
-                    "    (without it, each call alone: {alone_limited} of {} met the limit)",
-                    requests(alone_sent)
-                );
-            }
-            Some(e) => {
-                failed += 1;
-                println!("  ✗ {}", describe(e));
-            }
+        println!(
+            "  (each call: the provider layer's 3 attempts; every answer carries OpenAI's x-ratelimit-* headers)"
+        );
+        let (shared, alone) = tokio::join!(fan_out(true, CALLS), fan_out(false, CALLS));
+        let allows = model_limits().allows(CALLS as u32, 200);
+        println!(
+            "  {:<28} {:>8} {:>6} {:>7}  makespan / what the limits allow ({})",
+            "",
+            "requests",
+            "429s",
+            "failed",
+            fmt_ms(allows)
+        );
+        // Once the upstream paces: the declared quota's row goes first.
+        for (label, side) in [
+            ("one shared upstream, cold", &shared),
+            ("each call alone", &alone),
+        ] {
+            println!(
+                "  │ {:<26} {:>8} {:>6} {:>7}  {:.2}×",
+                label,
+                side.counts.requests,
+                side.counts.limited,
+                side.failed,
+                side.makespan.as_secs_f64() / allows.as_secs_f64()
+            );
+        }
+        if shared.failed == 0 {
+            ok += 1;
+            println!("  ✓ {CALLS} answers on the shared upstream");
+        } else {
+            failed += 1;
+            println!(
+                "  ✗ {} of {CALLS} calls failed on the shared upstream",
+                shared.failed
+            );
         }
     }
 

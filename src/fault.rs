@@ -13,8 +13,12 @@
 //! connections that follow one ([`Fault::ThenRefuse`],
 //! [`FaultServer::refuse_for`]); [`FaultServer::effects`] counts what took
 //! effect.
+//!
+//! For calls that share a rate limit, [`quota::QuotaServer`] is a model
+//! server that counts requests and tokens per window, as a provider does.
 
 mod gate;
+pub mod quota;
 pub mod sse;
 
 use std::net::SocketAddr;

@@ -1,0 +1,417 @@
+//! The fan-out benchmark (the design's "An upstream that paces", its goals;
+//! results in BENCHMARKS.md, "Fan-out under a quota"): 50 calls at once on
+//! one model whose limits are 20 requests and 3 000 tokens per 2 s, each
+//! call a prompt of 200 tokens (the token limit binds: 15 a window), every
+//! answer after 50–150 ms of generation, the provider layer's default 3
+//! attempts. Per contender and server kind it prints the requests sent for
+//! the 50 completions, the 429s met, the calls that failed, and the
+//! makespan against what the limits allow (`Config::allows`), min–max over
+//! the runs.
+//!
+//! ```sh
+//! cargo bench --bench fanout                          # every server kind, 5 runs each
+//! cargo bench --bench fanout -- --server rolling --runs 1
+//! cargo bench --bench fanout -- --only gate           # the contenders whose label says `gate`
+//! FANOUT_DEBUG=1 cargo bench --bench fanout             # and the server's counts of each run, on stderr
+//! cargo bench --features redis --bench fanout         # and 4 processes through Redis
+//! ```
+//!
+//! The contenders: one shared `Upstream`, cold (nothing declared, nothing
+//! learned yet), with and without `cost`; a declared quota; the shared
+//! upstream against a server that sends no rate-limit headers; each call
+//! alone (no upstream); a hand-written gate that knows the quota (the
+//! reference); with feature `redis`, 4 worker processes (this bench's own
+//! binary, run again) sharing the upstream through `RedisStore`. The
+//! contenders that need `cost = …` and `Quota` are compiled with
+//! `RUSTFLAGS="--cfg nika_pacing"` until those land.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use nika_retry::upstream::{Held, Upstream};
+use nika_retry::{Classify, ErrorCategory, retry};
+use nika_retry_tests::fault::quota::{Config, Kind, QuotaServer, tokens_of};
+use tokio::time::Instant;
+
+const CALLS: u32 = 50;
+const WINDOW: Duration = Duration::from_secs(2);
+const REQUESTS: u32 = 20;
+const TOKENS: u32 = 3_000;
+
+/// The server of one run.
+fn config(kind: Kind, run: u64) -> Config {
+    Config::per(WINDOW)
+        .requests(REQUESTS)
+        .tokens(TOKENS)
+        .kind(kind)
+        .seed(run)
+}
+
+/// One prompt: 400 characters and `max_tokens: 100`, 200 tokens.
+fn prompt() -> String {
+    let text = "Summarize this chapter. ".repeat(17);
+    format!(r#"{{"prompt":"{}","max_tokens":100}}"#, &text[..400])
+}
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum Error {
+    #[error("request failed: {0}")]
+    #[category(transparent)]
+    Request(#[from] reqwest::Error),
+    #[error("api error {status}")]
+    #[category(from = category, retry_after = retry_after)]
+    Api {
+        status: u16,
+        category: ErrorCategory,
+        retry_after: Option<Duration>,
+    },
+    #[error(transparent)]
+    #[category(transparent)]
+    Held(#[from] Held),
+}
+
+/// A provider client as README's upstream section writes one.
+struct Provider {
+    http: reqwest::Client,
+    url: String,
+    upstream: Upstream,
+}
+
+impl Provider {
+    fn new(url: String, upstream: Upstream) -> Provider {
+        Provider {
+            http: reqwest::Client::new(),
+            url,
+            upstream,
+        }
+    }
+
+    /// One request; `observed`: its rate-limit headers go to the upstream.
+    async fn send(&self, body: &str, observed: bool) -> Result<String, Error> {
+        let response = self
+            .http
+            .post(&self.url)
+            .body(body.to_owned())
+            .send()
+            .await?;
+        if observed {
+            self.upstream.observe(response.headers());
+        }
+        let status = response.status().as_u16();
+        if status >= 400 {
+            let (category, retry_after) = nika_retry::http::classify_response(&response);
+            return Err(Error::Api {
+                status,
+                category,
+                retry_after,
+            });
+        }
+        Ok(response.text().await?)
+    }
+
+    /// Through the shared upstream, no `cost`.
+    #[retry(layer = "provider", upstream = self.upstream)]
+    async fn shared(&self, body: &str) -> Result<String, Error> {
+        self.send(body, true).await
+    }
+
+    /// Through the shared upstream, each attempt's tokens given.
+    #[cfg(nika_pacing)]
+    #[retry(layer = "provider", upstream = self.upstream, cost = tokens_of(body))]
+    async fn shared_cost(&self, body: &str) -> Result<String, Error> {
+        self.send(body, true).await
+    }
+
+    /// Alone: no upstream.
+    #[retry(layer = "provider")]
+    async fn alone(&self, body: &str) -> Result<String, Error> {
+        self.send(body, false).await
+    }
+
+    /// Alone, each attempt first through the hand-written gate.
+    #[retry(layer = "provider")]
+    async fn gated(&self, gate: &Gate, body: &str) -> Result<String, Error> {
+        gate.admit(tokens_of(body)).await;
+        self.send(body, false).await
+    }
+}
+
+/// The reference: what a user who knows the quota, and how the server
+/// counts it, writes by hand. Each attempt waits, in arrival order (tokio's
+/// `Mutex` is fair), until both dimensions have room for it: against a
+/// continuously refilled server, a bucket of the limit refilling at the
+/// limit per window; against a window, the requests and tokens admitted
+/// in the last window. Either with 50 ms of margin for the time a request
+/// takes to reach the server.
+struct Gate {
+    refill: bool,
+    state: tokio::sync::Mutex<GateState>,
+}
+
+struct GateState {
+    /// The refilled buckets (`[requests, tokens]`) as of `at`.
+    level: [f64; 2],
+    at: Instant,
+    /// What the window admitted: when, and its tokens.
+    log: VecDeque<(Instant, u64)>,
+}
+
+impl Gate {
+    const MARGIN: Duration = Duration::from_millis(50);
+    const LIMIT: [f64; 2] = [REQUESTS as f64, TOKENS as f64];
+
+    fn new(kind: Kind) -> Gate {
+        Gate {
+            refill: kind == Kind::Refill,
+            state: tokio::sync::Mutex::new(GateState {
+                level: Gate::LIMIT,
+                at: Instant::now(),
+                log: VecDeque::new(),
+            }),
+        }
+    }
+
+    async fn admit(&self, tokens: u64) {
+        let cost = [1.0, tokens as f64];
+        let mut state = self.state.lock().await;
+        loop {
+            let now = Instant::now();
+            let wait = if self.refill {
+                let elapsed = (now - state.at).as_secs_f64();
+                state.at = now;
+                let mut wait: f64 = 0.0;
+                for ((level, limit), cost) in state.level.iter_mut().zip(Gate::LIMIT).zip(cost) {
+                    let rate = limit / WINDOW.as_secs_f64();
+                    *level = (*level + elapsed * rate).min(limit);
+                    // The margin's refill kept in hand: the server's bucket
+                    // refills from when a request reaches it, a little later.
+                    let need = cost + rate * Gate::MARGIN.as_secs_f64();
+                    wait = wait.max((need - *level) / rate);
+                }
+                if wait <= 0.0 {
+                    state.level[0] -= cost[0];
+                    state.level[1] -= cost[1];
+                    return;
+                }
+                Duration::from_secs_f64(wait)
+            } else {
+                let window = WINDOW + Gate::MARGIN;
+                while state.log.front().is_some_and(|&(at, _)| at + window <= now) {
+                    state.log.pop_front();
+                }
+                let used: u64 = state.log.iter().map(|&(_, t)| t).sum();
+                if state.log.len() < REQUESTS as usize && used + tokens <= u64::from(TOKENS) {
+                    state.log.push_back((now, tokens));
+                    return;
+                }
+                // Room comes back when the oldest leaves the window.
+                let (oldest, _) = state.log.front().copied().unwrap_or((now, 0));
+                (oldest + window).saturating_duration_since(now)
+            };
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Contender {
+    Shared,
+    #[cfg(nika_pacing)]
+    SharedCost,
+    #[cfg(nika_pacing)]
+    Declared,
+    NoHeaders,
+    Alone,
+    Gate,
+    #[cfg(feature = "redis")]
+    Redis,
+}
+
+impl Contender {
+    const ALL: &[Contender] = &[
+        #[cfg(nika_pacing)]
+        Contender::SharedCost,
+        Contender::Shared,
+        #[cfg(nika_pacing)]
+        Contender::Declared,
+        Contender::NoHeaders,
+        Contender::Alone,
+        #[cfg(feature = "redis")]
+        Contender::Redis,
+        Contender::Gate,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            #[cfg(nika_pacing)]
+            Contender::SharedCost => "one shared Upstream, cold, with cost",
+            Contender::Shared => "one shared Upstream, cold",
+            #[cfg(nika_pacing)]
+            Contender::Declared => "a declared quota (with_quota), with cost",
+            Contender::NoHeaders => "shared, server sends no rate-limit headers",
+            Contender::Alone => "each call alone (no upstream)",
+            Contender::Gate => "a hand-written gate that knows the quota",
+            #[cfg(feature = "redis")]
+            Contender::Redis => "4 processes through RedisStore",
+        }
+    }
+}
+
+/// What one run saw.
+#[derive(Clone, Copy, Debug)]
+struct Outcome {
+    requests: usize,
+    limited: usize,
+    failed: usize,
+    /// The makespan over what the limits allow.
+    ratio: f64,
+}
+
+async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outcome {
+    let config = match contender {
+        Contender::NoHeaders => config(kind, seed).without_headers(),
+        _ => config(kind, seed),
+    };
+    let server = QuotaServer::start(config).await;
+    let upstream = Upstream::new(format!("fanout/{}-{seed}", kind.name()));
+    #[cfg(nika_pacing)]
+    let upstream = match contender {
+        Contender::Declared => upstream.with_quota(
+            nika_retry::upstream::Quota::per(WINDOW)
+                .requests(REQUESTS)
+                .tokens(TOKENS),
+        ),
+        _ => upstream,
+    };
+    let provider = Provider::new(server.url("/v1/complete"), upstream);
+    let gate = Gate::new(kind);
+    let body = prompt();
+    let started = Instant::now();
+    let (failed, makespan) = match contender {
+        // Timed from the moment the ready processes are told to go.
+        #[cfg(feature = "redis")]
+        Contender::Redis => redis.fleet(&server, seed, &body).await,
+        _ => {
+            let calls = (0..CALLS).map(|_| async {
+                match contender {
+                    Contender::Shared | Contender::NoHeaders => provider.shared(&body).await,
+                    #[cfg(nika_pacing)]
+                    Contender::SharedCost | Contender::Declared => {
+                        provider.shared_cost(&body).await
+                    }
+                    Contender::Alone => provider.alone(&body).await,
+                    Contender::Gate => provider.gated(&gate, &body).await,
+                    #[cfg(feature = "redis")]
+                    Contender::Redis => unreachable!("run as processes"),
+                }
+            });
+            let results = futures_util::future::join_all(calls).await;
+            let failed = results.iter().filter(|r| r.is_err()).count();
+            (failed, started.elapsed())
+        }
+    };
+    let _ = redis;
+    let counts = server.counts();
+    if std::env::var_os("FANOUT_DEBUG").is_some() {
+        eprintln!("{contender:?} {kind:?}: {counts:?}");
+    }
+    let allows = server.config().allows(CALLS, tokens_of(&body));
+    Outcome {
+        requests: counts.requests,
+        limited: counts.limited,
+        failed,
+        ratio: makespan.as_secs_f64() / allows.as_secs_f64(),
+    }
+}
+
+/// `min–max` of a column.
+fn range<T: PartialOrd + Copy>(
+    values: impl Iterator<Item = T>,
+    show: impl Fn(T) -> String,
+) -> String {
+    let values: Vec<T> = values.collect();
+    let pick = |better: fn(&T, &T) -> bool| {
+        let first = values[0];
+        values
+            .iter()
+            .copied()
+            .fold(first, |a, b| if better(&b, &a) { b } else { a })
+    };
+    let (min, max) = (show(pick(T::lt)), show(pick(T::gt)));
+    if min == max {
+        min
+    } else {
+        format!("{min}–{max}")
+    }
+}
+
+fn main() {
+    #[cfg(feature = "redis")]
+    if let Ok(job) = std::env::var(WORKER) {
+        std::process::exit(worker(&job));
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |name: &str| {
+        let at = args.iter().position(|a| a == name)?;
+        args.get(at + 1).cloned()
+    };
+    let runs: u64 = value("--runs").map_or(5, |r| r.parse().expect("--runs N"));
+    let kinds: Vec<Kind> = match value("--server").as_deref() {
+        None | Some("all") => Kind::ALL.to_vec(),
+        Some(name) => Kind::ALL.into_iter().filter(|k| k.name() == name).collect(),
+    };
+    assert!(!kinds.is_empty(), "--server refill | rolling | fixed | all");
+    let only = value("--only").unwrap_or_default();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let redis = Redis::start();
+    let cost = tokens_of(&prompt());
+    for kind in kinds {
+        let allows = config(kind, 0).allows(CALLS, cost);
+        println!(
+            "\n{} server: {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {cost} tokens at once; the limits allow {:.2} s; {runs} runs\n",
+            kind.name(),
+            allows.as_secs_f64()
+        );
+        println!(
+            "| {:<44} | {:>9} | {:>7} | {:>6} | {:>11} |",
+            "contender", "requests", "429s", "failed", "makespan"
+        );
+        println!(
+            "|{:-<46}|{:->10}:|{:->8}:|{:->7}:|{:->12}:|",
+            "", "", "", "", ""
+        );
+        for &contender in Contender::ALL {
+            if !contender.label().contains(only.as_str()) {
+                continue;
+            }
+            let outcomes: Vec<Outcome> = (0..runs)
+                .map(|seed| runtime.block_on(run(contender, kind, seed + 1, &redis)))
+                .collect();
+            let all = || outcomes.iter();
+            println!(
+                "| {:<44} | {:>9} | {:>7} | {:>6} | {:>11} |",
+                contender.label(),
+                range(all().map(|o| o.requests), |v| v.to_string()),
+                range(all().map(|o| o.limited), |v| v.to_string()),
+                range(all().map(|o| o.failed), |v| v.to_string()),
+                range(all().map(|o| o.ratio), |v| format!("{v:.2}×")),
+            );
+        }
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+struct Redis;
+
+#[cfg(not(feature = "redis"))]
+impl Redis {
+    fn start() -> Redis {
+        Redis
+    }
+}
+
+#[cfg(feature = "redis")]
+#[path = "support/fanout_fleet.rs"]
+mod fanout_fleet;
+#[cfg(feature = "redis")]
+use fanout_fleet::{Redis, WORKER, worker};
