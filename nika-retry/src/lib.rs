@@ -208,8 +208,23 @@ pub mod __private;
 /// #[retry(layer = "http" | "provider" | "tool" | "task",
 ///         attempts = 3, backoff = "250ms", max_backoff = "4s", multiplier = 4.0,
 ///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …),
-///         idempotent = false | EXPR, crate = "path")]
+///         upstream = EXPR, idempotent = false | EXPR, crate = "path")]
 /// ```
+///
+/// | `#[retry]` key | takes | what it does |
+/// |---|---|---|
+/// | `layer` | `"http"`, `"provider"`, `"tool"` or `"task"` | required: the layer whose defaults apply |
+/// | `attempts` | integer literal, 1 to 10 | attempts in all, the first included |
+/// | `backoff` | duration literal (`"250ms"`) | the delay before the first retry |
+/// | `max_backoff` | duration literal (`"4s"`) | the longest delay between two attempts |
+/// | `multiplier` | number literal ≥ 1.0 | how much each delay grows over the one before (1.0: constant) |
+/// | `jitter` | number literal, 0.0 to 1.0 | the fraction of each delay drawn at random |
+/// | `on` | `[transient, rate_limited]` (either or both) | the categories that are retried |
+/// | `config` | expression: `RetryConfig` or `Option<RetryConfig>` | a runtime config that replaces the literals when `Some`; evaluated when an attempt fails |
+/// | `clone` | `clone(arg, …)`: arguments, `self` included | each attempt gets its own clone of these |
+/// | `upstream` | expression: `Upstream`, `&Upstream`, `Option<Upstream>` or `Option<&Upstream>` | the upstream whose holds this call shares, evaluated once per call; `None`: alone |
+/// | `idempotent` | `false`, `true` or a `bool` expression | `false`: retry only what certainly had no effect, in this call and the calls nested in it; evaluated once per call |
+/// | `crate` | string literal path (`"nr"`) | this crate's path where the dependency is renamed |
 ///
 /// `layer` is required; the other keys override that layer's defaults
 /// ([`RetryConfig::for_layer`]) and are checked at compile time. `config = EXPR`
@@ -347,6 +362,15 @@ pub use nika_retry_macros::retry;
 /// #[timeout(connect = "10s", read = "120s", attempt = "30s", total = "5m" | total = EXPR,
 ///           layer = "…" (only without #[retry]), crate = "path")]
 /// ```
+///
+/// | `#[timeout]` key | takes | what it does |
+/// |---|---|---|
+/// | `connect` | duration literal, or expression: `Duration` or `Option<Duration>` | bounds connection set-up; layer `http` |
+/// | `read` | the same | bounds an attempt's inactivity; layers `http` and `provider` |
+/// | `attempt` | the same | bounds each attempt's whole duration |
+/// | `total` | the same | bounds the whole call, its retries and sleeps included |
+/// | `layer` | `"http"`, `"provider"`, `"tool"` or `"task"` | the fn's layer, only without `#[retry]` (which names it otherwise) |
+/// | `crate` | string literal path (`"nr"`) | this crate's path where the dependency is renamed |
 ///
 /// Four limits, one meaning each:
 ///

@@ -10,7 +10,7 @@ mod renamed;
 pub use crate::run::{
     AsUpstream, Attempt, AttemptLimits, Call, FromHeld, FromTimeout, IntoConfig, IntoLimit,
     MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
-    UpstreamTurn, once, sleep,
+    UpstreamTurn, WithUpstream, once, sleep,
 };
 pub use derive::{
     CategoryField, DurationHint, HttpStatus, MillisHint, NotOurTimeout, OurTimeout, TimeoutProbe,

@@ -13,7 +13,7 @@ use super::bounds::RetryResult;
 use super::site::Site;
 use super::violation;
 use crate::ambient::exchange::{self, Outer};
-use crate::ambient::{AttemptSlot, Budget, Frame, StreamFrame, Swap};
+use crate::ambient::{AttemptSlot, Budget, Frame, Idempotence, StreamFrame, Swap};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
@@ -48,8 +48,9 @@ pub struct Call {
     /// Whether the last attempt failed on one of the call's own time limits.
     pub(super) timed_out: bool,
     /// Whether an attempt may be repeated whatever it reached
-    /// (`idempotent = …`, said after each failed attempt; `true` without it).
-    pub(super) idempotent: bool,
+    /// (`idempotent = …`, said as the call starts; without it, what the
+    /// calls around it say: `effect`).
+    pub(super) idempotent: Idempotence,
     key: IdempotencyKey,
     /// When the first failure was, after `start` (which it implies).
     first_failure: Nanos,
@@ -78,7 +79,7 @@ impl Call {
             bucket_taken: 0,
             max_attempts: None,
             timed_out: false,
-            idempotent: true,
+            idempotent: Idempotence::Unsaid,
             key: IdempotencyKey::UNDRAWN,
             first_failure: Nanos::NONE,
             last_category: ErrorCategory::Transient,
@@ -121,7 +122,8 @@ impl Call {
             self.attempt,
             max_attempts.get(),
             self.key != IdempotencyKey::UNDRAWN,
-        );
+        )
+        .saying(self.idempotent);
         if framed {
             slot = slot.with_stream();
         }
@@ -320,7 +322,7 @@ impl Call {
             time_left: deadline.map(|total| total.at.saturating_duration_since(now)),
             budget_left: budget.map(|b| b.left(max_attempts)),
             // The fn's, never the config's: no task scope overrides it.
-            idempotent: self.idempotent,
+            idempotent: self.idempotent_now(),
         };
         let attempt = self.attempt;
         let mut state = RetryState::at(attempt);

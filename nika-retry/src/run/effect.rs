@@ -1,27 +1,41 @@
 //! `#[retry(idempotent = …)]`: whether a call may repeat an attempt that
-//! may have taken effect, said after each failed attempt.
+//! may have taken effect, said once as the call starts, and carried inward
+//! to the calls nested in its attempts (DESIGN.md, "Calls with side
+//! effects", Inward): a nested fn without the key that runs inside a call
+//! that is not idempotent is not idempotent either; an explicit `true` stands.
 
-use super::bounds::RetryResult;
 use super::call::Call;
 use super::timed::TimedCall;
+use crate::ambient::{Idempotence, exchange};
 
 impl Call {
-    /// After an attempt: if it failed, whether the call is idempotent, as
-    /// `idempotent` (the attribute's expression) says; the engine then
-    /// retries only what certainly had no effect
-    /// ([`Reached`](crate::Reached)). Not evaluated after a success.
+    /// As the call starts: whether it is idempotent, as `idempotent` (the
+    /// attribute's expression, evaluated here, once per call) says; the
+    /// engine then retries only what certainly had no effect
+    /// ([`Reached`](crate::Reached)), here and in the calls nested in its
+    /// attempts that do not say `idempotent = true` themselves.
     #[inline(always)]
-    pub fn idempotent<R: RetryResult>(&mut self, result: &R, idempotent: impl FnOnce() -> bool) {
-        if result.error().is_some() {
-            self.idempotent = idempotent();
+    pub fn said_idempotent(&mut self, idempotent: impl FnOnce() -> bool) {
+        self.idempotent = Idempotence::said(idempotent());
+    }
+
+    /// Whether this call, having failed, may repeat an attempt that may
+    /// have taken effect: what it said, or, if it said nothing, what the
+    /// attempt around it says (read on the failure path only).
+    #[inline]
+    pub(super) fn idempotent_now(&self) -> bool {
+        match self.idempotent {
+            Idempotence::Said => true,
+            Idempotence::Not => false,
+            Idempotence::Unsaid => !exchange::not_idempotent_around(),
         }
     }
 }
 
 impl TimedCall {
-    /// [`Call::idempotent`].
+    /// [`Call::said_idempotent`].
     #[inline(always)]
-    pub fn idempotent<R: RetryResult>(&mut self, result: &R, idempotent: impl FnOnce() -> bool) {
-        self.call.idempotent(result, idempotent);
+    pub fn said_idempotent(&mut self, idempotent: impl FnOnce() -> bool) {
+        self.call.said_idempotent(idempotent);
     }
 }
