@@ -500,10 +500,10 @@ mod tests {
         const SCRIPT: &[Answer] = &[Answer::Status(
             "HTTP/1.1 200 OK\r\nx-ratelimit-remaining-requests: 0\r\nx-ratelimit-reset-requests: 20s",
         )];
-        let (provider, _server) = provider(SCRIPT).await;
-        let shared = provider.upstream.clone().expect("named");
+        let (shared_provider, _server) = provider(SCRIPT).await;
+        let shared = shared_provider.upstream.clone().expect("named");
         assert_eq!(shared.held_for(), None);
-        assert_eq!(provider.complete("hi").await.expect("a 200"), "");
+        assert_eq!(shared_provider.complete("hi").await.expect("a 200"), "");
         let held = shared.held_for().expect("none left: held until the reset");
         assert!(
             held > Duration::from_secs(10) && held <= Duration::from_secs(20),
