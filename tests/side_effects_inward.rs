@@ -39,7 +39,12 @@ struct Wire {
 
 impl Wire {
     async fn send(&self, mail: &str) -> Result<String, MailError> {
-        let response = self.client.post(&self.url).body(mail.to_owned()).send().await?;
+        let response = self
+            .client
+            .post(&self.url)
+            .body(mail.to_owned())
+            .send()
+            .await?;
         let status = response.status();
         if !status.is_success() {
             return Err(MailError::Status(status.as_u16()));
@@ -128,9 +133,7 @@ async fn lost_then_sent() -> (FaultServer, Mailer) {
 }
 
 /// `fut` in a task that opts its tools in to 3 attempts, as a workflow would.
-async fn opted_in<T>(
-    fut: impl Future<Output = Result<T, MailError>>,
-) -> Result<T, MailError> {
+async fn opted_in<T>(fut: impl Future<Output = Result<T, MailError>>) -> Result<T, MailError> {
     let retry = RetryConfig::for_layer(Layer::Tool)
         .with_max_attempts(3)
         .and_then(|c| c.with_initial_backoff(Duration::from_millis(10)))

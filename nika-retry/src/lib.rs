@@ -241,9 +241,13 @@ pub mod __private;
 /// gives up at once on any other
 /// ([`GiveUp::MayHaveTakenEffect`](engine::GiveUp::MayHaveTakenEffect), a
 /// WARN line naming the fn), whatever a task scope's `retry:` says. An
-/// expression is a `bool` evaluated after a failed attempt only; without
+/// expression is a `bool` evaluated once per call, as it starts. Without
 /// the key a fn is idempotent, as it is when it sends
-/// [`current_attempt`]'s idempotency key to a server that deduplicates on it.
+/// [`current_attempt`]'s idempotency key to a server that deduplicates on
+/// it, except inside a call that is not: a call that is not idempotent
+/// makes every annotated call nested in its attempts that does not say
+/// `idempotent = true` not idempotent either, so the transport fn under a
+/// mailer tool does not repeat a lost answer without being marked.
 ///
 /// ```
 /// use nika_retry::{retry, Classify};
@@ -287,8 +291,10 @@ pub mod __private;
 /// the macro sees the move (the argument's bare name passed to a call or
 /// bound by a `let`), the compile error points at that use and says to list
 /// it; a move it cannot see (inside a macro, a struct literal, a `match`)
-/// gets rustc's E0382 "use of moved value … in previous iteration of loop"
-/// at the attribute: that too is the sign to add `clone(arg)`. A `mut`
+/// gets rustc's E0382 "use of moved value … in previous iteration of loop":
+/// that too is the sign to add `clone(arg)`. Once it is listed, the
+/// attribute's own expressions (`idempotent`, `config`, `upstream`) read the
+/// caller's argument, never the clone an attempt moved. A `mut`
 /// argument must be listed too (it is a compile error otherwise: an attempt
 /// would see what the one before left in it). `clone(self)` clones `self` taken by value (`self`,
 /// `mut self`, `self: Arc<Self>`) for each attempt, and a name bound by a
