@@ -219,3 +219,34 @@ const BREAKS: u64 = {
     }
     table
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(said: Idempotence) -> AttemptSlot {
+        AttemptSlot::new(Layer::Http, 1, 3, false).saying(said)
+    }
+
+    #[test]
+    fn not_idempotent_goes_inward_unless_the_inner_says_true() {
+        let outer = AttemptSlot::new(Layer::Tool, 2, 3, true).saying(Idempotence::Not);
+        assert!(outer.not_idempotent());
+        let unsaid = slot(Idempotence::Unsaid).sharing_key(outer);
+        assert!(unsaid.not_idempotent(), "inherited");
+        assert!(unsaid.has_key(), "and the key bit, as before");
+        assert!(!slot(Idempotence::Said).sharing_key(outer).not_idempotent());
+        assert!(slot(Idempotence::Not).sharing_key(outer).not_idempotent());
+        // Two levels down, through an inner that said nothing.
+        let below = slot(Idempotence::Unsaid).sharing_key(unsaid);
+        assert!(below.not_idempotent());
+        // Outside any call that is not idempotent, nothing is inherited.
+        let open = AttemptSlot::new(Layer::Tool, 1, 3, false);
+        assert!(!slot(Idempotence::Unsaid).sharing_key(open).not_idempotent());
+        // The counts and the layer are untouched.
+        assert_eq!(
+            (unsaid.layer(), unsaid.attempt(), unsaid.max_attempts()),
+            (Layer::Http, 1, 3)
+        );
+    }
+}
