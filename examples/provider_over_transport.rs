@@ -26,6 +26,12 @@
 //! - **Headers from the attempt context.** Every request of one provider
 //!   call sends the same `Idempotency-Key` (`current_attempt()`'s key) and,
 //!   as `X-Retry-Count`, the retries so far across both layers.
+//! - **The upstream from inside the attempt.** The provider names the
+//!   upstream its calls share (`upstream = self.upstream.as_ref()`: an
+//!   `Option`, `None` for a provider that runs alone); the transport, which
+//!   sees every response, hands its rate-limit headers to that upstream
+//!   through `nika_retry::upstream::current()`, with no parameter threaded
+//!   through.
 //!
 //! Self-contained: it compiles from the published crates and its own code.
 //! Its loopback server (`serve`, at the bottom: not part of what you copy)
@@ -50,6 +56,7 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::stream::{Started, started_when};
+use nika_retry::upstream::{self, Held, Upstream};
 use nika_retry::{Classify, ErrorCategory, TimeoutError, retry, timeout};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -116,6 +123,11 @@ impl Transport {
                 .header("x-retry-count", attempt.total_retries);
         }
         let response = request.send().await?;
+        // The rate-limit headers, successes included, to the upstream of
+        // the provider call this request is part of (if it names one).
+        if let Some(upstream) = upstream::current() {
+            upstream.observe(response.headers());
+        }
         let status = response.status();
         if !status.is_success() {
             let (category, retry_after) = nika_retry::http::classify_response(&response);
@@ -145,6 +157,10 @@ pub enum ProviderError {
     #[error(transparent)]
     #[category(transparent)]
     Timeout(#[from] TimeoutError),
+    /// The upstream is held longer than this call waits.
+    #[error(transparent)]
+    #[category(transparent)]
+    Held(#[from] Held),
 }
 
 /// One event of a streamed answer.
@@ -158,19 +174,22 @@ pub enum Chunk {
 
 pub struct Provider {
     transport: Transport,
+    /// The key and model's upstream, shared by every call (and cloned into
+    /// every task of a fan-out); `None`: each call alone.
+    upstream: Option<Upstream>,
 }
 
 impl Provider {
     /// Not streamed: 5xx and 429 retried, each attempt bounded by the longest
     /// generation accepted (the transport's `read` is as long).
-    #[retry(layer = "provider")]
+    #[retry(layer = "provider", upstream = self.upstream.as_ref())]
     #[timeout(attempt = GENERATION)]
     pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
         Ok(self.transport.post_and_read(prompt, GENERATION).await?)
     }
 
     /// Streamed: returns at the first token; retried while none has come.
-    #[retry(layer = "provider", backoff = "100ms")]
+    #[retry(layer = "provider", backoff = "100ms", upstream = self.upstream.as_ref())]
     #[timeout(read = SILENCE)]
     pub async fn stream(
         &self,
@@ -219,6 +238,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     .await?;
     let provider = Provider {
         transport: Transport::new(server.url.clone())?,
+        upstream: Some(Upstream::new("example/model")),
     };
 
     println!("complete: a 503 and a cut body, both the transport's to retry");
@@ -386,7 +406,14 @@ mod tests {
     async fn provider(script: &'static [Answer]) -> (Provider, Served) {
         let server = serve(script).await.expect("a server");
         let transport = Transport::new(server.url.clone()).expect("a client");
-        (Provider { transport }, server)
+        let upstream = Some(Upstream::new("example/model"));
+        (
+            Provider {
+                transport,
+                upstream,
+            },
+            server,
+        )
     }
 
     /// `(layer, outcome)` of each decision.
@@ -466,6 +493,29 @@ mod tests {
                 (Layer::Provider, Outcome::Recovered)
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn the_transport_hands_its_rate_limit_headers_to_the_providers_upstream() {
+        const SCRIPT: &[Answer] = &[Answer::Status(
+            "HTTP/1.1 200 OK\r\nx-ratelimit-remaining-requests: 0\r\nx-ratelimit-reset-requests: 20s",
+        )];
+        let (shared_provider, _server) = provider(SCRIPT).await;
+        let shared = shared_provider.upstream.clone().expect("named");
+        assert_eq!(shared.held_for(), None);
+        assert_eq!(shared_provider.complete("hi").await.expect("a 200"), "");
+        let held = shared.held_for().expect("none left: held until the reset");
+        assert!(
+            held > Duration::from_secs(10) && held <= Duration::from_secs(20),
+            "{held:?}"
+        );
+        // `upstream = None`: the call runs alone, and no upstream is in force.
+        let (alone, _server) = provider(SCRIPT).await;
+        let alone = Provider {
+            upstream: None,
+            ..alone
+        };
+        assert_eq!(alone.complete("hi").await.expect("a 200"), "");
     }
 
     #[tokio::test]

@@ -3,8 +3,10 @@
 //! either), opted in to retries by its task, against a fault server that
 //! mixes in, at random, mails committed whose answer is lost and
 //! connections refused before a mail. Every mail must take effect exactly
-//! once, and every refused connection must still be retried. Loopback
-//! only; bounded (RELIABILITY.md records a run).
+//! once, and every refused connection must still be retried. Then the same
+//! through a mailer over `Transport::post`, which says nothing about
+//! repeating itself: it inherits the tool's `false` (DESIGN.md, "Calls with
+//! side effects", Inward). Loopback only; bounded (RELIABILITY.md records a run).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,9 +16,9 @@ use std::time::Duration;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{Outcome, RetryEvent, RetryObserver, observe};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::{Layer, RetryConfig};
+use nika_retry::{Layer, RetryConfig, retry, timeout};
 use nika_retry_tests::fault::{Fault, FaultServer};
-use nika_retry_tests::verb::{Mailer, RequestOptions, Transport};
+use nika_retry_tests::verb::{MailError, Mailer, RequestOptions, Transport};
 use tokio::time::Instant;
 
 const CALLS: usize = 10_000;
@@ -111,15 +113,49 @@ impl Tally {
     }
 }
 
+/// The verb crate's `Mailer` as it would be written over the transport's
+/// `post`, which is not marked: the tool's `idempotent = false` reaches it.
+struct UnmarkedMailer {
+    transport: Transport,
+}
+
+impl UnmarkedMailer {
+    #[retry(layer = "tool", idempotent = false)]
+    #[timeout(attempt = "30s")]
+    async fn send(&self, to: &str, text: &str) -> Result<String, MailError> {
+        let mail = format!("to: {to}\n\n{text}");
+        Ok(self.transport.post("/mail", &mail).await?)
+    }
+}
+
+/// Which mailer a soak sends through.
+#[derive(Clone, Copy, Debug)]
+enum Through {
+    /// The verb crate's: its transport fn is marked `idempotent = false`.
+    Marked,
+    /// Over `Transport::post`, unmarked.
+    Unmarked,
+}
+
 // Real time: the fault server's listener and reqwest's sockets are real.
 #[tokio::test]
 async fn every_mail_takes_effect_once_and_every_refused_connection_is_retried() {
+    soak(Through::Marked).await;
+}
+
+#[tokio::test]
+async fn an_unmarked_transport_under_the_mailer_sends_every_mail_once_too() {
+    soak(Through::Unmarked).await;
+}
+
+async fn soak(through: Through) {
     let plans = plans(0x5eed_0030);
     let server = FaultServer::start_bounded(script(&plans), CALLS + 1, BOUND).await;
-    let mailer = Mailer::new(Transport::new(
-        server.url(""),
-        RequestOptions::fast_retries(),
-    ));
+    let transport = || Transport::new(server.url(""), RequestOptions::fast_retries());
+    let mailer = Mailer::new(transport());
+    let unmarked = UnmarkedMailer {
+        transport: transport(),
+    };
     // The task opts its tools in: 3 attempts, 10 ms apart.
     let retry = RetryConfig::for_layer(Layer::Tool)
         .with_max_attempts(3)
@@ -131,11 +167,15 @@ async fn every_mail_takes_effect_once_and_every_refused_connection_is_retried() 
     let start = Instant::now();
     let soak = async {
         for (i, plan) in plans.iter().enumerate() {
-            let sent = scope(
-                policy.clone(),
-                mailer.send("ops@example.com", &format!("mail {i}")),
-            )
-            .await;
+            let text = format!("mail {i}");
+            let sent = match through {
+                Through::Marked => {
+                    scope(policy.clone(), mailer.send("ops@example.com", &text)).await
+                }
+                Through::Unmarked => {
+                    scope(policy.clone(), unmarked.send("ops@example.com", &text)).await
+                }
+            };
             match sent {
                 Ok(id) => {
                     assert!(!plan.dropped, "mail {i}: answered although dropped");
@@ -182,7 +222,7 @@ async fn every_mail_takes_effect_once_and_every_refused_connection_is_retried() 
     assert_eq!(tally.get(Layer::Http, Outcome::GaveUp, exhausted), 0);
     assert_eq!(tally.get(Layer::Tool, Outcome::Retrying, None), 0);
     eprintln!(
-        "{CALLS} mails in {took:.1?}: {dropped} answers dropped (each given up at once, 1 effect), \
+        "{through:?}: {CALLS} mails in {took:.1?}: {dropped} answers dropped (each given up at once, 1 effect), \
          {met} connects refused in {refused} refusal periods (each retried), {} effects",
         server.effects()
     );

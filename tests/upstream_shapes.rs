@@ -103,3 +103,93 @@ async fn every_shape_waits_out_the_hold_and_returns_its_body() {
     assert_eq!(held(&client, client.clone().arc()).await.unwrap(), 2);
     assert_eq!(held(&client, client.complete("hi")).await.unwrap(), "HI");
 }
+
+/// A provider that may run without an upstream: `upstream = …` of type
+/// `Option<Upstream>` or `Option<&Upstream>` (`None`: the call is alone).
+struct MaybeShared {
+    upstream: Option<Upstream>,
+}
+
+impl MaybeShared {
+    fn upstream(&self) -> Option<&Upstream> {
+        self.upstream.as_ref()
+    }
+
+    /// Which upstream the body sees in force.
+    fn seen() -> Option<String> {
+        nika_retry::upstream::current().map(|u| u.name().to_owned())
+    }
+
+    /// A field: `Option<Upstream>`.
+    #[with_retries(layer = "provider", upstream = self.upstream)]
+    async fn field(&self) -> Result<Option<String>, Error> {
+        Ok(Self::seen())
+    }
+
+    /// A method call: `Option<&Upstream>`.
+    #[with_retries(layer = "provider", upstream = self.upstream())]
+    #[timeout(total = "1m")]
+    async fn method(&self) -> Result<Option<String>, Error> {
+        Ok(Self::seen())
+    }
+
+    #[with_retries(layer = "provider", upstream = self.upstream.as_ref())]
+    #[instrument(skip(self))]
+    async fn borrowed(&self) -> Result<Option<String>, Error> {
+        Ok(Self::seen())
+    }
+
+    #[with_retries(layer = "provider", upstream = self.upstream.clone())]
+    async fn arc(self: Arc<Self>) -> Result<Option<String>, Error> {
+        Ok(Self::seen())
+    }
+}
+
+#[async_trait::async_trait]
+impl Complete for MaybeShared {
+    #[with_retries(layer = "provider", upstream = self.upstream.as_ref())]
+    async fn complete(&self, prompt: &str) -> Result<String, Error> {
+        Ok(format!("{prompt} {:?}", Self::seen()))
+    }
+}
+
+/// A generic fn taking its upstream as an `Option<&Upstream>` argument.
+#[with_retries(layer = "provider", upstream = upstream)]
+async fn generic<T>(upstream: Option<&Upstream>, tag: T) -> Result<Option<String>, Error>
+where
+    T: Display + Send,
+{
+    Ok(MaybeShared::seen().map(|name| format!("{name}{tag}")))
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_option_upstream_waits_when_some_and_is_alone_when_none() {
+    let shared = Arc::new(MaybeShared {
+        upstream: Some(Upstream::new("shared")),
+    });
+    let some = Some("shared".to_owned());
+    let client = Client {
+        upstream: shared.upstream.clone().unwrap(),
+    };
+    assert_eq!(held(&client, shared.field()).await.unwrap(), some);
+    assert_eq!(held(&client, shared.method()).await.unwrap(), some);
+    assert_eq!(held(&client, shared.borrowed()).await.unwrap(), some);
+    assert_eq!(held(&client, shared.clone().arc()).await.unwrap(), some);
+    let completed = held(&client, shared.complete("hi")).await.unwrap();
+    assert_eq!(completed, "hi Some(\"shared\")");
+    let upstream = Some(&client.upstream);
+    let tagged = held(&client, generic(upstream, 1)).await.unwrap();
+    assert_eq!(tagged.as_deref(), Some("shared1"));
+
+    // `None`: alone. The hold on `shared` is not waited, nothing is in force.
+    let alone = Arc::new(MaybeShared { upstream: None });
+    client.upstream.hold_for(HOLD);
+    let start = Instant::now();
+    assert_eq!(alone.field().await.unwrap(), None);
+    assert_eq!(alone.method().await.unwrap(), None);
+    assert_eq!(alone.borrowed().await.unwrap(), None);
+    assert_eq!(alone.clone().arc().await.unwrap(), None);
+    assert_eq!(alone.complete("hi").await.unwrap(), "hi None");
+    assert_eq!(generic(None, 1).await.unwrap(), None);
+    assert_eq!(start.elapsed(), Duration::ZERO, "no call waited");
+}

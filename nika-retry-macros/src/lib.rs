@@ -12,6 +12,8 @@ mod suggest;
 mod vocab;
 
 #[cfg(test)]
+mod reference;
+#[cfg(test)]
 mod snapshots;
 
 use proc_macro::TokenStream;

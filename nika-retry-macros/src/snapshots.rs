@@ -213,7 +213,7 @@ fn not_idempotent_at_run_time() {
         "not_idempotent",
         call::expand(
             Kind::Retry,
-            quote!(layer = "http", idempotent = req.method.is_idempotent()),
+            quote!(layer = "http", idempotent = req.method().is_idempotent()),
             input,
         ),
     );

@@ -231,8 +231,23 @@ pub mod __private;
 /// #[retry(layer = "http" | "provider" | "tool" | "task",
 ///         attempts = 3, backoff = "250ms", max_backoff = "4s", multiplier = 4.0,
 ///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …),
-///         idempotent = false | EXPR, crate = "path")]
+///         upstream = EXPR, idempotent = false | EXPR, crate = "path")]
 /// ```
+///
+/// | `#[retry]` key | takes | what it does |
+/// |---|---|---|
+/// | `layer` | `"http"`, `"provider"`, `"tool"` or `"task"` | required: the layer whose defaults apply |
+/// | `attempts` | integer literal, 1 to 10 | attempts in all, the first included |
+/// | `backoff` | duration literal (`"250ms"`) | the delay before the first retry |
+/// | `max_backoff` | duration literal (`"4s"`) | the longest delay between two attempts |
+/// | `multiplier` | number literal ≥ 1.0 | how much each delay grows over the one before (1.0: constant) |
+/// | `jitter` | number literal, 0.0 to 1.0 | the fraction of each delay drawn at random |
+/// | `on` | `[transient, rate_limited]` (either or both) | the categories that are retried |
+/// | `config` | expression: `RetryConfig` or `Option<RetryConfig>` | a runtime config that replaces the literals when `Some`; evaluated when an attempt fails |
+/// | `clone` | `clone(arg, …)`: arguments, `self` included | each attempt gets its own clone of these |
+/// | `upstream` | expression: `Upstream`, `&Upstream`, `Option<Upstream>` or `Option<&Upstream>` | the upstream whose holds this call shares, evaluated once per call; `None`: alone |
+/// | `idempotent` | `false`, `true` or a `bool` expression | `false`: retry only what certainly had no effect, in this call and the calls nested in it; evaluated once per call |
+/// | `crate` | string literal path (`"nr"`) | this crate's path where the dependency is renamed |
 ///
 /// `layer` is required; the other keys override that layer's defaults
 /// ([`RetryConfig::for_layer`]) and are checked at compile time. `config = EXPR`
@@ -249,9 +264,13 @@ pub mod __private;
 /// gives up at once on any other
 /// ([`GiveUp::MayHaveTakenEffect`](engine::GiveUp::MayHaveTakenEffect), a
 /// WARN line naming the fn), whatever a task scope's `retry:` says. An
-/// expression is a `bool` evaluated after a failed attempt only; without
+/// expression is a `bool` evaluated once per call, as it starts. Without
 /// the key a fn is idempotent, as it is when it sends
-/// [`current_attempt`]'s idempotency key to a server that deduplicates on it.
+/// [`current_attempt`]'s idempotency key to a server that deduplicates on
+/// it, except inside a call that is not: a call that is not idempotent
+/// makes every annotated call nested in its attempts that does not say
+/// `idempotent = true` not idempotent either, so the transport fn under a
+/// mailer tool does not repeat a lost answer without being marked.
 ///
 /// ```
 /// use nika_retry::{retry, Classify};
@@ -295,8 +314,10 @@ pub mod __private;
 /// the macro sees the move (the argument's bare name passed to a call or
 /// bound by a `let`), the compile error points at that use and says to list
 /// it; a move it cannot see (inside a macro, a struct literal, a `match`)
-/// gets rustc's E0382 "use of moved value … in previous iteration of loop"
-/// at the attribute: that too is the sign to add `clone(arg)`. A `mut`
+/// gets rustc's E0382 "use of moved value … in previous iteration of loop":
+/// that too is the sign to add `clone(arg)`. Once it is listed, the
+/// attribute's own expressions (`idempotent`, `config`, `upstream`) read the
+/// caller's argument, never the clone an attempt moved. A `mut`
 /// argument must be listed too (it is a compile error otherwise: an attempt
 /// would see what the one before left in it). `clone(self)` clones `self` taken by value (`self`,
 /// `mut self`, `self: Arc<Self>`) for each attempt, and a name bound by a
@@ -370,6 +391,15 @@ pub use nika_retry_macros::retry;
 /// #[timeout(connect = "10s", read = "120s", attempt = "30s", total = "5m" | total = EXPR,
 ///           layer = "…" (only without #[retry]), crate = "path")]
 /// ```
+///
+/// | `#[timeout]` key | takes | what it does |
+/// |---|---|---|
+/// | `connect` | duration literal, or expression: `Duration` or `Option<Duration>` | bounds connection set-up; layer `http` |
+/// | `read` | the same | bounds an attempt's inactivity; layers `http` and `provider` |
+/// | `attempt` | the same | bounds each attempt's whole duration |
+/// | `total` | the same | bounds the whole call, its retries and sleeps included |
+/// | `layer` | `"http"`, `"provider"`, `"tool"` or `"task"` | the fn's layer, only without `#[retry]` (which names it otherwise) |
+/// | `crate` | string literal path (`"nr"`) | this crate's path where the dependency is renamed |
 ///
 /// Four limits, one meaning each:
 ///

@@ -9,19 +9,22 @@ async fn run(self: Arc<Self>, (a, b): (String, u32)) -> Result<u32, ProviderErro
     });
     loop {
         let __nika_until = {
-            let mut __nika_self = ::core::clone::Clone::clone(&self);
-            let a = ::core::clone::Clone::clone(&a);
-            let __nika_result = __nika_call
-                .attempt(async {
-                    if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
-                        Result<u32, ProviderError>,
-                    > {
-                        #[allow(unreachable_code)] return __nika_ret;
-                    }
-                    __nika_self.consume(a).await?;
-                    Ok(b)
-                })
-                .await;
+            let __nika_result = {
+                let mut __nika_self = ::core::clone::Clone::clone(&self);
+                let a = ::core::clone::Clone::clone(&a);
+                let __nika_result = __nika_call
+                    .attempt(async {
+                        if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
+                            Result<u32, ProviderError>,
+                        > {
+                            #[allow(unreachable_code)] return __nika_ret;
+                        }
+                        __nika_self.consume(a).await?;
+                        Ok(b)
+                    })
+                    .await;
+                __nika_result
+            };
             match __nika_call
                 .next(
                     { &__nika_result },

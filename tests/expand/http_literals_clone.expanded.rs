@@ -20,17 +20,20 @@ async fn post(body: Vec<u8>) -> Result<(), HttpError> {
     });
     loop {
         let __nika_until = {
-            let body = ::core::clone::Clone::clone(&body);
-            let __nika_result = __nika_call
-                .attempt(async {
-                    if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
-                        Result<(), HttpError>,
-                    > {
-                        #[allow(unreachable_code)] return __nika_ret;
-                    }
-                    send(body).await
-                })
-                .await;
+            let __nika_result = {
+                let body = ::core::clone::Clone::clone(&body);
+                let __nika_result = __nika_call
+                    .attempt(async {
+                        if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
+                            Result<(), HttpError>,
+                        > {
+                            #[allow(unreachable_code)] return __nika_ret;
+                        }
+                        send(body).await
+                    })
+                    .await;
+                __nika_result
+            };
             match __nika_call
                 .next(
                     { &__nika_result },

@@ -7,6 +7,8 @@ async fn send(&self, req: &Request) -> Result<Response, HttpError> {
             );
         __NIKA_SITE
     });
+    #[allow(unused_braces)]
+    __nika_call.said_idempotent(|| -> bool { req.method().is_idempotent() });
     loop {
         let __nika_until = {
             let __nika_result = __nika_call
@@ -19,12 +21,6 @@ async fn send(&self, req: &Request) -> Result<Response, HttpError> {
                     self.client.execute(req).await
                 })
                 .await;
-            #[allow(unused_braces)]
-            __nika_call
-                .idempotent(
-                    { &__nika_result },
-                    || -> bool { req.method.is_idempotent() },
-                );
             match __nika_call
                 .next(
                     { &__nika_result },

@@ -24,14 +24,19 @@ async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
                 }
                 let __nika_until = {
                     let __nika_result = __nika_call
-                        .attempt(async {
-                            if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
-                                Result<Response, ProviderError>,
-                            > {
-                                #[allow(unreachable_code)] return __nika_ret;
-                            }
-                            self.send(req).await
-                        })
+                        .attempt(
+                            ::nika_retry::__private::WithUpstream::new(
+                                &__nika_turn,
+                                async {
+                                    if let ::core::option::Option::Some(__nika_ret) = ::core::option::Option::None::<
+                                        Result<Response, ProviderError>,
+                                    > {
+                                        #[allow(unreachable_code)] return __nika_ret;
+                                    }
+                                    self.send(req).await
+                                },
+                            ),
+                        )
                         .await;
                     match __nika_call
                         .next_after(

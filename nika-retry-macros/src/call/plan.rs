@@ -55,8 +55,9 @@ pub(crate) struct Settings {
     pub(crate) config: Option<Expr>,
     /// `upstream = EXPR`: the shared upstream every attempt passes first.
     pub(crate) upstream: Option<Expr>,
-    /// `idempotent = false | EXPR`, said after each failed attempt; `None`
-    /// for `idempotent = true` and without the key, which change nothing.
+    /// `idempotent = false | true | EXPR`, said once as the call starts;
+    /// `None` without the key (the call then inherits a `false` from the
+    /// call its attempts are nested in).
     pub(crate) idempotent: Option<Expr>,
     /// The arguments of `clone(…)`, in the order written.
     pub(crate) clones: Vec<Cloned>,

@@ -38,6 +38,13 @@ pub(crate) fn attempt(
     })
 }
 
+/// Whether the attempt in force is not idempotent, or nested in one that
+/// is not: a call polled inside it that says nothing about repeating its
+/// own attempts is not idempotent either. Read when such a call fails.
+pub(crate) fn not_idempotent_around() -> bool {
+    CONTEXT.with(|c| c.attempt.get().not_idempotent())
+}
+
 /// The layer of the attempt in force, if `breaks(layer)` says that a loop
 /// starting inside it breaks the stratification: that attempt's count of
 /// violations to report goes up by one (for its [`restore`] to report with

@@ -22,12 +22,13 @@
 //!
 //! | where | what it holds | written by | when |
 //! |---|---|---|---|
-//! | `CONTEXT.attempt` ([`AttemptSlot`]) | the innermost attempt: layer, number, max, key / frame / stream-request bits, violations to report | [`exchange::install`] / [`exchange::restore`]; `current_attempt` (key bit), a stream (request bit), a nested loop (violations), `#[timeout]` alone (its `ALONE` mark; the frame bit once asked) | each poll of an attempt |
+//! | `CONTEXT.attempt` ([`AttemptSlot`]) | the innermost attempt: layer, number, max, key / frame / stream-request / idempotence bits, violations to report | [`exchange::install`] / [`exchange::restore`]; `current_attempt` (key bit), a stream (request bit), a nested loop (violations), `#[timeout]` alone (its `ALONE` mark; the frame bit once asked) | each poll of an attempt |
 //! | `CONTEXT.key` | the logical request's idempotency key (the outermost call's, shared by the attempts nested in it) | the owner's exchange (swap), `current_attempt` (draw) | a poll of an owner where either attempt has a key |
 //! | `CONTEXT.budget` ([`Budget`]) | the outermost call's attempt budget | the exchange of the call that owns it; nested calls' retries | each poll of the outermost call |
 //! | `CONTEXT.connect` ([`ConnectLimit`]) | the attempt's connect limit, and whether a boundary read it | a [`Swap`] in `connect::poll_under`; `connect()` and the reqwest connector mark it read | each poll of an attempt with `connect` |
 //! | `POLICY`, `CONTEXT.scoped` | the task policy in force, and whether there is one (`scoped`, kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |
 //! | `STREAM` ([`StreamFrame`]) | the limits a stream awaited in the innermost fn takes | a [`Swap`] in the poll of a call or a `#[timeout]` alone, once a stream asked (from the first poll if its fn returns `Started`) | each such poll |
+//! | [`upstream`]`::UPSTREAM` ([`InForceUpstream`]) | the upstream of the innermost call in force that names one (a handle) | a [`Swap`] in the poll of such a call's attempt (`run::upstream::WithUpstream`) | each poll of those |
 //! | [`observers`]`::OBSERVERS` | the observers of the futures being polled, outermost first (a stack) | `events::observe`, `task::carry` (read by `observers::emit`, `emit_upstream`, `current`) | each poll of those |
 //! | [`violations`]`::PENDING` | a nested loop's half of a layer-violation report, until the outer call names itself | `run::violation::check` on the nested call's first poll; `run::violation::report` from the outer call's restore | only when the rule is broken |
 //! | [`connect`]`::SEEN_SETTLED` | fns this thread knows are settled about their connect limit | `connect::attempt_ended` (`connect::settle`) | once per fn and thread |
@@ -52,6 +53,7 @@ mod slot;
 #[cfg(test)]
 mod tests;
 pub(crate) mod violations;
+mod upstream;
 
 pub(crate) use budget::Budget;
 pub(crate) use connect::{Connect, ConnectLimit, connect_limit};
@@ -59,7 +61,8 @@ pub(crate) use frame::{
     Alone, AloneMark, Frame, FrameInForce, OnceFrame, StreamFrame, stream_frame,
 };
 pub(crate) use scoped::{Policy, Scoped, with_policy};
-pub(crate) use slot::AttemptSlot;
+pub(crate) use slot::{AttemptSlot, Idempotence};
+pub(crate) use upstream::{InForceUpstream, upstream};
 
 /// A value put in force on the thread for one poll: its place, and how a
 /// value is swapped with it. The types implementing it name the places.

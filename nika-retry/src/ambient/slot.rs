@@ -25,6 +25,15 @@ const WANTS_STREAM: u64 = 1 << 39;
 /// has no slot of its own): a stream polled in its body asks it, not the
 /// attempt around it (which it may be outside of: then only this bit is set).
 const ALONE: u64 = 1 << 38;
+/// This attempt's call is not idempotent, or is nested in one that is not
+/// and says nothing itself: a call nested in it without `idempotent = …`
+/// is not idempotent either (DESIGN.md, "Calls with side effects", Inward).
+const NOT_IDEMPOTENT: u64 = 1 << 37;
+/// This attempt's call says `idempotent = true` (or an expression that was
+/// `true`): it does not inherit [`NOT_IDEMPOTENT`] from the attempt around it.
+const SAYS_IDEMPOTENT: u64 = 1 << 36;
+// The two sit side by side, the one `SAYS_IDEMPOTENT` masks above it.
+const _: () = assert!(SAYS_IDEMPOTENT << 1 == NOT_IDEMPOTENT);
 /// The bits a `#[timeout]` alone takes over for its poll, and gives back.
 const LENT_TO_ALONE: u64 = HAS_STREAM | WANTS_STREAM | ALONE;
 /// How many loops that break the stratification started inside this
@@ -36,7 +45,34 @@ const VIOLATIONS_SHIFT: u32 = 42;
 // The flags and the counter each have bits of their own.
 const _: () = assert!(VIOLATIONS & (WANTS_STREAM | HAS_STREAM | HAS_KEY | PRESENT) == 0);
 // Clear of the counts (bits 0–31) and of the layer (40–41).
-const _: () = assert!((WANTS_STREAM | ALONE) & (0xffff_ffff | 3 << 40) == 0);
+const _: () = assert!(
+    (WANTS_STREAM | ALONE | NOT_IDEMPOTENT | SAYS_IDEMPOTENT) & (0xffff_ffff | 3 << 40) == 0
+);
+
+/// What a call says about repeating its attempts (`#[retry(idempotent = …)]`),
+/// as its slot carries it to the calls nested in its attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Idempotence {
+    /// No `idempotent` key: idempotent, unless nested in a call that is not.
+    Unsaid = 0,
+    /// `idempotent = true`, said: it stands whatever the calls around it say.
+    Said = 1,
+    /// `idempotent = false`.
+    Not = 2,
+}
+
+impl Idempotence {
+    /// `idempotent = value`, said.
+    #[inline(always)]
+    pub(crate) fn said(value: bool) -> Idempotence {
+        if value {
+            Idempotence::Said
+        } else {
+            Idempotence::Not
+        }
+    }
+}
 
 impl AttemptSlot {
     pub(super) const NONE: AttemptSlot = AttemptSlot(0);
@@ -52,6 +88,19 @@ impl AttemptSlot {
                 | u64::from(max_attempts.min(0xffff)) << 16
                 | u64::from(attempt.min(0xffff)),
         )
+    }
+
+    /// The same attempt, with what its call says about repeating it.
+    #[inline(always)]
+    pub(crate) fn saying(self, idempotence: Idempotence) -> AttemptSlot {
+        // `Said` is bit 36, `Not` bit 37.
+        AttemptSlot(self.0 | u64::from(idempotence as u8) << 36)
+    }
+    /// Whether a call nested in this attempt that says nothing about
+    /// repeating its own is not idempotent: this call is not, or it said
+    /// nothing and is nested in one that is not.
+    pub(crate) fn not_idempotent(self) -> bool {
+        self.0 & NOT_IDEMPOTENT != 0
     }
 
     pub(crate) fn layer(self) -> Layer {
@@ -115,10 +164,12 @@ impl AttemptSlot {
         AttemptSlot(self.0 & !LENT_TO_ALONE | before.0 & LENT_TO_ALONE)
     }
     /// The same attempt, with the key bit of `outer`, the attempt it is
-    /// nested in: they share the key in the key cell.
+    /// nested in: they share the key in the key cell; and `outer`'s
+    /// [`NOT_IDEMPOTENT`], unless this one [`SAYS_IDEMPOTENT`].
     #[inline(always)]
     pub(super) fn sharing_key(self, outer: AttemptSlot) -> AttemptSlot {
-        AttemptSlot(self.0 | (outer.0 & HAS_KEY))
+        let inward = outer.0 & NOT_IDEMPOTENT & !((self.0 & SAYS_IDEMPOTENT) << 1);
+        AttemptSlot(self.0 | (outer.0 & HAS_KEY) | inward)
     }
     /// Whether either of two attempts has a key in the key cell.
     #[inline(always)]
@@ -168,3 +219,34 @@ const BREAKS: u64 = {
     }
     table
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(said: Idempotence) -> AttemptSlot {
+        AttemptSlot::new(Layer::Http, 1, 3, false).saying(said)
+    }
+
+    #[test]
+    fn not_idempotent_goes_inward_unless_the_inner_says_true() {
+        let outer = AttemptSlot::new(Layer::Tool, 2, 3, true).saying(Idempotence::Not);
+        assert!(outer.not_idempotent());
+        let unsaid = slot(Idempotence::Unsaid).sharing_key(outer);
+        assert!(unsaid.not_idempotent(), "inherited");
+        assert!(unsaid.has_key(), "and the key bit, as before");
+        assert!(!slot(Idempotence::Said).sharing_key(outer).not_idempotent());
+        assert!(slot(Idempotence::Not).sharing_key(outer).not_idempotent());
+        // Two levels down, through an inner that said nothing.
+        let below = slot(Idempotence::Unsaid).sharing_key(unsaid);
+        assert!(below.not_idempotent());
+        // Outside any call that is not idempotent, nothing is inherited.
+        let open = AttemptSlot::new(Layer::Tool, 1, 3, false);
+        assert!(!slot(Idempotence::Unsaid).sharing_key(open).not_idempotent());
+        // The counts and the layer are untouched.
+        assert_eq!(
+            (unsaid.layer(), unsaid.attempt(), unsaid.max_attempts()),
+            (Layer::Http, 1, 3)
+        );
+    }
+}

@@ -10,7 +10,7 @@ mod renamed;
 pub use crate::run::{
     AsUpstream, Attempt, AttemptLimits, FromHeld, FromTimeout, IntoConfig, IntoLimit,
     MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
-    UpstreamTurn, once, sleep,
+    UpstreamTurn, WithUpstream, once, sleep,
 };
 
 /// A call of a fn with `#[retry]` and no `#[timeout]`: the `Call` whose

@@ -1,8 +1,9 @@
 //! What a call does after each attempt, the one decision generated code
 //! asks for ([`Call::next`], [`Call::next_after`] with an upstream): the
 //! engine gives the whole verdict ([`RetryState::decide`]); the call applies
-//! it (the instant to wake at, the budget's count, the event), and, with
-//! `idempotent = …`, says first whether the fn may repeat an attempt.
+//! it (the instant to wake at, the budget's count, the event). With
+//! `idempotent = …` the call says as it starts whether it may repeat an
+//! attempt; without it, it follows the calls around it.
 
 use core::num::NonZeroU32;
 use core::time::Duration;
@@ -13,7 +14,7 @@ use tokio::time::Instant;
 use super::bounds::RetryResult;
 use super::call::{Call, Deadline};
 use super::upstream::UpstreamTurn;
-use crate::ambient::{Budget, exchange, observers};
+use crate::ambient::{Budget, Idempotence, exchange, observers};
 use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
@@ -24,14 +25,27 @@ use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
 
 impl<D: Deadline> Call<D> {
-    /// After an attempt: if it failed, whether the call is idempotent, as
-    /// `idempotent` (the attribute's expression) says; the engine then
-    /// retries only what certainly had no effect
-    /// ([`Reached`](crate::vocab::reached::Reached)). Not evaluated after a success.
+    /// As the call starts: whether it is idempotent, as `idempotent` (the
+    /// attribute's expression, evaluated here, once per call, before the
+    /// body can move what it reads) says; the engine then retries only what
+    /// certainly had no effect ([`Reached`](crate::vocab::reached::Reached)),
+    /// here and in the calls nested in its attempts that do not say
+    /// `idempotent = true` themselves (DESIGN.md, "Calls with side
+    /// effects", Inward).
     #[inline(always)]
-    pub fn idempotent<R: RetryResult>(&mut self, result: &R, idempotent: impl FnOnce() -> bool) {
-        if result.error().is_some() {
-            self.idempotent = idempotent();
+    pub fn said_idempotent(&mut self, idempotent: impl FnOnce() -> bool) {
+        self.idempotent = Idempotence::said(idempotent());
+    }
+
+    /// Whether this call, having failed, may repeat an attempt that may
+    /// have taken effect: what it said, or, if it said nothing, what the
+    /// attempt around it says (read on the failure path only).
+    #[inline]
+    fn idempotent_now(&self) -> bool {
+        match self.idempotent {
+            Idempotence::Said => true,
+            Idempotence::Not => false,
+            Idempotence::Unsaid => !exchange::not_idempotent_around(),
         }
     }
 
@@ -176,7 +190,7 @@ impl<D: Deadline> Call<D> {
             time_left: deadline.map(|at| at.saturating_duration_since(now)),
             budget_left: budget.map(|b| b.left(max_attempts)),
             // The fn's, never the config's: no task scope overrides it.
-            idempotent: self.idempotent,
+            idempotent: self.idempotent_now(),
             bucket: self.bucket.as_ref(),
             // The site's one attempt, no task `retry:` nor `config = …` over it.
             needs_opt_in: matches!(config, Cow::Borrowed(_))

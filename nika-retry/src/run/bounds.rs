@@ -92,25 +92,32 @@ impl<E: From<Held>> FromHeld for E {
     }
 }
 
-/// `#[retry(upstream = EXPR)]`: an `Upstream` or a reference to one.
+/// `#[retry(upstream = EXPR)]`: an `Upstream`, a reference to one, or an
+/// `Option` of either (`None`: the call is alone).
 #[diagnostic::on_unimplemented(
-    message = "`upstream = …` must be a `nika_retry::upstream::Upstream` (or a reference to one), not `{Self}`",
-    label = "expected `Upstream` or `&Upstream`"
+    message = "`upstream = …` must be a `nika_retry::upstream::Upstream`, a reference to one, or an `Option` of either, not `{Self}`",
+    label = "expected `Upstream`, `&Upstream`, `Option<Upstream>` or `Option<&Upstream>`"
 )]
 pub trait AsUpstream {
-    /// The upstream.
-    fn as_upstream(&self) -> &Upstream;
+    /// The upstream, if any.
+    fn as_upstream(&self) -> Option<&Upstream>;
 }
 
 impl AsUpstream for Upstream {
-    fn as_upstream(&self) -> &Upstream {
-        self
+    fn as_upstream(&self) -> Option<&Upstream> {
+        Some(self)
     }
 }
 
 impl<U: AsUpstream + ?Sized> AsUpstream for &U {
-    fn as_upstream(&self) -> &Upstream {
+    fn as_upstream(&self) -> Option<&Upstream> {
         (**self).as_upstream()
+    }
+}
+
+impl<U: AsUpstream> AsUpstream for Option<U> {
+    fn as_upstream(&self) -> Option<&Upstream> {
+        self.as_ref().and_then(AsUpstream::as_upstream)
     }
 }
 

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::site::Site;
 use super::violation;
 use crate::ambient::exchange::{self, Outer};
-use crate::ambient::{AttemptSlot, Budget, Frame, StreamFrame, Swap};
+use crate::ambient::{AttemptSlot, Budget, Frame, Idempotence, StreamFrame, Swap};
 use crate::task;
 use crate::time::{Nanos, Total};
 use crate::vocab::bucket::TokenBucket;
@@ -52,8 +52,9 @@ pub struct Call<D = Untimed> {
     /// Whether the last attempt failed on one of the call's own time limits.
     pub(super) timed_out: bool,
     /// Whether an attempt may be repeated whatever it reached
-    /// (`idempotent = …`, said after each failed attempt; `true` without it).
-    pub(super) idempotent: bool,
+    /// (`idempotent = …`, said as the call starts; without it, what the
+    /// calls around it say: `effect`).
+    pub(super) idempotent: Idempotence,
     key: IdempotencyKey,
     /// When the first failure was, after `start` (which it implies).
     pub(super) first_failure: Nanos,
@@ -128,7 +129,7 @@ impl<D> Call<D> {
             bucket_taken: 0,
             max_attempts: None,
             timed_out: false,
-            idempotent: true,
+            idempotent: Idempotence::Unsaid,
             key: IdempotencyKey::UNDRAWN,
             first_failure: Nanos::NONE,
             last_category: ErrorCategory::Transient,
@@ -154,7 +155,8 @@ impl<D> Call<D> {
             self.attempt,
             max_attempts.get(),
             self.key != IdempotencyKey::UNDRAWN,
-        );
+        )
+        .saying(self.idempotent);
         if framed {
             slot = slot.with_stream();
         }

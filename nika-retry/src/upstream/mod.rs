@@ -78,6 +78,56 @@ use crate::events::UpstreamEvent;
 use crate::http::{self, Headers};
 use state::{Grown, State};
 
+/// The upstream of the innermost call in force that names one: a clone of
+/// its handle (no allocation), or `None` outside any such call.
+///
+/// A transport fn under a provider fn sees the responses and their
+/// rate-limit headers; the provider names the upstream. The transport feeds
+/// it the headers without a parameter threaded through:
+/// `current().map(|u| u.observe(headers))`. The upstream is in force while
+/// an attempt of the call that names it is polled, in every fn that attempt
+/// awaits (not in a task it spawns).
+///
+/// ```
+/// use nika_retry::upstream::{self, Held, Upstream};
+/// use nika_retry::{retry, Classify};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// pub enum Error {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Held(#[from] Held),
+/// }
+///
+/// /// The transport: sees the response's headers, names no upstream.
+/// #[retry(layer = "http")]
+/// async fn post(prompt: &str) -> Result<String, Error> {
+///     let headers = [("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "20s")];
+///     if let Some(upstream) = upstream::current() {
+///         upstream.observe(&headers); // none left: holds the provider's upstream
+///     }
+///     Ok(prompt.to_uppercase())
+/// }
+///
+/// /// The provider: names the upstream its calls share.
+/// #[retry(layer = "provider", upstream = upstream)]
+/// async fn complete(upstream: &Upstream, prompt: &str) -> Result<String, Error> {
+///     post(prompt).await
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let shared = Upstream::new("openai/gpt-4o");
+/// assert_eq!(complete(&shared, "hi").await.unwrap(), "HI");
+/// assert!(shared.held_for().is_some(), "the transport's headers held it");
+/// assert!(upstream::current().is_none(), "outside any call");
+/// # }
+/// ```
+#[inline]
+pub fn current() -> Option<Upstream> {
+    crate::ambient::upstream()
+}
+
 /// The state the calls to one upstream share. Clones are handles to the
 /// same state; it is `Send + Sync` and cheap to clone.
 ///

@@ -7,14 +7,17 @@
 //! async fn f(args) -> R {
 //!     let mut call = Call::new({ const SITE: &Site = &Overrides { .., ..NONE }.site(layer, "f"); SITE });
 //!     // with #[timeout]: TimedCall::new(SITE, total), which adds what the limits share
+//!     call.said_idempotent(|| idempotent);        // for idempotent = …, once per call
 //!     loop {
 //!         let until = {
-//!             let arg = arg.clone();                  // for each clone(arg)
-//!             let result = call.attempt(async {       // or call.timed(limits, …, from_timeout)
-//!                 if let Some(ret) = None::<R> { return ret; } // pins the output to R
-//!                 body
-//!             }).await;
-//!             call.idempotent(&result, || idempotent);  // for idempotent = false | EXPR
+//!             let result = {
+//!                 let arg = arg.clone();              // for each clone(arg)
+//!                 let result = call.attempt(async {   // or call.timed(limits, …, from_timeout)
+//!                     if let Some(ret) = None::<R> { return ret; } // pins the output to R
+//!                     body
+//!                 }).await;
+//!                 result
+//!             }; // the clones end here: `config` reads the caller's arguments
 //!             match call.next(&result, || config, self_type) {
 //!                 Some(until) => until,                // the backoff from the failure's clock read
 //!                 None => return result,
@@ -155,6 +158,14 @@ fn retry_loop(
     } = common;
     let call = Ident::new("__nika_call", Span::mixed_site());
     let until = Ident::new("__nika_until", Span::mixed_site());
+    // With an upstream, each attempt has it in force for `upstream::current()`.
+    let attempt = match &settings.upstream {
+        Some(_) => {
+            let turn = Ident::new("__nika_turn", Span::mixed_site());
+            quote!(#krate::__private::WithUpstream::new(&#turn, #attempt))
+        }
+        None => attempt,
+    };
     let result = Ident::new("__nika_result", Span::mixed_site().located_at(at));
     // The receiver is located at the error type too: a method call's error
     // is reported at its first token.
@@ -213,22 +224,33 @@ fn retry_loop(
             (Some(upstream), pass, next)
         }
     };
-    // Evaluated only when an attempt fails, as `config`.
+    // Evaluated once per call, before any clone of `clone(…)` shadows an
+    // argument it reads, so that the calls nested in every attempt know it.
     let idempotent = settings.idempotent.as_ref().map(|expr| {
         // `-> bool`: a value of another type is reported at the expression
         // as "expected `bool`"; the braces this needs are not the user's.
         quote_spanned! {expr.span()=>
             #[allow(unused_braces)]
-            #call.idempotent({ &#result }, || -> bool { #expr });
+            #call.said_idempotent(|| -> bool { #expr });
         }
     });
+    // The clones live in a block of their own around the attempt: `config`
+    // (and the upstream, the idempotence, evaluated before) read the
+    // caller's arguments, never a clone the body moved.
+    let attempt = if clones.is_empty() {
+        quote!(#attempt.await)
+    } else {
+        quote!({
+            #(#clones)*
+            let #result = #attempt.await;
+            #result
+        })
+    };
     let attempts = quote! {
         loop {
             #pass
             let #until = {
-                #(#clones)*
-                let #result = #attempt.await;
-                #idempotent
+                let #result = #attempt;
                 match #next {
                     ::core::option::Option::Some(#until) => #until,
                     ::core::option::Option::None => return #result,
@@ -250,6 +272,7 @@ fn retry_loop(
     };
     quote! {
         let mut #call = #new_call;
+        #idempotent
         #attempts
     }
 }

@@ -300,19 +300,20 @@ fn attempts(errors: &mut Errors, expr: &Expr) -> Option<u32> {
     }
 }
 
-/// `idempotent = false` or a `bool` expression, kept; `true` (what every
-/// fn means without the key) is dropped; another literal is refused.
+/// `idempotent = false | true` or a `bool` expression, kept (a `true`
+/// said stands against a call around it that is not idempotent); another
+/// literal is refused.
 fn idempotent(errors: &mut Errors, expr: &Expr) -> Option<Expr> {
     match expr {
         Expr::Lit(ExprLit {
-            lit: Lit::Bool(b), ..
-        }) => (!b.value).then(|| expr.clone()),
+            lit: Lit::Bool(_), ..
+        }) => Some(expr.clone()),
         Expr::Lit(_) => {
             errors.spanned(
                 expr,
                 "`idempotent` takes a `bool`: idempotent = false for a call that a repeat could \
-                 repeat the effect of (a mail, a payment), or an expression evaluated after a \
-                 failed attempt, e.g. idempotent = request.method.is_idempotent()",
+                 repeat the effect of (a mail, a payment), or an expression evaluated once per \
+                 call, e.g. idempotent = request.method().is_idempotent()",
             );
             None
         }
