@@ -135,7 +135,11 @@ def alloc0(c):
     return all(float(x) == 0 for x in alloc[c][:2] if x != '—')
 p('### Against the goals')
 p('')
-p('| goal | figure | met? |')
+p('The time goals are judged on this run\'s CPU times, which a loaded machine inflates for')
+p('the fast contenders (History has rounds on an idle machine); the instruction ratios beside')
+p('them do not move with load.')
+p('')
+p('| goal | figure | met in this run? |')
 p('|---|---|---|')
 for c, goal, bound in (('retry', '`#[retry]`', 208), ('retry_timeout', '`#[retry] + #[timeout(attempt)]`', 256)):
     b = int(size[c][0])
