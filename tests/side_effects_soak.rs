@@ -5,7 +5,7 @@
 //! connections refused before a mail. Every mail must take effect exactly
 //! once, and every refused connection must still be retried. Then the same
 //! through a mailer over `Transport::post`, which says nothing about
-//! repeating itself: it inherits the tool's `false` (DESIGN.md, "Calls with
+//! repeating itself: it inherits the tool's `false` (README, "Calls with
 //! side effects", Inward). Loopback only; bounded (RELIABILITY.md records a run).
 
 use std::collections::HashMap;

@@ -27,7 +27,7 @@ const WANTS_STREAM: u64 = 1 << 39;
 const ALONE: u64 = 1 << 38;
 /// This attempt's call is not idempotent, or is nested in one that is not
 /// and says nothing itself: a call nested in it without `idempotent = …`
-/// is not idempotent either (DESIGN.md, "Calls with side effects", Inward).
+/// is not idempotent either (README, "Calls with side effects").
 const NOT_IDEMPOTENT: u64 = 1 << 37;
 /// This attempt's call says `idempotent = true` (or an expression that was
 /// `true`): it does not inherit [`NOT_IDEMPOTENT`] from the attempt around it.

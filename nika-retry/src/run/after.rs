@@ -30,7 +30,7 @@ impl<D: Deadline> Call<D> {
     /// body can move what it reads) says; the engine then retries only what
     /// certainly had no effect ([`Reached`](crate::vocab::reached::Reached)),
     /// here and in the calls nested in its attempts that do not say
-    /// `idempotent = true` themselves (DESIGN.md, "Calls with side
+    /// `idempotent = true` themselves (README, "Calls with side
     /// effects", Inward).
     #[inline(always)]
     pub fn said_idempotent(&mut self, idempotent: impl FnOnce() -> bool) {
