@@ -148,8 +148,10 @@ fn the_give_up_is_an_event_a_warn_line_naming_the_fn_and_an_event_log_line() {
     );
 }
 
+/// Read once per call, as it starts (before any attempt), so that the calls
+/// nested in its attempts know it too (README "Calls with side effects", Inward).
 #[test]
-fn the_run_time_expression_is_read_after_a_failed_attempt_only() {
+fn the_run_time_expression_is_read_once_per_call_as_it_starts() {
     static ASKED: AtomicU32 = AtomicU32::new(0);
     fn safe(method: &str) -> bool {
         ASKED.fetch_add(1, Ordering::SeqCst);
@@ -162,11 +164,11 @@ fn the_run_time_expression_is_read_after_a_failed_attempt_only() {
             _ => Err(SendError::AnswerLost),
         }
     }
-    // A GET that fails twice is retried twice, the expression read after each failure.
+    // A GET that fails twice is retried twice; the expression was read once.
     let fails = AtomicU32::new(2);
     let (result, _, log) = run(request("GET", &fails));
     assert_eq!(result, Ok(()));
-    assert_eq!(ASKED.load(Ordering::SeqCst), 2);
+    assert_eq!(ASKED.load(Ordering::SeqCst), 1);
     assert_eq!(log.events().len(), 3);
     // A POST that fails is not retried.
     let fails = AtomicU32::new(2);
@@ -176,8 +178,8 @@ fn the_run_time_expression_is_read_after_a_failed_attempt_only() {
         seen(&log),
         [(1, Outcome::GaveUp, Some(GiveUp::MayHaveTakenEffect))]
     );
-    assert_eq!(ASKED.load(Ordering::SeqCst), 3);
-    // A first attempt that succeeds never reads it.
+    assert_eq!(ASKED.load(Ordering::SeqCst), 2);
+    // A first attempt that succeeds: read once all the same, as the call started.
     let fails = AtomicU32::new(0);
     let _ = run(request("POST", &fails));
     assert_eq!(ASKED.load(Ordering::SeqCst), 3);
