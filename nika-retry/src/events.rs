@@ -51,7 +51,7 @@ pub(crate) mod upstream;
 mod violation;
 
 pub use log::EventLog;
-pub use upstream::UpstreamEvent;
+pub use upstream::{UpstreamEvent, WaitReason};
 pub use violation::LayerViolation;
 
 /// How a decision ended.
@@ -74,7 +74,9 @@ pub enum Outcome {
     /// One outcome for both, as observers have always seen it: either way
     /// the loop fails fast on a failure it would otherwise have retried.
     BudgetExhausted,
-    /// An attempt after one or more retries succeeded.
+    /// An attempt after one or more retries succeeded (or a first attempt
+    /// that succeeded after a wait at its upstream: `upstream_wait` says
+    /// how long and `wait_reason` why).
     Recovered,
 }
 
@@ -134,6 +136,11 @@ pub struct RetryEvent {
     /// [`Upstream`](crate::upstream::Upstream) before it started; `None`
     /// if it did not wait.
     pub upstream_wait: Option<Duration>,
+    /// Why it waited there (with `upstream_wait`): held, paced to the
+    /// upstream's limits, or its cold start. A first attempt that
+    /// succeeded after such a wait says so too (`Recovered` at attempt 1,
+    /// at `DEBUG`).
+    pub wait_reason: Option<WaitReason>,
 }
 
 impl RetryEvent {

@@ -55,6 +55,8 @@ pub(crate) struct Settings {
     pub(crate) config: Option<Expr>,
     /// `upstream = EXPR`: the shared upstream every attempt passes first.
     pub(crate) upstream: Option<Expr>,
+    /// `cost = EXPR`: what one attempt spends of the upstream's token limit.
+    pub(crate) cost: Option<Expr>,
     /// `idempotent = false | EXPR`, said after each failed attempt; `None`
     /// for `idempotent = true` and without the key, which change nothing.
     pub(crate) idempotent: Option<Expr>,

@@ -8,8 +8,8 @@ mod derive;
 mod renamed;
 
 pub use crate::run::{
-    AsUpstream, Attempt, AttemptLimits, Call, FromHeld, FromTimeout, IntoConfig, IntoLimit,
-    MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
+    AsUpstream, Attempt, AttemptLimits, Call, FromHeld, FromTimeout, IntoConfig, IntoCost,
+    IntoLimit, MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
     UpstreamTurn, once, sleep,
 };
 pub use derive::{

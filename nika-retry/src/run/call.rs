@@ -15,7 +15,7 @@ use super::violation;
 use crate::ambient::exchange::{self, Outer};
 use crate::ambient::{AttemptSlot, Budget, Frame, StreamFrame, Swap};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
-use crate::events::{self, Outcome, RetryEvent};
+use crate::events::{self, Outcome, RetryEvent, WaitReason};
 use crate::key::IdempotencyKey;
 use crate::task;
 use crate::time::{Nanos, Total, later};
@@ -64,6 +64,8 @@ pub struct Call {
     /// poll of an attempt puts it in force. A call that awaits no stream
     /// never pays for one.
     pub(super) streams: bool,
+    /// Why the attempt that just ended waited at its upstream, if it did.
+    pub(super) wait_reason: Option<WaitReason>,
 }
 
 impl Call {
@@ -84,6 +86,7 @@ impl Call {
             last_category: ErrorCategory::Transient,
             start: None,
             streams: false,
+            wait_reason: None,
         }
     }
 
@@ -246,7 +249,7 @@ impl Call {
     {
         match result.error() {
             // A first attempt that succeeds, outside any token bucket: done.
-            None if self.attempt == 1 && self.bucket.is_none() => (None, None),
+            None if self.attempt == 1 && self.bucket.is_none() && waited.is_none() => (None, None),
             None => {
                 self.succeeded(self_type, waited);
                 (None, None)
@@ -276,7 +279,11 @@ impl Call {
             Some(bucket) => bucket.refill(),
             None => {}
         }
-        if !retried || !events::listening(events::level(Outcome::Recovered, self.attempt, None)) {
+        // A first attempt says so only if it waited at its upstream (DEBUG).
+        let waited_first = !retried && waited_at_upstream(waited).is_some();
+        if !(retried || waited_first)
+            || !events::listening(events::level(Outcome::Recovered, self.attempt, None))
+        {
             return;
         }
         // As the failed attempts left it (`retried`: they set it):
@@ -291,6 +298,7 @@ impl Call {
             Outcome::Recovered,
         );
         event.upstream_wait = waited_at_upstream(waited);
+        event.wait_reason = event.upstream_wait.and(self.wait_reason);
         events::emit(&event);
     }
 
@@ -372,6 +380,7 @@ impl Call {
         event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
         event.reason = reason;
         event.upstream_wait = waited_at_upstream(waited);
+        event.wait_reason = event.upstream_wait.and(self.wait_reason);
         events::emit(&event);
         wake
     }
@@ -419,6 +428,7 @@ impl Call {
                 .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
             total_attempts: budget.map_or(attempt, |b| b.used()),
             upstream_wait: None,
+            wait_reason: None,
         }
     }
 }

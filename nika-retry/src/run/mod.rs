@@ -31,4 +31,4 @@ pub use call::{Attempt, Call, NO_CONFIG, sleep};
 pub use once::{Once, once};
 pub use site::{AttemptLimits, Overrides, Site};
 pub use timed::{Timed, TimedCall};
-pub use upstream::UpstreamTurn;
+pub use upstream::{IntoCost, UpstreamTurn};

@@ -7,7 +7,7 @@ use super::bounds::RetryResult;
 use super::call::Call;
 use super::timed::TimedCall;
 use crate::engine::Failure;
-use crate::upstream::{Held, Turn, Upstream};
+use crate::upstream::{COST_UNKNOWN, Held, Turn, Upstream};
 use crate::{Classify, RetryConfig};
 
 /// A call's turn at its upstream, for the generated loop: kept for the
@@ -21,6 +21,48 @@ impl<'u> UpstreamTurn<'u> {
     #[inline(always)]
     pub fn new(upstream: &'u Upstream) -> Self {
         UpstreamTurn(Turn::idle(upstream))
+    }
+
+    /// The turn of a call at `upstream` whose attempts each spend `cost`
+    /// of its token limit (`cost = …`, evaluated once per call, through
+    /// [`IntoCost`]).
+    #[inline(always)]
+    pub fn with_cost(upstream: &'u Upstream, cost: u32) -> Self {
+        UpstreamTurn(Turn::idle(upstream).with_cost(cost))
+    }
+}
+
+/// `#[retry(cost = EXPR)]`: what one attempt spends of its upstream's
+/// token limit, a `u32` or a `u64` (past `u32`, as much as can be).
+#[diagnostic::on_unimplemented(
+    message = "`cost = …` must be a `u32` or a `u64` (the tokens one attempt spends), not `{Self}`",
+    label = "expected `u32` or `u64`",
+    note = "an LLM request's cost is its prompt tokens plus its `max_tokens`: count them as integers, e.g. `cost = request.prompt_tokens + request.max_tokens`"
+)]
+pub trait IntoCost {
+    /// The cost, saturated to what the upstream counts.
+    fn into_cost(self) -> u32;
+}
+
+impl IntoCost for u32 {
+    #[inline(always)]
+    fn into_cost(self) -> u32 {
+        // `COST_UNKNOWN` is the call without `cost`.
+        self.min(COST_UNKNOWN - 1)
+    }
+}
+
+impl IntoCost for u64 {
+    #[inline(always)]
+    fn into_cost(self) -> u32 {
+        u32::try_from(self).unwrap_or(u32::MAX).into_cost()
+    }
+}
+
+impl<T: IntoCost + Copy> IntoCost for &T {
+    #[inline(always)]
+    fn into_cost(self) -> u32 {
+        (*self).into_cost()
     }
 }
 
@@ -51,7 +93,8 @@ impl Call {
             deadline,
         };
         // The turn it replaces is idle: its drop does nothing.
-        turn.0 = turn.0.upstream().pass(patience).await?;
+        let cost = turn.0.cost();
+        turn.0 = turn.0.upstream().pass_costing(patience, cost).await?;
         Ok(())
     }
 
@@ -71,6 +114,9 @@ impl Call {
         C: FnOnce() -> Option<RetryConfig>,
     {
         let waited = turn.0.waited();
+        if waited.is_some() {
+            self.wait_reason = turn.0.wait_reason();
+        }
         if result.error().is_none() && turn.0.success_ends() {
             // The common case apart: no failure to carry to `settle`, no
             // backoff to draw for it.
@@ -111,6 +157,9 @@ impl TimedCall {
     {
         let deadline = self.deadline;
         let waited = turn.0.waited();
+        if waited.is_some() {
+            self.call.wait_reason = turn.0.wait_reason();
+        }
         if result.error().is_none() && turn.0.success_ends() {
             let (until, _) = self
                 .call

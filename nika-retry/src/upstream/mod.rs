@@ -47,7 +47,12 @@
 //! A fn that names no upstream pays nothing for it; an open upstream costs
 //! its calls one atomic load per attempt.
 
+mod adaptive;
+mod bucket;
 mod held;
+mod limits;
+mod pace;
+mod quota;
 #[cfg(feature = "redis")]
 mod redis;
 mod state;
@@ -66,7 +71,11 @@ use tokio::time::Instant;
 // Defined beside the event that carries it, so that `events` (a leaf)
 // imports nothing from here.
 pub use crate::events::upstream::HoldReason;
+pub use bucket::LimitSource;
 pub use held::Held;
+pub use limits::{DimensionLimit, UpstreamLimits};
+pub(crate) use pace::COST_UNKNOWN;
+pub use quota::Quota;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
@@ -100,6 +109,10 @@ struct Shared {
     /// Whether an attempt must look at `state` before it starts: a hold, an
     /// allowance, a probe's turn. `false` is the open upstream's one load.
     guarded: AtomicBool,
+    /// Whether an attempt must pass the pacer (limits known, a cold start
+    /// pending, an adaptive rate): no lock unless it waits.
+    pacing: AtomicBool,
+    pacer: pace::Pacer,
     /// Whether the breaker has failures counted (a success then resets them).
     counting: AtomicBool,
     state: Mutex<State>,
@@ -115,6 +128,9 @@ impl Shared {
         Shared {
             name,
             guarded: AtomicBool::new(false),
+            // A cold start until the first response (`with_cold_start`).
+            pacing: AtomicBool::new(true),
+            pacer: pace::Pacer::default(),
             counting: AtomicBool::new(false),
             state: Mutex::new(state),
             released: Notify::new(),
@@ -178,11 +194,20 @@ impl Upstream {
     /// # }
     /// ```
     pub fn observe<H: Headers + ?Sized>(&self, headers: &H) {
-        let Some(limits) = http::rate_limits(headers, std::time::SystemTime::now()) else {
+        let wall = std::time::SystemTime::now();
+        let paced = self.learn(&http::rate_limit_fields(headers, wall));
+        let Some(limits) = http::rate_limits(headers, wall) else {
             return;
         };
+        self.shared.pacer.heard.store(true, Ordering::Relaxed);
+        self.shared.pacer.warm();
+        self.publish_pacing();
         let now = Instant::now();
-        let grown = self.locked(|state| state.allow(now, limits.remaining, limits.reset));
+        // With the requests' limit known, their bucket counts what is left,
+        // refilling as it goes; none left still holds until the reset.
+        let grown = (!paced || limits.remaining == 0)
+            .then(|| self.locked(|state| state.allow(now, limits.remaining, limits.reset)))
+            .flatten();
         if let Some(store) = &self.shared.store
             && limits.remaining > 0
         {
@@ -320,6 +345,7 @@ impl fmt::Debug for Upstream {
             .field("name", &self.name())
             .field("held_for", &self.held_for())
             .field("store", &self.shared.store)
+            .field("limits", &self.limits())
             .finish_non_exhaustive()
     }
 }
