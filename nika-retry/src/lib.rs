@@ -208,7 +208,7 @@ pub mod __private;
 /// #[retry(layer = "http" | "provider" | "tool" | "task",
 ///         attempts = 3, backoff = "250ms", max_backoff = "4s", multiplier = 4.0,
 ///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …),
-///         idempotent = false | EXPR, crate = "path")]
+///         idempotent = false | EXPR, upstream = EXPR, cost = EXPR, crate = "path")]
 /// ```
 ///
 /// `layer` is required; the other keys override that layer's defaults
@@ -218,6 +218,42 @@ pub mod __private;
 /// so the success path never builds a config. A task scope's `retry:`
 /// ([`task::scope`]) takes precedence over both, except on layer `http`. The fn must return `Result<T, E>` with
 /// `E: Classify`; only `Transient` and `RateLimited` errors are ever retried.
+///
+/// **`upstream = EXPR`** (an [`Upstream`](upstream::Upstream), a reference
+/// to one): every attempt passes the upstream the calls share before it
+/// starts (its holds, its pacing); the error type needs
+/// `From<upstream::Held>`. **`cost = EXPR`** (a `u32` or `u64`, evaluated
+/// once per call; only with `upstream`): what one attempt spends of the
+/// upstream's token limit ([`upstream::Quota::tokens`]); without it, the
+/// mean cost learned from the token headers.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::upstream::{Held, Quota, Upstream};
+/// use nika_retry::{retry, Classify};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// pub enum ProviderError {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Held(#[from] Held),
+/// }
+///
+/// #[retry(layer = "provider", upstream = upstream, cost = prompt_tokens + max_tokens)]
+/// async fn complete(upstream: &Upstream, prompt_tokens: u32, max_tokens: u32) -> Result<(), ProviderError> {
+///     Ok(())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let upstream = Upstream::new("openai/gpt-4o")
+///     .with_quota(Quota::per(Duration::from_secs(1)).tokens(1_000));
+/// let started = tokio::time::Instant::now();
+/// complete(&upstream, 600, 400).await.unwrap(); // the whole bucket
+/// complete(&upstream, 300, 200).await.unwrap(); // half of it refilled
+/// assert_eq!(started.elapsed(), Duration::from_millis(500));
+/// # }
+/// ```
 ///
 /// **`idempotent = false | EXPR`**, on any layer (`tool` included): a
 /// repeated attempt could repeat an effect (a mail, a payment). The call

@@ -11,11 +11,12 @@ use tokio::time::Instant;
 
 use super::bounds::RetryResult;
 use super::site::Site;
+use super::upstream::Waited;
 use super::violation;
 use crate::ambient::exchange::{self, Outer};
 use crate::ambient::{AttemptSlot, Budget, Frame, StreamFrame, Swap};
 use crate::engine::{Decision, Failure, GiveUp, Limits, RetryState, backoff};
-use crate::events::{self, Outcome, RetryEvent, WaitReason};
+use crate::events::{self, Outcome, RetryEvent};
 use crate::key::IdempotencyKey;
 use crate::task;
 use crate::time::{Nanos, Total, later};
@@ -64,8 +65,6 @@ pub struct Call {
     /// poll of an attempt puts it in force. A call that awaits no stream
     /// never pays for one.
     pub(super) streams: bool,
-    /// Why the attempt that just ended waited at its upstream, if it did.
-    pub(super) wait_reason: Option<WaitReason>,
 }
 
 impl Call {
@@ -86,7 +85,6 @@ impl Call {
             last_category: ErrorCategory::Transient,
             start: None,
             streams: false,
-            wait_reason: None,
         }
     }
 
@@ -224,7 +222,7 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.next_within(None, Nanos::NONE, result, config, self_type)
+        self.next_within(None, Waited::NONE, result, config, self_type)
             .0
     }
 
@@ -237,7 +235,7 @@ impl Call {
     pub(super) fn next_within<R, C>(
         &mut self,
         deadline: Option<Total>,
-        waited: Nanos,
+        waited: Waited,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -249,7 +247,9 @@ impl Call {
     {
         match result.error() {
             // A first attempt that succeeds, outside any token bucket: done.
-            None if self.attempt == 1 && self.bucket.is_none() && waited.is_none() => (None, None),
+            None if self.attempt == 1 && self.bucket.is_none() && waited.span.is_none() => {
+                (None, None)
+            }
             None => {
                 self.succeeded(self_type, waited);
                 (None, None)
@@ -272,7 +272,7 @@ impl Call {
 
     /// After a success that a token bucket counts, or that took retries.
     #[cold]
-    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Nanos) {
+    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Waited) {
         let retried = self.attempt > 1;
         match &self.bucket {
             Some(bucket) if retried => bucket.release(self.bucket_taken),
@@ -298,7 +298,7 @@ impl Call {
             Outcome::Recovered,
         );
         event.upstream_wait = waited_at_upstream(waited);
-        event.wait_reason = event.upstream_wait.and(self.wait_reason);
+        event.wait_reason = event.upstream_wait.and(waited.reason);
         events::emit(&event);
     }
 
@@ -307,7 +307,7 @@ impl Call {
         &mut self,
         failure: Failure,
         deadline: Option<Total>,
-        waited: Nanos,
+        waited: Waited,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Instant> {
@@ -380,7 +380,7 @@ impl Call {
         event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
         event.reason = reason;
         event.upstream_wait = waited_at_upstream(waited);
-        event.wait_reason = event.upstream_wait.and(self.wait_reason);
+        event.wait_reason = event.upstream_wait.and(waited.reason);
         events::emit(&event);
         wake
     }
@@ -461,8 +461,8 @@ impl Drop for Entered<'_> {
 }
 
 /// An event's `upstream_wait`: `None` for an attempt that did not wait.
-fn waited_at_upstream(waited: Nanos) -> Option<Duration> {
-    waited.get().filter(|waited| !waited.is_zero())
+fn waited_at_upstream(waited: Waited) -> Option<Duration> {
+    waited.span.get().filter(|waited| !waited.is_zero())
 }
 
 /// The sleep between attempts, until the instant [`Call::next`] gave.

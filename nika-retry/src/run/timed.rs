@@ -12,9 +12,10 @@ use tokio::time::Instant;
 use super::bounds::RetryResult;
 use super::call::Call;
 use super::site::{AttemptLimits, Site};
+use super::upstream::Waited;
 use crate::ambient::{ConnectLimit, Frame, Swap};
 use crate::connect;
-use crate::time::{Nanos, Progress, TimeLimited, Total};
+use crate::time::{Progress, TimeLimited, Total};
 use crate::{Classify, RetryConfig, TimeoutError};
 
 /// One call of a fn with `#[retry]` and `#[timeout]`: the [`Call`], and
@@ -86,7 +87,7 @@ impl TimedCall {
         C: FnOnce() -> Option<RetryConfig>,
     {
         self.call
-            .next_within(self.deadline, Nanos::NONE, result, config, self_type)
+            .next_within(self.deadline, Waited::NONE, result, config, self_type)
             .0
     }
 }

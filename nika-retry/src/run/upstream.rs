@@ -7,6 +7,8 @@ use super::bounds::RetryResult;
 use super::call::Call;
 use super::timed::TimedCall;
 use crate::engine::Failure;
+use crate::events::WaitReason;
+use crate::time::Nanos;
 use crate::upstream::{COST_UNKNOWN, Held, Turn, Upstream};
 use crate::{Classify, RetryConfig};
 
@@ -29,6 +31,30 @@ impl<'u> UpstreamTurn<'u> {
     #[inline(always)]
     pub fn with_cost(upstream: &'u Upstream, cost: u32) -> Self {
         UpstreamTurn(Turn::idle(upstream).with_cost(cost))
+    }
+}
+
+/// How long an attempt waited at its upstream, and why: for its events.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Waited {
+    /// None if it did not wait.
+    pub(crate) span: Nanos,
+    pub(crate) reason: Option<WaitReason>,
+}
+
+impl Waited {
+    /// An attempt that did not wait (a call without an upstream).
+    pub(crate) const NONE: Waited = Waited {
+        span: Nanos::NONE,
+        reason: None,
+    };
+
+    #[inline(always)]
+    fn of(turn: &Turn<'_>) -> Waited {
+        Waited {
+            span: turn.waited(),
+            reason: turn.wait_reason(),
+        }
     }
 }
 
@@ -113,10 +139,7 @@ impl Call {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        let waited = turn.0.waited();
-        if waited.is_some() {
-            self.wait_reason = turn.0.wait_reason();
-        }
+        let waited = Waited::of(&turn.0);
         if result.error().is_none() && turn.0.success_ends() {
             // The common case apart: no failure to carry to `settle`, no
             // backoff to draw for it.
@@ -156,10 +179,7 @@ impl TimedCall {
         C: FnOnce() -> Option<RetryConfig>,
     {
         let deadline = self.deadline;
-        let waited = turn.0.waited();
-        if waited.is_some() {
-            self.call.wait_reason = turn.0.wait_reason();
-        }
+        let waited = Waited::of(&turn.0);
         if result.error().is_none() && turn.0.success_ends() {
             let (until, _) = self
                 .call

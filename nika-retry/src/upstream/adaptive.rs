@@ -21,7 +21,7 @@ const MIN_RATE: f64 = 0.5;
 /// The half-second buckets of the measured send rate.
 const BUCKET: f64 = 0.5;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Adaptive {
     on: AtomicBool,
     /// Attempts sent through the upstream, counted while they pass.
@@ -65,7 +65,15 @@ impl Rates {
     }
 
     /// A 429 without headers at `now`: the rate drops to β of what was sent.
-    fn throttled(&mut self, now: Instant) {
+    fn throttled(&mut self, now: Instant, sends: u64) {
+        if self.measured == 0.0
+            && let Some((start, before)) = self.bucket
+        {
+            // No half-second measured yet (a burst's first 429): what was
+            // sent since the count began, over at least 100 ms.
+            let elapsed = now.saturating_duration_since(start).as_secs_f64().max(0.1);
+            self.measured = sends.saturating_sub(before) as f64 / elapsed;
+        }
         let sent = if self.throttled.is_some() {
             self.measured.min(self.rate.max(MIN_RATE))
         } else {
@@ -97,6 +105,18 @@ impl Rates {
 }
 
 impl Adaptive {
+    /// An adaptive rate, off, counting sends from `now`.
+    pub(super) fn new(now: Instant) -> Adaptive {
+        Adaptive {
+            on: AtomicBool::new(false),
+            sends: AtomicU64::new(0),
+            state: Mutex::new(Rates {
+                bucket: Some((now, 0)),
+                ..Rates::default()
+            }),
+        }
+    }
+
     pub(super) fn on(&self) -> bool {
         self.on.load(Ordering::Relaxed)
     }
@@ -111,8 +131,9 @@ impl Adaptive {
     /// Returns the rate in force, per second.
     pub(super) fn throttled(&self, now: Instant) -> f64 {
         let mut rates = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        rates.measure(now, self.sends.load(Ordering::Relaxed));
-        rates.throttled(now);
+        let sends = self.sends.load(Ordering::Relaxed);
+        rates.measure(now, sends);
+        rates.throttled(now, sends);
         self.on.store(true, Ordering::Relaxed);
         rates.rate
     }
@@ -167,7 +188,7 @@ mod tests {
             r.measure(at(start, 0.5 * f64::from(i)), 10 * u64::from(i as u8));
         }
         assert!((r.measured - 20.0).abs() < 1e-9, "{}", r.measured);
-        r.throttled(at(start, 2.0));
+        r.throttled(at(start, 2.0), 40);
         assert!((r.rate - 14.0).abs() < 1e-9, "β = 0.7: {}", r.rate);
     }
 
@@ -178,7 +199,7 @@ mod tests {
             measured: 20.0,
             ..Rates::default()
         };
-        r.throttled(start);
+        r.throttled(start, 0);
         let k = (20.0 * 0.3 / 0.4_f64).cbrt();
         r.succeeded(at(start, k / 2.0));
         assert!(r.rate > 14.0 && r.rate < 20.0, "growing: {}", r.rate);
@@ -201,8 +222,21 @@ mod tests {
     #[test]
     fn a_429_before_any_measure_goes_to_the_slowest_rate() {
         let mut r = Rates::default();
-        r.throttled(Instant::now());
+        r.throttled(Instant::now(), 0);
         assert_eq!(r.rate, MIN_RATE);
+    }
+
+    #[test]
+    fn a_bursts_first_429_drops_to_beta_of_the_burst() {
+        let start = Instant::now();
+        let mut r = Rates {
+            bucket: Some((start, 0)),
+            ..Rates::default()
+        };
+        // 50 sent in the first 200 ms, before any half-second was measured.
+        r.throttled(at(start, 0.2), 50);
+        assert!((r.measured - 250.0).abs() < 1e-6, "{}", r.measured);
+        assert!((r.rate - 175.0).abs() < 1e-6, "{}", r.rate);
     }
 
     #[test]

@@ -81,6 +81,8 @@ pub(super) struct Reserved {
     pub(super) at: u64,
     /// How far it pushed the bucket's `tat` (given back if it never starts).
     pub(super) span: u64,
+    /// The `tat` it left.
+    end: u64,
     /// Its cost, in flight until it ends.
     pub(super) cost: u64,
 }
@@ -123,18 +125,23 @@ impl Bucket {
         Some(Reserved {
             at: new.saturating_sub(window),
             span,
+            end: new,
             cost,
         })
     }
 
-    /// A reservation whose attempt never started: its refill goes back to
-    /// those who come after.
+    /// A reservation whose attempt never started. The last one gives its
+    /// refill back to those who come after; one with others reserved
+    /// behind it leaves a gap (they keep their instants, which were counted
+    /// after it: moving the end back would let a newcomer start beside the
+    /// last of them).
     pub(super) fn give_back(&self, reserved: Reserved) {
-        let _ = self
-            .tat
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |tat| {
-                Some(tat.saturating_sub(reserved.span))
-            });
+        let _ = self.tat.compare_exchange(
+            reserved.end,
+            reserved.end.saturating_sub(reserved.span),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
         self.end(reserved.cost);
     }
 
@@ -292,7 +299,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reservation_given_back_returns_its_refill() {
+    fn the_last_reservation_given_back_returns_its_refill() {
         let b = bucket(1, 1);
         b.reserve(0, 1).unwrap();
         let waiting = b.reserve(0, 1).unwrap();
@@ -300,6 +307,18 @@ mod tests {
         b.give_back(waiting);
         assert_eq!(b.in_flight(), 1);
         assert_eq!(b.reserve(0, 1).unwrap().at, S, "the next takes its place");
+    }
+
+    #[test]
+    fn a_reservation_given_back_before_others_leaves_a_gap_not_a_double() {
+        let b = bucket(1, 1);
+        b.reserve(0, 1).unwrap();
+        let second = b.reserve(0, 1).unwrap();
+        let third = b.reserve(0, 1).unwrap();
+        assert_eq!((second.at, third.at), (S, 2 * S));
+        b.give_back(second);
+        let fourth = b.reserve(0, 1).unwrap();
+        assert_eq!(fourth.at, 3 * S, "never beside the third");
     }
 
     #[test]

@@ -90,12 +90,8 @@ impl Window {
         }
         match self.refill {
             Some(refill) => refill.max(self.longest_reset),
-            None if !self.longest_reset.is_zero() => self.longest_reset.max(MINUTE.min(
-                // A first reading of a whole bucket: until the refill is
-                // seen, a minute unless the reset says longer.
-                MAX_HOLD,
-            )),
-            None => MINUTE,
+            // Until a refill is seen: a minute, unless a reset says longer.
+            None => self.longest_reset.max(MINUTE),
         }
     }
 }
@@ -137,7 +133,7 @@ impl Drop for Scout<'_> {
 }
 
 /// An admission's reservations, given back if it never starts.
-struct Pending<'p> {
+pub(super) struct Pending<'p> {
     pacer: &'p Pacer,
     requests: Option<Reserved>,
     tokens: Option<Reserved>,
@@ -179,6 +175,7 @@ impl Drop for Pending<'_> {
 
 impl Default for Pacer {
     fn default() -> Pacer {
+        let epoch = Instant::now();
         Pacer {
             requests: Bucket::default(),
             tokens: Bucket::default(),
@@ -188,8 +185,8 @@ impl Default for Pacer {
             cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
             learn: Mutex::default(),
             scouted: Notify::new(),
-            adaptive: Adaptive::default(),
-            epoch: Instant::now(),
+            adaptive: Adaptive::new(epoch),
+            epoch,
         }
     }
 }
@@ -375,22 +372,28 @@ impl Upstream {
     /// `Ok` if it may start now (no lock taken), else the reservation to
     /// wait for.
     #[inline]
-    pub(super) fn admit(&self, cost: u32) -> Result<Charge, ()> {
+    pub(super) fn admit(&self, cost: u32) -> Result<Charge, Option<Pending<'_>>> {
         let pacer = &self.shared.pacer;
         if pacer.cold.load(Ordering::Acquire) {
-            return Err(());
+            return Err(None);
         }
-        let pending = pacer.reserve(pacer.now(), cost);
-        if pending.at() <= pacer.now() {
+        let now = pacer.now();
+        let pending = pacer.reserve(now, cost);
+        if pending.at() <= now {
             return Ok(pending.start());
         }
-        // Given back: the slow path reserves again, in its turn.
-        Err(())
+        // The wait keeps the place reserved.
+        Err(Some(pending))
     }
 
     /// The pacer's part of an attempt's wait: the cold start's, then its
     /// buckets'. Returns the charge, and the reason it waited if it did.
-    pub(super) async fn pace(&self, cost: u32, patience: Patience) -> Result<Charge, Held> {
+    pub(super) async fn pace(
+        &self,
+        cost: u32,
+        patience: Patience,
+        reserved: Option<Pending<'_>>,
+    ) -> Result<Charge, Held> {
         let pacer = &self.shared.pacer;
         let mut reason = None;
         // Armed while this caller is the scout and its attempt has not
@@ -399,7 +402,7 @@ impl Upstream {
             upstream: self,
             armed: false,
         };
-        while pacer.cold.load(Ordering::Acquire) {
+        while reserved.is_none() && pacer.cold.load(Ordering::Acquire) {
             let mut news = pin!(pacer.scouted.notified());
             let now = Instant::now();
             let until = {
@@ -428,11 +431,15 @@ impl Upstream {
             let _ = tokio::time::timeout_at(until, &mut news).await;
         }
         let now = Instant::now();
-        let pending = pacer.reserve(pacer.at(now), cost);
+        let pending = match reserved {
+            Some(pending) => pending,
+            None => pacer.reserve(pacer.at(now), cost),
+        };
         let at = pacer.instant(pending.at());
         if at > now {
             let left = at - now;
-            if left > patience.cap || patience.deadline.is_some_and(|d| at > d) {
+            // A pace is no server hint: only the call's deadline bounds it.
+            if patience.deadline.is_some_and(|d| at > d) {
                 return Err(Held::new(
                     self.shared.name.clone(),
                     left,

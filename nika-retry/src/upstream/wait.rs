@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
-use super::pace::{COST_UNKNOWN, Charge};
+use super::pace::{COST_UNKNOWN, Charge, Pending};
 use super::state::Step;
 use super::store::STORE_WAIT;
 use super::{Held, HoldReason, ProbeTurn, Store, Upstream};
@@ -95,27 +95,36 @@ impl Upstream {
         if self.open() {
             return Ok(Turn::idle(self).with_cost(cost));
         }
-        if !self.shared.guarded.load(Ordering::Acquire)
-            && let Ok(charge) = self.admit(cost)
-        {
-            // Paced, and its buckets hold the cost: no lock, no allocation.
-            self.shared.pacer.adaptive.sent();
-            let mut turn = Turn::idle(self).with_cost(cost);
-            turn.charge = charge;
-            return Ok(turn);
+        let mut reserved = None;
+        if !self.shared.guarded.load(Ordering::Acquire) {
+            match self.admit(cost) {
+                Ok(charge) => {
+                    // Paced, and its buckets hold the cost: no lock, no allocation.
+                    self.shared.pacer.adaptive.sent();
+                    let mut turn = Turn::idle(self).with_cost(cost);
+                    turn.charge = charge;
+                    return Ok(turn);
+                }
+                Err(pending) => reserved = pending,
+            }
         }
         // Boxed: the wait's state (its `Notified`, its `Sleep`, the store's
         // futures) would otherwise sit in the future of every fn that names
         // an upstream, held or not, and of every fn that calls one (448
         // bytes); one allocation for a wait of a hold, which lasts
         // milliseconds at least, is nothing beside it.
-        Box::pin(self.wait(patience, cost)).await
+        Box::pin(self.wait(patience, cost, reserved)).await
     }
 
     /// A wait at a held upstream, then at its pacer; a hold that started
     /// meanwhile is waited out again.
     #[cold]
-    async fn wait(&self, patience: Patience, cost: u32) -> Result<Turn<'_>, Held> {
+    async fn wait(
+        &self,
+        patience: Patience,
+        cost: u32,
+        mut reserved: Option<Pending<'_>>,
+    ) -> Result<Turn<'_>, Held> {
         let start = Instant::now();
         loop {
             let mut turn = if self.shared.guarded.load(Ordering::Acquire) {
@@ -127,7 +136,7 @@ impl Upstream {
             let held = turn.waited.get().is_some_and(|w| !w.is_zero());
             if self.shared.pacing.load(Ordering::Acquire) {
                 // Dropped on `Held`: a probe's turn passes on.
-                let charge = self.pace(cost, patience).await?;
+                let charge = self.pace(cost, patience, reserved.take()).await?;
                 if charge.reason.is_some() && self.lock().until.is_some_and(|u| u > Instant::now())
                 {
                     // Held while it was paced: its place goes back, it waits again.
@@ -140,7 +149,9 @@ impl Upstream {
                 turn.charge.reason = Some(WaitReason::Held);
             }
             self.shared.pacer.adaptive.sent();
-            turn.waited = Nanos::new(Some(start.elapsed()));
+            // A scout, or a step that found the upstream open, did not wait.
+            let waited = turn.charge.reason.is_some() || turn.probe;
+            turn.waited = Nanos::new(waited.then(|| start.elapsed()));
             return Ok(turn);
         }
     }
