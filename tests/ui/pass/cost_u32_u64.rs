@@ -2,7 +2,7 @@ use nika_retry::upstream::{Held, Upstream};
 use nika_retry::{retry, Classify};
 
 #[derive(Debug, thiserror::Error, Classify)]
-enum Error {
+pub enum Error {
     #[error(transparent)]
     #[category(transparent)]
     Held(#[from] Held),

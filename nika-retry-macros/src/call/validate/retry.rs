@@ -90,7 +90,9 @@ pub(super) fn retry_settings(
     {
         errors.spanned(
             &cost.key,
-            "`cost` is what one attempt spends of its upstream's token limit, and this fn names              no upstream; add one, e.g. #[retry(layer = \"provider\", upstream = self.upstream,              cost = request.tokens)], or remove `cost`",
+            "`cost` is what one attempt spends of its upstream's token limit, and this fn \
+             names no upstream; add one, e.g. #[retry(layer = \"provider\", \
+             upstream = self.upstream, cost = request.tokens)], or remove `cost`",
         );
     }
     if let Some(layer) = layer {
