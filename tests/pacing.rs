@@ -320,8 +320,11 @@ async fn a_429_without_headers_turns_the_adaptive_rate_on() {
     );
 }
 
+/// An event's outcome, attempt, wait at the upstream and why.
+type Wait = (Outcome, u32, Option<Duration>, Option<WaitReason>);
+
 #[derive(Default)]
-struct Waits(Mutex<Vec<(Outcome, u32, Option<Duration>, Option<WaitReason>)>>);
+struct Waits(Mutex<Vec<Wait>>);
 
 impl RetryObserver for Waits {
     fn on_event(&self, e: &RetryEvent) {
