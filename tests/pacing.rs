@@ -324,12 +324,13 @@ async fn a_429_without_headers_turns_the_adaptive_rate_on() {
 type Wait = (Outcome, u32, Option<Duration>, Option<WaitReason>);
 
 #[derive(Default)]
-struct Waits(Mutex<Vec<Wait>>);
+struct Waits(Mutex<Vec<Wait>>, Mutex<Vec<String>>);
 
 impl RetryObserver for Waits {
     fn on_event(&self, e: &RetryEvent) {
         let seen = (e.outcome, e.attempt, e.upstream_wait, e.wait_reason);
         self.0.lock().unwrap().push(seen);
+        self.1.lock().unwrap().push(e.to_string());
     }
 }
 
@@ -347,6 +348,11 @@ async fn a_call_that_waited_says_why_when_its_first_attempt_succeeds() {
         a.and(b)
     };
     observe(waits.clone(), both).await.unwrap();
+    let lines = waits.1.lock().unwrap().clone();
+    assert!(
+        lines[0].ends_with("after waiting 1s at its upstream (paced to its limits)"),
+        "{lines:?}"
+    );
     let waits = waits.0.lock().unwrap().clone();
     assert_eq!(
         waits,

@@ -201,6 +201,17 @@ impl fmt::Display for RetryEvent {
                 )?;
             }
         }
+        if let Some(waited) = self.upstream_wait {
+            let waited = Duration::from_millis(waited.as_millis().try_into().unwrap_or(u64::MAX));
+            write!(
+                f,
+                " after waiting {} at its upstream",
+                humantime::format_duration(waited)
+            )?;
+            if let Some(why) = self.wait_reason {
+                write!(f, " ({why})")?;
+            }
+        }
         match self.reason {
             // The fn by name: the one whose effect someone may have to check.
             Some(GiveUp::MayHaveTakenEffect) => write!(
@@ -414,6 +425,8 @@ fn trace(e: &RetryEvent) {
                 backoff_ms = e.backoff.map(ms),
                 total_attempts = e.total_attempts,
                 reason,
+                upstream_wait_ms = e.upstream_wait.map(ms),
+                wait_reason = e.wait_reason.map(WaitReason::as_str),
                 "{e}"
             )
         };
