@@ -44,8 +44,17 @@
 //! # }
 //! ```
 //!
+//! It also paces: each limit it knows ([`Quota`] declared, or learned from
+//! the headers [`Upstream::observe`] reads, or adapted to 429s that come
+//! without them) is a bucket that refills over its window, and an attempt
+//! starts when every bucket holds its cost (`#[retry(…, cost = …)]`),
+//! waiters in arrival order. An upstream that knows no limit yet sends one
+//! attempt first (its cold start, [`Upstream::with_cold_start`]);
+//! [`Upstream::limits`] says what it knows.
+//!
 //! A fn that names no upstream pays nothing for it; an open upstream costs
-//! its calls one atomic load per attempt.
+//! its calls two atomic loads per attempt, and a paced admission that does
+//! not wait a few atomic updates (no lock, no allocation).
 
 mod adaptive;
 mod bucket;
