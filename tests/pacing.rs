@@ -365,3 +365,31 @@ async fn a_call_that_waited_says_why_when_its_first_attempt_succeeds() {
         "one event, of the call that waited"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_scout_cancelled_mid_attempt_lets_the_others_go_at_once() {
+    let upstream = Upstream::new("cancelled scout");
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let spawn = |i: usize| {
+        let (upstream, starts) = (upstream.clone(), starts.clone());
+        tokio::spawn(async move { costing(&upstream, 0, i, &starts, t0, ms(500)).await })
+    };
+    let scout = spawn(0);
+    tokio::task::yield_now().await;
+    let others = [spawn(1), spawn(2)];
+    tokio::task::yield_now().await;
+    tokio::time::sleep(ms(100)).await;
+    scout.abort();
+    for other in others {
+        other.await.unwrap().unwrap();
+    }
+    let mut starts = starts.lock().unwrap().clone();
+    starts.sort();
+    assert_eq!(
+        starts,
+        [(0, ms(0)), (1, ms(100)), (2, ms(100))],
+        "not the 1 s max"
+    );
+    assert!(!upstream.limits().cold_start);
+}
