@@ -58,6 +58,7 @@
 
 mod adaptive;
 mod bucket;
+mod cold;
 mod held;
 mod limits;
 mod pace;

@@ -5,7 +5,6 @@
 //! atomics: no lock, no allocation. One that waits sleeps until the
 //! instant its reservation holds, then looks at the hold again.
 
-use core::pin::pin;
 use core::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -15,6 +14,7 @@ use tokio::time::Instant;
 
 use super::adaptive::{self, Adaptive};
 use super::bucket::{Bucket, LimitSource, Reserved};
+use super::cold::Scout;
 use super::state::MAX_HOLD;
 use super::{Held, HoldReason, Patience, Upstream};
 use crate::ErrorCategory;
@@ -114,21 +114,6 @@ impl Charge {
     #[inline(always)]
     pub(super) fn is_empty(&self) -> bool {
         !self.request && !self.scout && self.tokens == 0
-    }
-}
-
-/// The scout's turn before its attempt starts.
-struct Scout<'u> {
-    upstream: &'u Upstream,
-    armed: bool,
-}
-
-impl Drop for Scout<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.upstream.shared.pacer.warm();
-            self.upstream.publish_pacing();
-        }
     }
 }
 
@@ -247,6 +232,28 @@ impl Pacer {
         if self.cold.swap(false, Ordering::AcqRel) {
             self.scouted.notify_waiters();
         }
+    }
+
+    /// While the cold start is pending: this caller's turn, the scout's
+    /// (`Ok`, from then the others wait for it until `until` at most) or a
+    /// wait for its news until `until` (`Err(Some)`); `Err(None)`: the
+    /// wait is over, the cold start with it.
+    pub(super) fn scout_turn(&self, now: Instant) -> Result<(), Option<Instant>> {
+        let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
+        match learn.scout {
+            None => {
+                let max = Duration::from_nanos(self.cold_max.load(Ordering::Relaxed));
+                learn.scout = Some(crate::time::later(now, max));
+                Ok(())
+            }
+            Some(until) if until <= now => Err(None),
+            Some(until) => Err(Some(until)),
+        }
+    }
+
+    /// The waiters for the scout's news.
+    pub(super) fn scouted(&self) -> &Notify {
+        &self.scouted
     }
 
     /// Takes what a response's headers say of the limits in.
@@ -395,41 +402,11 @@ impl Upstream {
         reserved: Option<Pending<'_>>,
     ) -> Result<Charge, Held> {
         let pacer = &self.shared.pacer;
-        let mut reason = None;
-        // Armed while this caller is the scout and its attempt has not
-        // started: dropped then, the others go.
-        let mut scout = Scout {
-            upstream: self,
-            armed: false,
+        let (mut scout, mut reason) = match reserved {
+            // Reserved while the upstream was warm.
+            Some(_) => (Scout::none(self), None),
+            None => self.cold_start().await,
         };
-        while reserved.is_none() && pacer.cold.load(Ordering::Acquire) {
-            let mut news = pin!(pacer.scouted.notified());
-            let now = Instant::now();
-            let until = {
-                let mut learn = pacer.learn.lock().unwrap_or_else(PoisonError::into_inner);
-                match learn.scout {
-                    None => {
-                        let max = Duration::from_nanos(pacer.cold_max.load(Ordering::Relaxed));
-                        learn.scout = Some(crate::time::later(now, max));
-                        scout.armed = true;
-                        break;
-                    }
-                    Some(until) if until <= now => None,
-                    Some(until) => {
-                        news.as_mut().enable();
-                        Some(until)
-                    }
-                }
-            };
-            let Some(until) = until else {
-                pacer.warm();
-                self.publish_pacing();
-                break;
-            };
-            reason = Some(WaitReason::ColdStart);
-            // The scout's news, or the end of the wait for it.
-            let _ = tokio::time::timeout_at(until, &mut news).await;
-        }
         let now = Instant::now();
         let pending = match reserved {
             Some(pending) => pending,
