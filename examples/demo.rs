@@ -43,6 +43,11 @@ struct Timeline {
 
 impl RetryObserver for Timeline {
     fn on_event(&self, e: &RetryEvent) {
+        if e.outcome == Outcome::Recovered && e.attempt == 1 {
+            // A first attempt that succeeded after a wait at its upstream
+            // (DEBUG, one per caller that waited): the hold's line says it.
+            return;
+        }
         let wait = match (e.delay, e.backoff) {
             (Some(d), _) if e.from_hint => format!("{} (server hint)", fmt_ms(d)),
             // The backoff, and the delay jitter drew from it.

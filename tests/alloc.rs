@@ -21,7 +21,7 @@ use futures_core::Stream;
 use nika_retry::events::{RetryEvent, RetryObserver, observe};
 use nika_retry::stream::{Started, started};
 use nika_retry::task::{TaskPolicy, scope};
-use nika_retry::upstream::Upstream;
+use nika_retry::upstream::{Quota, Upstream};
 use nika_retry::{Layer, RetryConfig, current_attempt, retry, timeout};
 use nika_retry_tests::{Error, ProviderError};
 
@@ -68,6 +68,20 @@ static UPSTREAM: LazyLock<Upstream> = LazyLock::new(|| Upstream::new("alloc/mode
 
 #[retry(layer = "provider", upstream = &*UPSTREAM)]
 async fn succeeds_upstream(n: u32) -> Result<u32, ProviderError> {
+    Ok(black_box(n))
+}
+
+/// An upstream that paces (a declared quota it never runs short of): each
+/// admission reserves in its buckets, lock-free, and does not wait.
+static PACED: LazyLock<Upstream> = LazyLock::new(|| {
+    let quota = Quota::per(Duration::from_secs(1))
+        .requests(u32::MAX)
+        .tokens(u32::MAX);
+    Upstream::new("alloc/paced").with_quota(quota)
+});
+
+#[retry(layer = "provider", upstream = &*PACED, cost = n % 100)]
+async fn succeeds_paced(n: u32) -> Result<u32, ProviderError> {
     Ok(black_box(n))
 }
 
@@ -316,8 +330,11 @@ fn no_allocation_per_call_nor_per_attempt() {
             "through an open upstream",
             allocations(&live, succeeds_upstream),
         ),
+        ("paced, without a wait", allocations(&live, succeeds_paced)),
     ];
-    assert_eq!(success.map(|(_, n)| n), [0; 5], "success path: {success:?}");
+    assert_eq!(success.map(|(_, n)| n), [0; 6], "success path: {success:?}");
+    let requests = PACED.limits().requests.unwrap();
+    assert_eq!(requests.in_flight, 0, "each admission's cost given back");
 
     // Three attempts a call, two backoff sleeps, on a paused clock.
     let paused = runtime(true);

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nika_retry::http::{RateLimits, rate_limits};
+use nika_retry::http::{LimitFields, RateLimits, rate_limit_fields, rate_limits};
 
 use crate::bytes::Bytes;
 use crate::retry_after::civil;
@@ -49,6 +49,7 @@ pub fn check(data: &[u8]) {
     let mut input = Bytes(data);
     let now = UNIX_EPOCH + Duration::from_secs(input.u64() % YEAR_10000);
     check_raw(data, now);
+    check_limit_fields(data, now);
     check_go_duration(&mut input, now);
     check_rfc3339(&mut input, now);
     check_ietf(&mut input, now);
@@ -126,6 +127,112 @@ fn check_raw(data: &[u8], now: SystemTime) {
     }
     for name in NAMES {
         let _ = rate_limits(&[(name, data)][..], now);
+    }
+}
+
+/// The limit fields' header names, and the ones they are read beside.
+const LIMIT_NAMES: [&str; 12] = [
+    "x-ratelimit-limit-requests",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-limit-tokens",
+    "x-ratelimit-remaining-tokens",
+    "x-ratelimit-reset-tokens",
+    "anthropic-ratelimit-requests-limit",
+    "anthropic-ratelimit-tokens-limit",
+    "anthropic-ratelimit-input-tokens-limit",
+    "RateLimit-Policy",
+    "RateLimit",
+    "x-other",
+];
+
+/// The count all-digit text spells, saturating at `u64::MAX`.
+fn digits64(v: &[u8]) -> Option<u64> {
+    let v = text(v)?;
+    (!v.is_empty() && v.iter().all(u8::is_ascii_digit)).then(|| {
+        v.iter()
+            .try_fold(0u64, |n, d| {
+                n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            })
+            .unwrap_or(u64::MAX)
+    })
+}
+
+/// Arbitrary bytes under the limit fields' names: never a panic; a limit
+/// (or a remaining) read from OpenAI's or Anthropic's headers is one their
+/// value spells; a policy's quota one that a `q=` spells; a window a `w=`
+/// in seconds; no reset an `Instant` could not hold past a day's worth of
+/// `MAX_HOLD` (the upstream caps it; the read itself never overflows).
+fn check_limit_fields(data: &[u8], now: SystemTime) {
+    let headers: Vec<(&str, &[u8])> = data
+        .split(|&b| b == 0xFF)
+        .filter_map(|piece| piece.split_first())
+        .map(|(&tag, value)| (LIMIT_NAMES[usize::from(tag) % LIMIT_NAMES.len()], value))
+        .collect();
+    let first = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
+    };
+    let fields = rate_limit_fields(&headers[..], now);
+    let policy = first("ratelimit-policy").filter(|v| std::str::from_utf8(v).is_ok());
+    let params = |key: &'static [u8]| {
+        policy.into_iter().flat_map(move |p| {
+            p.split(|&b| b == b',' || b == b';')
+                .filter_map(move |param| {
+                    let (k, v) = param.split_at(param.iter().position(|&b| b == b'=')?);
+                    (k.trim_ascii() == key).then(|| digits64(&v[1..])).flatten()
+                })
+        })
+    };
+    let spelled = |limit: Option<u64>, names: &[&str], key: &'static [u8]| {
+        limit.is_none_or(|l| {
+            names.iter().any(|n| first(n).and_then(digits64) == Some(l))
+                || params(key).any(|q| q == l)
+        })
+    };
+    let LimitFields {
+        limit,
+        remaining,
+        window,
+        ..
+    } = fields.requests;
+    assert!(
+        spelled(
+            limit,
+            &[
+                "x-ratelimit-limit-requests",
+                "anthropic-ratelimit-requests-limit"
+            ],
+            b"q"
+        ),
+        "{headers:?}: {fields:?}"
+    );
+    assert!(
+        spelled(remaining, &["x-ratelimit-remaining-requests"], b"r")
+            || first("ratelimit").is_some(),
+        "{headers:?}: {fields:?}"
+    );
+    assert!(
+        window.is_none_or(|w| params(b"w").any(|s| s == w.as_secs())),
+        "{headers:?}: {fields:?}"
+    );
+    let tokens = fields.tokens;
+    assert!(
+        spelled(
+            tokens.limit,
+            &[
+                "x-ratelimit-limit-tokens",
+                "anthropic-ratelimit-tokens-limit",
+                "anthropic-ratelimit-input-tokens-limit"
+            ],
+            b"q"
+        ),
+        "{headers:?}: {fields:?}"
+    );
+    for name in LIMIT_NAMES {
+        let _ = rate_limit_fields(&[(name, data)][..], now);
     }
 }
 

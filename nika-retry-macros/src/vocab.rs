@@ -184,7 +184,7 @@ const fn key(name: &'static str, example: &'static str) -> Key {
 }
 
 /// The keys of `#[retry(...)]`.
-pub(crate) const RETRY_KEYS: [Key; 12] = [
+pub(crate) const RETRY_KEYS: [Key; 13] = [
     key("layer", "layer = \"provider\""),
     key("attempts", "attempts = 3"),
     key("backoff", "backoff = \"250ms\""),
@@ -195,6 +195,7 @@ pub(crate) const RETRY_KEYS: [Key; 12] = [
     key("config", "config = self.retry.clone()"),
     key("clone", "clone(arg)"),
     key("upstream", "upstream = self.upstream"),
+    key("cost", "cost = request.tokens"),
     key("idempotent", "idempotent = false"),
     key("crate", "crate = \"nika_retry\""),
 ];

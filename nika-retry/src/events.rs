@@ -49,7 +49,7 @@ mod violation;
 pub use crate::ambient::observers::{Observed, observe};
 pub use crate::engine::Outcome;
 pub use log::EventLog;
-pub use upstream::UpstreamEvent;
+pub use upstream::{UpstreamEvent, WaitReason};
 pub use violation::LayerViolation;
 
 /// One decision of one retry loop.
@@ -90,6 +90,11 @@ pub struct RetryEvent {
     /// [`Upstream`](crate::upstream::Upstream) before it started; `None`
     /// if it did not wait.
     pub upstream_wait: Option<Duration>,
+    /// Why it waited there (with `upstream_wait`): held, paced to the
+    /// upstream's limits, or its cold start. A first attempt that
+    /// succeeded after such a wait says so too (`Recovered` at attempt 1,
+    /// at `DEBUG`).
+    pub wait_reason: Option<WaitReason>,
 }
 
 impl RetryEvent {
@@ -148,6 +153,17 @@ impl fmt::Display for RetryEvent {
                     " (jittered from {})",
                     humantime::format_duration(backoff)
                 )?;
+            }
+        }
+        if let Some(waited) = self.upstream_wait {
+            let waited = Duration::from_millis(waited.as_millis().try_into().unwrap_or(u64::MAX));
+            write!(
+                f,
+                " after waiting {} at its upstream",
+                humantime::format_duration(waited)
+            )?;
+            if let Some(why) = self.wait_reason {
+                write!(f, " ({why})")?;
             }
         }
         match self.reason {
@@ -253,6 +269,8 @@ pub(crate) fn trace(e: &RetryEvent) {
                 backoff_ms = e.backoff.map(ms),
                 total_attempts = e.total_attempts,
                 reason,
+                upstream_wait_ms = e.upstream_wait.map(ms),
+                wait_reason = e.wait_reason.map(WaitReason::as_str),
                 "{e}"
             )
         };

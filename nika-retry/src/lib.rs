@@ -231,7 +231,7 @@ pub mod __private;
 /// #[retry(layer = "http" | "provider" | "tool" | "task",
 ///         attempts = 3, backoff = "250ms", max_backoff = "4s", multiplier = 4.0,
 ///         jitter = 0.5, on = [transient, rate_limited], config = EXPR, clone(arg, …),
-///         upstream = EXPR, idempotent = false | EXPR, crate = "path")]
+///         upstream = EXPR, cost = EXPR, idempotent = false | EXPR, crate = "path")]
 /// ```
 ///
 /// | `#[retry]` key | takes | what it does |
@@ -246,6 +246,7 @@ pub mod __private;
 /// | `config` | expression: `RetryConfig` or `Option<RetryConfig>` | a runtime config that replaces the literals when `Some`; evaluated when an attempt fails |
 /// | `clone` | `clone(arg, …)`: arguments, `self` included | each attempt gets its own clone of these |
 /// | `upstream` | expression: `Upstream`, `&Upstream`, `Option<Upstream>` or `Option<&Upstream>` | the upstream whose holds this call shares, evaluated once per call; `None`: alone |
+/// | `cost` | expression: `u32` or `u64` (needs `upstream`) | what one attempt spends of the upstream's token limit (prompt tokens plus `max_tokens`), evaluated once per call; without it, the mean the upstream learned |
 /// | `idempotent` | `false`, `true` or a `bool` expression | `false`: retry only what certainly had no effect, in this call and the calls nested in it; evaluated once per call |
 /// | `crate` | string literal path (`"nr"`) | this crate's path where the dependency is renamed |
 ///
@@ -256,6 +257,42 @@ pub mod __private;
 /// so the success path never builds a config. A task scope's `retry:`
 /// ([`task::scope`]) takes precedence over both, except on layer `http`. The fn must return `Result<T, E>` with
 /// `E: Classify`; only `Transient` and `RateLimited` errors are ever retried.
+///
+/// **`upstream = EXPR`** (an [`Upstream`](upstream::Upstream), a reference
+/// to one): every attempt passes the upstream the calls share before it
+/// starts (its holds, its pacing); the error type needs
+/// `From<upstream::Held>`. **`cost = EXPR`** (a `u32` or `u64`, evaluated
+/// once per call; only with `upstream`): what one attempt spends of the
+/// upstream's token limit ([`upstream::Quota::tokens`]); without it, the
+/// mean cost learned from the token headers.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::upstream::{Held, Quota, Upstream};
+/// use nika_retry::{retry, Classify};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// pub enum ProviderError {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Held(#[from] Held),
+/// }
+///
+/// #[retry(layer = "provider", upstream = upstream, cost = prompt_tokens + max_tokens)]
+/// async fn complete(upstream: &Upstream, prompt_tokens: u32, max_tokens: u32) -> Result<(), ProviderError> {
+///     Ok(())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let upstream = Upstream::new("openai/gpt-4o")
+///     .with_quota(Quota::per(Duration::from_secs(1)).tokens(1_000));
+/// let started = tokio::time::Instant::now();
+/// complete(&upstream, 600, 400).await.unwrap(); // the whole bucket
+/// complete(&upstream, 300, 200).await.unwrap(); // half of it refilled
+/// assert_eq!(started.elapsed(), Duration::from_millis(500));
+/// # }
+/// ```
 ///
 /// **`idempotent = false | EXPR`**, on any layer (`tool` included): a
 /// repeated attempt could repeat an effect (a mail, a payment). The call

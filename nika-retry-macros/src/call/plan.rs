@@ -55,6 +55,8 @@ pub(crate) struct Settings {
     pub(crate) config: Option<Expr>,
     /// `upstream = EXPR`: the shared upstream every attempt passes first.
     pub(crate) upstream: Option<Expr>,
+    /// `cost = EXPR`: what one attempt spends of the upstream's token limit.
+    pub(crate) cost: Option<Expr>,
     /// `idempotent = false | true | EXPR`, said once as the call starts;
     /// `None` without the key (the call then inherits a `false` from the
     /// call its attempts are nested in).

@@ -147,7 +147,9 @@ pub enum Outcome {
     /// One outcome for both, as observers have always seen it: either way
     /// the loop fails fast on a failure it would otherwise have retried.
     BudgetExhausted,
-    /// An attempt after one or more retries succeeded.
+    /// An attempt after one or more retries succeeded (or a first attempt
+    /// that succeeded after a wait at its upstream: the event's
+    /// `upstream_wait` says how long and `wait_reason` why).
     Recovered,
 }
 

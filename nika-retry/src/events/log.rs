@@ -318,6 +318,7 @@ mod tests {
             since_first_failure: Duration::ZERO,
             total_attempts: attempt,
             upstream_wait: None,
+            wait_reason: None,
         }
     }
 

@@ -131,3 +131,47 @@ impl fmt::Display for HoldReason {
         f.pad(self.as_str())
     }
 }
+
+/// Why a call waited at its upstream before an attempt started
+/// ([`RetryEvent::wait_reason`](super::RetryEvent::wait_reason)).
+///
+/// ```
+/// use nika_retry::events::WaitReason;
+///
+/// assert_eq!(WaitReason::Paced.to_string(), "paced to its limits");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaitReason {
+    /// The upstream was held (a server hint, rate-limit headers with
+    /// nothing left, the breaker, by hand).
+    Held,
+    /// The upstream's limits (declared, learned or adapted) had not refilled
+    /// enough for the attempt.
+    Paced,
+    /// The upstream knew no limit yet: its first attempt went first.
+    ColdStart,
+}
+
+impl WaitReason {
+    /// The reason in words, as `Display` writes it.
+    ///
+    /// ```
+    /// use nika_retry::events::WaitReason;
+    ///
+    /// assert_eq!(WaitReason::ColdStart.as_str(), "its cold start");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            WaitReason::Held => "held",
+            WaitReason::Paced => "paced to its limits",
+            WaitReason::ColdStart => "its cold start",
+        }
+    }
+}
+
+impl fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}

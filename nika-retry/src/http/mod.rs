@@ -12,6 +12,7 @@ use std::time::SystemTime;
 
 #[cfg(feature = "reqwest")]
 mod connector;
+mod limit_fields;
 mod rate_limits;
 #[cfg(feature = "reqwest")]
 mod reqwest;
@@ -20,6 +21,7 @@ mod reqwest;
 pub use self::reqwest::{classify_response, response_reached};
 #[cfg(feature = "reqwest")]
 pub use connector::{ConnectLayer, ConnectService, Connecting, client_builder};
+pub use limit_fields::{LimitFields, RateLimitFields, rate_limit_fields};
 pub use rate_limits::{RateLimits, rate_limits};
 
 /// The category of an HTTP status code.

@@ -146,14 +146,14 @@ const ANTHROPIC: [(&str, &str, bool); 4] = [
     ),
 ];
 
-fn header<'h, H: Headers + ?Sized>(headers: &'h H, name: &str) -> Option<&'h str> {
+pub(super) fn header<'h, H: Headers + ?Sized>(headers: &'h H, name: &str) -> Option<&'h str> {
     headers
         .header(name)
         .and_then(|v| core::str::from_utf8(v).ok())
 }
 
 /// A count: digits only (no sign, no fraction).
-fn count(value: &str) -> Option<u64> {
+pub(super) fn count(value: &str) -> Option<u64> {
     let value = value.trim();
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -163,7 +163,7 @@ fn count(value: &str) -> Option<u64> {
 }
 
 /// A Go-style duration: `6m0s`, `1h2m3.5s`, `12ms`, `250us`; `0` alone.
-fn go_duration(value: &str) -> Option<Duration> {
+pub(super) fn go_duration(value: &str) -> Option<Duration> {
     let mut rest = value.trim();
     if rest == "0" {
         return Some(Duration::ZERO);
@@ -198,7 +198,7 @@ fn go_duration(value: &str) -> Option<Duration> {
 }
 
 /// An RFC 3339 instant, in UTC (`Z`) or at an offset (`+02:00`).
-fn rfc3339(value: &str) -> Option<SystemTime> {
+pub(super) fn rfc3339(value: &str) -> Option<SystemTime> {
     let Some((local, zone)) = value
         .len()
         .checked_sub(6)

@@ -8,7 +8,7 @@ mod derive;
 mod renamed;
 
 pub use crate::run::{
-    AsUpstream, Attempt, AttemptLimits, FromHeld, FromTimeout, IntoConfig, IntoLimit,
+    AsUpstream, Attempt, AttemptLimits, FromHeld, FromTimeout, IntoConfig, IntoCost, IntoLimit,
     MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
     UpstreamTurn, WithUpstream, once, sleep,
 };

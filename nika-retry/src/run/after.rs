@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::bounds::RetryResult;
 use super::call::{Call, Deadline};
-use super::upstream::UpstreamTurn;
+use super::upstream::{UpstreamTurn, Waited};
 use crate::ambient::{Budget, Idempotence, exchange, observers};
 use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
@@ -67,7 +67,7 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.after(Nanos::NONE, result, config, self_type).0
+        self.after(Waited::NONE, result, config, self_type).0
     }
 
     /// [`next`](Call::next) for a call with an upstream: the attempt's
@@ -104,7 +104,7 @@ impl<D: Deadline> Call<D> {
     #[inline(always)]
     fn after<R, C>(
         &mut self,
-        waited: Nanos,
+        waited: Waited,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -116,7 +116,9 @@ impl<D: Deadline> Call<D> {
     {
         match result.error() {
             // A first attempt that succeeds, outside any token bucket: done.
-            None if self.attempt == 1 && self.bucket.is_none() => (None, None),
+            None if self.attempt == 1 && self.bucket.is_none() && waited.span.is_none() => {
+                (None, None)
+            }
             None => {
                 self.succeeded(self_type, waited);
                 (None, None)
@@ -138,14 +140,18 @@ impl<D: Deadline> Call<D> {
         }
     }
 
-    /// After a success that a token bucket counts, or that took retries.
+    /// After a success that a token bucket counts, that took retries, or
+    /// that waited at its upstream.
     #[cold]
-    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Nanos) {
+    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Waited) {
         let retried = self.attempt > 1;
         if let Some(bucket) = &self.bucket {
             RetryState::resume(self.attempt, self.bucket_taken).succeeded(bucket);
         }
-        if !retried || !observers::listening(events::level(Outcome::Recovered, self.attempt, None))
+        // A first attempt says so only if it waited at its upstream (DEBUG).
+        let waited_first = !retried && waited_at_upstream(waited).is_some();
+        if !(retried || waited_first)
+            || !observers::listening(events::level(Outcome::Recovered, self.attempt, None))
         {
             return;
         }
@@ -161,6 +167,7 @@ impl<D: Deadline> Call<D> {
             Outcome::Recovered,
         );
         event.upstream_wait = waited_at_upstream(waited);
+        event.wait_reason = event.upstream_wait.and(waited.reason);
         observers::emit(&event);
     }
 
@@ -169,7 +176,7 @@ impl<D: Deadline> Call<D> {
         &mut self,
         failure: Failure,
         deadline: Option<Instant>,
-        waited: Nanos,
+        waited: Waited,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
     ) -> Option<Instant> {
@@ -229,6 +236,7 @@ impl<D: Deadline> Call<D> {
         event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
         event.reason = reason;
         event.upstream_wait = waited_at_upstream(waited);
+        event.wait_reason = event.upstream_wait.and(waited.reason);
         observers::emit(&event);
         wake
     }
@@ -276,13 +284,14 @@ impl<D: Deadline> Call<D> {
                 .map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
             total_attempts: budget.map_or(attempt, |b| b.used()),
             upstream_wait: None,
+            wait_reason: None,
         }
     }
 }
 
 /// An event's `upstream_wait`: `None` for an attempt that did not wait.
-fn waited_at_upstream(waited: Nanos) -> Option<Duration> {
-    waited.get().filter(|waited| !waited.is_zero())
+fn waited_at_upstream(waited: Waited) -> Option<Duration> {
+    waited.span.get().filter(|waited| !waited.is_zero())
 }
 
 /// The sleep between attempts, until the instant [`Call::next`] gave.

@@ -36,4 +36,4 @@ pub use call::{Attempt, Call};
 pub use once::{Once, once};
 pub use site::{AttemptLimits, Overrides, Site};
 pub use timed::{Timed, TimedCall};
-pub use upstream::{UpstreamTurn, WithUpstream};
+pub use upstream::{IntoCost, UpstreamTurn, WithUpstream};

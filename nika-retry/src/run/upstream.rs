@@ -12,8 +12,9 @@ use tokio::time::Instant;
 use super::call::{Call, Deadline};
 use crate::ambient::{InForceUpstream, Swap};
 use crate::engine::Failure;
+use crate::events::WaitReason;
 use crate::time::Nanos;
-use crate::upstream::{Held, Turn, Upstream};
+use crate::upstream::{COST_UNKNOWN, Held, Turn, Upstream};
 
 /// A call's turn at its upstream, for the generated loop: kept for the
 /// whole call (a probe's turn, dropped with its cancelled call, passes
@@ -29,10 +30,21 @@ impl<'u> UpstreamTurn<'u> {
         UpstreamTurn(upstream.map(Turn::idle))
     }
 
-    /// How long the attempt waited at the upstream before it started.
+    /// The turn of a call at `upstream` whose attempts each spend `cost`
+    /// of its token limit (`cost = …`, evaluated once per call, through
+    /// [`IntoCost`]).
     #[inline(always)]
-    pub(super) fn waited(&self) -> Nanos {
-        self.0.as_ref().map_or(Nanos::NONE, Turn::waited)
+    pub fn with_cost(upstream: Option<&'u Upstream>, cost: u32) -> Self {
+        UpstreamTurn(upstream.map(|upstream| Turn::idle(upstream).with_cost(cost)))
+    }
+
+    /// How long the attempt waited at the upstream before it started, and why.
+    #[inline(always)]
+    pub(super) fn waited(&self) -> Waited {
+        self.0.as_ref().map_or(Waited::NONE, |turn| Waited {
+            span: turn.waited(),
+            reason: turn.wait_reason(),
+        })
     }
 
     /// Whether a success ends the turn with nothing to tell the upstream.
@@ -49,6 +61,56 @@ impl<'u> UpstreamTurn<'u> {
         if let Some(turn) = &mut self.0 {
             turn.settle(failure, until);
         }
+    }
+}
+
+/// How long an attempt waited at its upstream, and why: for its events.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Waited {
+    /// None if it did not wait.
+    pub(crate) span: Nanos,
+    pub(crate) reason: Option<WaitReason>,
+}
+
+impl Waited {
+    /// An attempt that did not wait (a call without an upstream).
+    pub(crate) const NONE: Waited = Waited {
+        span: Nanos::NONE,
+        reason: None,
+    };
+}
+
+/// `#[retry(cost = EXPR)]`: what one attempt spends of its upstream's
+/// token limit, a `u32` or a `u64` (past `u32`, as much as can be).
+#[diagnostic::on_unimplemented(
+    message = "`cost = …` must be a `u32` or a `u64` (the tokens one attempt spends), not `{Self}`",
+    label = "expected `u32` or `u64`",
+    note = "an LLM request's cost is its prompt tokens plus its `max_tokens`: count them as integers, e.g. `cost = request.prompt_tokens + request.max_tokens`"
+)]
+pub trait IntoCost {
+    /// The cost, saturated to what the upstream counts.
+    fn into_cost(self) -> u32;
+}
+
+impl IntoCost for u32 {
+    #[inline(always)]
+    fn into_cost(self) -> u32 {
+        // `COST_UNKNOWN` is the call without `cost`.
+        self.min(COST_UNKNOWN - 1)
+    }
+}
+
+impl IntoCost for u64 {
+    #[inline(always)]
+    fn into_cost(self) -> u32 {
+        u32::try_from(self).unwrap_or(u32::MAX).into_cost()
+    }
+}
+
+impl<T: IntoCost + Copy> IntoCost for &T {
+    #[inline(always)]
+    fn into_cost(self) -> u32 {
+        (*self).into_cost()
     }
 }
 
@@ -111,7 +173,8 @@ impl<D: Deadline> Call<D> {
         };
         if let Some(turn) = &mut turn.0 {
             // The turn it replaces is idle: its drop does nothing.
-            *turn = turn.upstream().pass(patience).await?;
+            let cost = turn.cost();
+            *turn = turn.upstream().pass_costing(patience, cost).await?;
         }
         Ok(())
     }

@@ -44,10 +44,25 @@
 //! # }
 //! ```
 //!
+//! It also paces: each limit it knows ([`Quota`] declared, or learned from
+//! the headers [`Upstream::observe`] reads, or adapted to 429s that come
+//! without them) is a bucket that refills over its window, and an attempt
+//! starts when every bucket holds its cost (`#[retry(…, cost = …)]`),
+//! waiters in arrival order. An upstream that knows no limit yet sends one
+//! attempt first (its cold start, [`Upstream::with_cold_start`]);
+//! [`Upstream::limits`] says what it knows.
+//!
 //! A fn that names no upstream pays nothing for it; an open upstream costs
-//! its calls one atomic load per attempt.
+//! its calls two atomic loads per attempt, and a paced admission that does
+//! not wait a few atomic updates (no lock, no allocation).
 
+mod adaptive;
+mod bucket;
+mod cold;
 mod held;
+mod limits;
+mod pace;
+mod quota;
 #[cfg(feature = "redis")]
 mod redis;
 mod state;
@@ -66,7 +81,11 @@ use tokio::time::Instant;
 // Defined beside the event that carries it, so that `events` (a leaf)
 // imports nothing from here.
 pub use crate::events::upstream::HoldReason;
+pub use bucket::LimitSource;
 pub use held::Held;
+pub use limits::{DimensionLimit, UpstreamLimits};
+pub(crate) use pace::COST_UNKNOWN;
+pub use quota::Quota;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
@@ -150,6 +169,10 @@ struct Shared {
     /// Whether an attempt must look at `state` before it starts: a hold, an
     /// allowance, a probe's turn. `false` is the open upstream's one load.
     guarded: AtomicBool,
+    /// Whether an attempt must pass the pacer (limits known, a cold start
+    /// pending, an adaptive rate): no lock unless it waits.
+    pacing: AtomicBool,
+    pacer: pace::Pacer,
     /// Whether a success tells the breaker something: failures counted,
     /// or opened and not closed since (a success then resets them).
     counting: AtomicBool,
@@ -166,6 +189,9 @@ impl Shared {
         Shared {
             name,
             guarded: AtomicBool::new(false),
+            // A cold start until the first response (`with_cold_start`).
+            pacing: AtomicBool::new(true),
+            pacer: pace::Pacer::default(),
             counting: AtomicBool::new(false),
             state: Mutex::new(state),
             released: Notify::new(),
@@ -229,11 +255,20 @@ impl Upstream {
     /// # }
     /// ```
     pub fn observe<H: Headers + ?Sized>(&self, headers: &H) {
-        let Some(limits) = http::rate_limits(headers, std::time::SystemTime::now()) else {
+        let wall = std::time::SystemTime::now();
+        let paced = self.learn(&http::rate_limit_fields(headers, wall));
+        let Some(limits) = http::rate_limits(headers, wall) else {
             return;
         };
+        self.shared.pacer.heard.store(true, Ordering::Relaxed);
+        self.shared.pacer.warm();
+        self.publish_pacing();
         let now = Instant::now();
-        let grown = self.locked(|state| state.allow(now, limits.remaining, limits.reset));
+        // With the requests' limit known, their bucket counts what is left,
+        // refilling as it goes; none left still holds until the reset.
+        let grown = (!paced || limits.remaining == 0)
+            .then(|| self.locked(|state| state.allow(now, limits.remaining, limits.reset)))
+            .flatten();
         if let Some(store) = &self.shared.store
             && limits.remaining > 0
         {
@@ -374,6 +409,7 @@ impl fmt::Debug for Upstream {
             .field("name", &self.name())
             .field("held_for", &self.held_for())
             .field("store", &self.shared.store)
+            .field("limits", &self.limits())
             .finish_non_exhaustive()
     }
 }

@@ -8,9 +8,11 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
+use super::pace::{COST_UNKNOWN, Charge, Pending};
 use super::state::Step;
 use super::{Held, HoldReason, ProbeTurn, Store, Upstream};
 use crate::engine::Failure;
+use crate::events::WaitReason;
 use crate::time::Nanos;
 use crate::vocab::category::ErrorCategory;
 
@@ -27,6 +29,10 @@ pub(crate) struct Turn<'u> {
     /// where an `Option<Duration>` takes 16, in the future of every fn that
     /// names an upstream.
     waited: Nanos,
+    /// The call's cost per attempt ([`COST_UNKNOWN`]: the mean learned).
+    cost: u32,
+    /// What the attempt charged the pacer, and why it waited.
+    pub(super) charge: Charge,
 }
 
 /// How often a probe asks the store again while another process's probe
@@ -56,27 +62,101 @@ impl Upstream {
     /// future to poll): if not, it must wait ([`pass`](Upstream::pass)).
     #[inline(always)]
     pub(crate) fn open(&self) -> bool {
-        !self.shared.guarded.load(Ordering::Acquire)
+        if self.shared.guarded.load(Ordering::Acquire) || self.shared.pacing.load(Ordering::Acquire)
+        {
+            return false;
+        }
+        // Counted for the adaptive rate's measure of what is sent.
+        self.shared.pacer.adaptive.sent();
+        true
     }
 
     /// The turn of the next attempt of a call with `patience`: at once if
     /// the upstream is open, else after the hold (or `Held`, if the hold is
     /// longer than the call waits).
     #[inline]
-    pub(crate) async fn pass(&self, patience: Patience) -> Result<Turn<'_>, Held> {
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn pass(
+        &self,
+        patience: Patience,
+    ) -> impl core::future::Future<Output = Result<Turn<'_>, Held>> {
+        self.pass_costing(patience, COST_UNKNOWN)
+    }
+
+    /// [`pass`](Upstream::pass) for an attempt that spends `cost` of the
+    /// token limit ([`COST_UNKNOWN`]: the mean learned).
+    #[inline]
+    pub(crate) async fn pass_costing(
+        &self,
+        patience: Patience,
+        cost: u32,
+    ) -> Result<Turn<'_>, Held> {
         if self.open() {
-            return Ok(Turn::idle(self));
+            return Ok(Turn::idle(self).with_cost(cost));
+        }
+        let mut reserved = None;
+        if !self.shared.guarded.load(Ordering::Acquire) {
+            match self.admit(cost) {
+                Ok(charge) => {
+                    // Paced, and its buckets hold the cost: no lock, no allocation.
+                    self.shared.pacer.adaptive.sent();
+                    let mut turn = Turn::idle(self).with_cost(cost);
+                    turn.charge = charge;
+                    return Ok(turn);
+                }
+                Err(pending) => reserved = pending,
+            }
         }
         // Boxed: the wait's state (its `Notified`, its `Sleep`, the store's
         // futures) would otherwise sit in the future of every fn that names
         // an upstream, held or not, and of every fn that calls one (448
         // bytes); one allocation for a wait of a hold, which lasts
         // milliseconds at least, is nothing beside it.
-        Box::pin(self.wait(patience)).await
+        Box::pin(self.wait(patience, cost, reserved)).await
+    }
+
+    /// A wait at a held upstream, then at its pacer; a hold that started
+    /// meanwhile is waited out again.
+    #[cold]
+    async fn wait(
+        &self,
+        patience: Patience,
+        cost: u32,
+        mut reserved: Option<Pending<'_>>,
+    ) -> Result<Turn<'_>, Held> {
+        let start = Instant::now();
+        loop {
+            let mut turn = if self.shared.guarded.load(Ordering::Acquire) {
+                self.hold_wait(patience).await?
+            } else {
+                Turn::idle(self)
+            };
+            turn.cost = cost;
+            let held = turn.waited.get().is_some_and(|w| !w.is_zero());
+            if self.shared.pacing.load(Ordering::Acquire) {
+                // Dropped on `Held`: a probe's turn passes on.
+                let charge = self.pace(cost, patience, reserved.take()).await?;
+                if charge.reason.is_some() && self.lock().until.is_some_and(|u| u > Instant::now())
+                {
+                    // Held while it was paced: its place goes back, it waits again.
+                    self.end_charge(charge, false);
+                    continue;
+                }
+                turn.charge = charge;
+            }
+            if held && turn.charge.reason.is_none() {
+                turn.charge.reason = Some(WaitReason::Held);
+            }
+            self.shared.pacer.adaptive.sent();
+            // A scout, or a step that found the upstream open, did not wait.
+            let waited = turn.charge.reason.is_some() || turn.probe;
+            turn.waited = Nanos::new(waited.then(|| start.elapsed()));
+            return Ok(turn);
+        }
     }
 
     #[cold]
-    async fn wait(&self, patience: Patience) -> Result<Turn<'_>, Held> {
+    async fn hold_wait(&self, patience: Patience) -> Result<Turn<'_>, Held> {
         let start = Instant::now();
         loop {
             if let Some(store) = &self.shared.store {
@@ -171,6 +251,8 @@ impl Upstream {
             upstream: self,
             probe,
             waited: Nanos::new(Some(start.elapsed())),
+            cost: COST_UNKNOWN,
+            charge: Charge::default(),
         }
     }
 
@@ -218,7 +300,28 @@ impl<'u> Turn<'u> {
             upstream,
             probe: false,
             waited: Nanos::NONE,
+            cost: COST_UNKNOWN,
+            charge: Charge::default(),
         }
+    }
+
+    /// This turn, for a call whose attempts cost `cost` tokens.
+    #[inline(always)]
+    pub(crate) fn with_cost(mut self, cost: u32) -> Self {
+        self.cost = cost;
+        self
+    }
+
+    /// The call's cost per attempt.
+    #[inline(always)]
+    pub(crate) fn cost(&self) -> u32 {
+        self.cost
+    }
+
+    /// Why the caller waited for this turn, if it did.
+    #[inline(always)]
+    pub(crate) fn wait_reason(&self) -> Option<WaitReason> {
+        self.charge.reason
     }
 
     /// The upstream this turn is at.
@@ -244,6 +347,17 @@ impl<'u> Turn<'u> {
         if failure.is_none() && self.success_ends() {
             return;
         }
+        if !self.charge.is_empty() {
+            let charge = core::mem::take(&mut self.charge);
+            self.upstream.end_charge(charge, failure.is_none());
+            if failure.is_none()
+                && !self.probe
+                && !self.upstream.shared.counting.load(Ordering::Relaxed)
+            {
+                self.waited = Nanos::NONE;
+                return;
+            }
+        }
         self.settle_slow(failure, until);
     }
 
@@ -251,7 +365,9 @@ impl<'u> Turn<'u> {
     /// probe's, and no failures counted (one load).
     #[inline(always)]
     pub(crate) fn success_ends(&self) -> bool {
-        !self.probe && !self.upstream.shared.counting.load(Ordering::Relaxed)
+        !self.probe
+            && self.charge.is_empty()
+            && !self.upstream.shared.counting.load(Ordering::Relaxed)
     }
 
     #[cold]
@@ -261,6 +377,9 @@ impl<'u> Turn<'u> {
         self.waited = Nanos::NONE;
         let now = Instant::now();
         let backoff = until.map(|until| until.saturating_duration_since(now));
+        if let Some(failure) = failure {
+            upstream.adapt(failure, now);
+        }
         let mut released = false;
         let grown = upstream.locked(|state| {
             let mut grown = None;
@@ -302,6 +421,11 @@ impl<'u> Turn<'u> {
 impl Drop for Turn<'_> {
     #[inline]
     fn drop(&mut self) {
+        if !self.charge.is_empty() {
+            // An attempt cancelled: its cost is no longer in flight.
+            self.upstream
+                .end_charge(core::mem::take(&mut self.charge), false);
+        }
         if self.probe {
             // A probe that never finished: the next waiter takes its turn.
             let shared = &self.upstream.shared;

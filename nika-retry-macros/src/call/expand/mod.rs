@@ -217,7 +217,8 @@ fn retry_loop(
             quote_spanned!(at=> #call_at.next({ &#result }, #config, #self_type)),
         ),
         Some(upstream) => {
-            let (upstream, pass, turn) = upstream_pass(krate, at, &call, upstream);
+            let (upstream, pass, turn) =
+                upstream_pass(krate, at, &call, upstream, settings.cost.as_ref());
             let next = quote_spanned!(at=>
                 #call_at.next_after(&mut #turn, { &#result }, #config, #self_type)
             );
@@ -293,6 +294,7 @@ fn upstream_pass(
     at: Span,
     call: &Ident,
     upstream: &syn::Expr,
+    cost: Option<&syn::Expr>,
 ) -> (UpstreamOnce, TokenStream, Ident) {
     let turn = Ident::new("__nika_turn", Span::mixed_site());
     let held = Ident::new("__nika_held", Span::mixed_site());
@@ -323,7 +325,17 @@ fn upstream_pass(
     let private = quote!(#krate::__private);
     // The call's turn, idle between attempts: an open upstream's attempt
     // writes nothing to it.
-    let turn_at = quote!(#private::UpstreamTurn::new(#as_upstream));
+    let turn_at = match cost {
+        None => quote!(#private::UpstreamTurn::new(#as_upstream)),
+        // `cost = EXPR`, evaluated once per call; a value of the wrong type
+        // is reported at the expression, by `IntoCost`'s bound.
+        Some(cost) => {
+            let at_cost = krate::at(krate, cost.span());
+            let cost =
+                quote_spanned!(cost.span()=> #at_cost::__private::IntoCost::into_cost(#cost));
+            quote!(#private::UpstreamTurn::with_cost(#as_upstream, #cost))
+        }
+    };
     let at_error = krate::at(krate, at);
     let from_held = quote_spanned!(at=> #at_error::__private::FromHeld::from_held(#held));
     // An open upstream's attempt starts without a future; a held one's after the wait.

@@ -151,7 +151,7 @@ fn elsewhere(attr: &str, name: &str, value: &Value) -> Option<String> {
         (
             "timeout",
             "attempts" | "backoff" | "max_backoff" | "multiplier" | "jitter" | "on" | "config"
-            | "clone" | "upstream",
+            | "clone" | "upstream" | "cost",
         ) => Some(format!("`{name}` is a key of #[retry]; write it there")),
         ("timeout", "idempotent") => Some(
             "`idempotent` is a key of #[retry]: #[timeout] alone runs the body once and never \

@@ -41,7 +41,10 @@ pub(super) fn retry_settings(
     for arg in &args {
         let name = arg.key.to_string();
         if layer == Some(Layer::Tool)
-            && !matches!(name.as_str(), "layer" | "clone" | "upstream" | "idempotent")
+            && !matches!(
+                name.as_str(),
+                "layer" | "clone" | "upstream" | "cost" | "idempotent"
+            )
         {
             errors.spanned(
                 &arg.key,
@@ -74,12 +77,23 @@ pub(super) fn retry_settings(
             "on" => s.on = categories(errors, expr, layer),
             "config" => s.config = Some(expr.clone()),
             "upstream" => s.upstream = Some(expr.clone()),
+            "cost" => s.cost = Some(expr.clone()),
             "idempotent" => s.idempotent = idempotent(errors, expr),
             _ => {} // `layer`, handled above.
         }
     }
     if let Some(params) = params {
         mut_without_clone(errors, params, &s.clones, has_clone);
+    }
+    if s.upstream.is_none()
+        && let Some(cost) = args.iter().find(|a| a.key == "cost")
+    {
+        errors.spanned(
+            &cost.key,
+            "`cost` is what one attempt spends of its upstream's token limit, and this fn \
+             names no upstream; add one, e.g. #[retry(layer = \"provider\", \
+             upstream = self.upstream, cost = request.tokens)], or remove `cost`",
+        );
     }
     if let Some(layer) = layer {
         backoff_below_max(errors, &s, layer, backoff_expr, &args);

@@ -1,0 +1,349 @@
+//! One dimension of an upstream's limits (its requests, its tokens) as a
+//! bucket of its limit that refills over its window, kept in atomics so
+//! that an admission that does not wait takes no lock.
+//!
+//! The bucket is a GCRA: `tat` is when it will be whole again, each
+//! admission of cost `c` pushes it `c · window / limit` later, and an
+//! admission may start once `tat` is at most a window ahead. Each
+//! admission reserves its place when it arrives, so that waiters start in
+//! the order they came, each at its own instant: nobody is woken to find
+//! that somebody else took the refill.
+
+use core::time::Duration;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+use super::state::MAX_HOLD;
+
+/// Where a dimension's limit comes from.
+///
+/// ```
+/// use nika_retry::upstream::{LimitSource, Quota, Upstream};
+/// use std::time::Duration;
+///
+/// let upstream = Upstream::new("openai/gpt-4o").with_quota(Quota::per(Duration::from_secs(60)).requests(500));
+/// assert_eq!(upstream.limits().requests.unwrap().source, LimitSource::Declared);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitSource {
+    /// Declared with [`Upstream::with_quota`](super::Upstream::with_quota).
+    Declared,
+    /// Learned from the rate-limit headers of responses.
+    Learned,
+    /// Adapted to 429s that came without rate-limit headers.
+    Adapted,
+}
+
+impl LimitSource {
+    fn from_u8(v: u8) -> LimitSource {
+        match v {
+            1 => LimitSource::Declared,
+            3 => LimitSource::Adapted,
+            _ => LimitSource::Learned,
+        }
+    }
+
+    fn to_u8(self) -> u8 {
+        match self {
+            LimitSource::Declared => 1,
+            LimitSource::Learned => 2,
+            LimitSource::Adapted => 3,
+        }
+    }
+}
+
+/// The nanoseconds of [`MAX_HOLD`]: no reservation reaches further.
+const MAX_NS: u64 = MAX_HOLD.as_nanos() as u64;
+
+/// One dimension's bucket. All times are nanoseconds since the
+/// upstream's epoch.
+#[derive(Debug, Default)]
+pub(super) struct Bucket {
+    /// The limit, in units of the dimension; 0: unknown (nothing paced).
+    limit: AtomicU64,
+    /// The window it refills over, in nanoseconds.
+    window: AtomicU64,
+    /// When the bucket is whole again, reservations included.
+    tat: AtomicU64,
+    /// The cost admitted and not yet ended (attempts in flight, and those
+    /// waiting for their reserved instant).
+    in_flight: AtomicU64,
+    /// A declared limit: headers may lower it, never raise it (0: none).
+    declared: AtomicU64,
+    declared_window: AtomicU64,
+    source: AtomicU8,
+}
+
+/// A reservation in a bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Reserved {
+    /// When the attempt may start.
+    pub(super) at: u64,
+    /// How far it pushed the bucket's `tat` (given back if it never starts).
+    pub(super) span: u64,
+    /// The `tat` it left.
+    end: u64,
+    /// Its cost, in flight until it ends.
+    pub(super) cost: u64,
+}
+
+impl Bucket {
+    /// Whether the bucket paces anything.
+    pub(super) fn known(&self) -> bool {
+        self.limit.load(Ordering::Relaxed) != 0
+    }
+
+    /// How long `cost` takes to refill, in nanoseconds.
+    fn span(&self, cost: u64) -> Option<u64> {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if limit == 0 || cost == 0 {
+            return None;
+        }
+        let window = self.window.load(Ordering::Relaxed);
+        let span = u128::from(cost) * u128::from(window) / u128::from(limit);
+        Some(u64::try_from(span).unwrap_or(MAX_NS).min(MAX_NS))
+    }
+
+    /// Reserves `cost` at `now`: `None` if the dimension is not paced.
+    /// The reservation is the caller's from here: it [`ends`](Bucket::end)
+    /// it after its attempt, or [`gives it back`](Bucket::give_back).
+    pub(super) fn reserve(&self, now: u64, cost: u64) -> Option<Reserved> {
+        let span = self.span(cost)?;
+        let window = self.window.load(Ordering::Relaxed);
+        let mut tat = self.tat.load(Ordering::Relaxed);
+        let new = loop {
+            let new = tat.max(now).saturating_add(span);
+            match self
+                .tat
+                .compare_exchange_weak(tat, new, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => break new,
+                Err(now_tat) => tat = now_tat,
+            }
+        };
+        self.in_flight.fetch_add(cost, Ordering::Relaxed);
+        Some(Reserved {
+            at: new.saturating_sub(window),
+            span,
+            end: new,
+            cost,
+        })
+    }
+
+    /// A reservation whose attempt never started. The last one gives its
+    /// refill back to those who come after; one with others reserved
+    /// behind it leaves a gap (they keep their instants, which were counted
+    /// after it: moving the end back would let a newcomer start beside the
+    /// last of them).
+    pub(super) fn give_back(&self, reserved: Reserved) {
+        let _ = self.tat.compare_exchange(
+            reserved.end,
+            reserved.end.saturating_sub(reserved.span),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        self.end(reserved.cost);
+    }
+
+    /// An attempt of `cost` ended.
+    pub(super) fn end(&self, cost: u64) {
+        let _ = self
+            .in_flight
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_sub(cost))
+            });
+    }
+
+    /// Sets the limit and its window (a declared one caps what headers
+    /// say; a zero limit or window leaves the dimension as it is).
+    pub(super) fn set(&self, limit: u64, window: Duration, source: LimitSource) {
+        let window = u64::try_from(window.min(MAX_HOLD).as_nanos()).unwrap_or(MAX_NS);
+        if limit == 0 || window == 0 {
+            return;
+        }
+        let declared = self.declared.load(Ordering::Relaxed);
+        let (limit, window, source) = match source {
+            LimitSource::Declared => {
+                self.declared.store(limit, Ordering::Relaxed);
+                self.declared_window.store(window, Ordering::Relaxed);
+                (limit, window, source)
+            }
+            // Headers that say no less than the declared quota leave it declared.
+            _ if declared != 0 && limit >= declared => (
+                declared,
+                self.declared_window.load(Ordering::Relaxed),
+                LimitSource::Declared,
+            ),
+            _ => (limit, window, source),
+        };
+        self.window.store(window, Ordering::Relaxed);
+        self.limit.store(limit, Ordering::Relaxed);
+        self.source.store(source.to_u8(), Ordering::Relaxed);
+    }
+
+    /// The server said `remaining` is left at `now`, while `own` of what
+    /// is in flight was already counted by it (the attempt that read the
+    /// response): what is left, less the rest in flight, replaces the
+    /// estimate.
+    pub(super) fn correct(&self, now: u64, remaining: u64, own: u64) {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if limit == 0 {
+            return;
+        }
+        let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
+        let level = remaining.min(limit).saturating_sub(others);
+        let Some(missing) = self.span(limit - level) else {
+            // Whole: the bucket is full now.
+            self.tat.store(now, Ordering::Release);
+            return;
+        };
+        self.tat
+            .store(now.saturating_add(missing), Ordering::Release);
+    }
+
+    /// What the bucket holds at `now` (a reservation ahead of it counts
+    /// as spent).
+    pub(super) fn level(&self, now: u64) -> u64 {
+        let limit = self.limit.load(Ordering::Relaxed);
+        let window = self.window.load(Ordering::Relaxed);
+        if limit == 0 || window == 0 {
+            return 0;
+        }
+        let debt = self.tat.load(Ordering::Relaxed).saturating_sub(now);
+        let spent = u128::from(debt) * u128::from(limit) / u128::from(window);
+        limit.saturating_sub(u64::try_from(spent).unwrap_or(u64::MAX))
+    }
+
+    /// `(limit, window, source)` if known.
+    pub(super) fn get(&self) -> Option<(u64, Duration, LimitSource)> {
+        let limit = self.limit.load(Ordering::Relaxed);
+        (limit != 0).then(|| {
+            (
+                limit,
+                Duration::from_nanos(self.window.load(Ordering::Relaxed)),
+                LimitSource::from_u8(self.source.load(Ordering::Relaxed)),
+            )
+        })
+    }
+
+    /// The cost in flight (for tests and the snapshot).
+    pub(super) fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn bucket(limit: u64, window_s: u64) -> Bucket {
+        let b = Bucket::default();
+        b.set(limit, Duration::from_secs(window_s), LimitSource::Declared);
+        b
+    }
+
+    #[test]
+    fn a_whole_bucket_lets_its_limit_go_then_one_per_refill() {
+        let b = bucket(20, 2);
+        let now = 10 * S;
+        for i in 0..20 {
+            assert!(b.reserve(now, 1).unwrap().at <= now, "burst {i}");
+        }
+        let next = b.reserve(now, 1).unwrap();
+        assert_eq!(next.at, now + S / 10, "2 s / 20: one each 100 ms");
+        assert_eq!(b.reserve(now, 1).unwrap().at, now + 2 * S / 10, "in order");
+        assert_eq!(b.level(now + 3 * S), 20, "whole again after its window");
+    }
+
+    #[test]
+    fn costs_above_the_limit_wait_their_refill_not_for_ever() {
+        let b = bucket(3000, 2);
+        let r = b.reserve(0, 4500).unwrap();
+        assert_eq!(r.at, S, "1 500 beyond a full bucket: one more second");
+        assert_eq!(b.reserve(0, 0), None, "nothing to spend");
+        assert_eq!(Bucket::default().reserve(0, 1), None, "unknown: not paced");
+    }
+
+    #[test]
+    fn in_flight_counts_until_ended_and_corrections_subtract_it() {
+        let b = bucket(20, 2);
+        let a = b.reserve(0, 1).unwrap();
+        let c = b.reserve(0, 1).unwrap();
+        assert_eq!(b.in_flight(), 2);
+        // The server counted `a` (its response says 15 left); `c` is still out.
+        b.correct(0, 15, 1);
+        assert_eq!(b.level(0), 14);
+        b.end(a.cost);
+        b.end(c.cost);
+        assert_eq!(b.in_flight(), 0);
+        b.correct(0, 0, 0);
+        assert_eq!(b.level(0), 0);
+        assert_eq!(
+            b.reserve(0, 1).unwrap().at,
+            S / 10,
+            "empty: the next refill"
+        );
+    }
+
+    #[test]
+    fn the_servers_remaining_replaces_the_estimate_both_ways() {
+        let b = bucket(10, 1);
+        b.correct(0, 2, 0);
+        assert_eq!(b.level(0), 2, "lowered (a rolling window still full)");
+        b.correct(0, 10, 0);
+        assert_eq!(b.level(0), 10, "raised (a fixed window that reset)");
+        b.correct(0, u64::MAX, 0);
+        assert_eq!(b.level(0), 10, "never above the limit");
+    }
+
+    #[test]
+    fn the_last_reservation_given_back_returns_its_refill() {
+        let b = bucket(1, 1);
+        b.reserve(0, 1).unwrap();
+        let waiting = b.reserve(0, 1).unwrap();
+        assert_eq!(waiting.at, S);
+        b.give_back(waiting);
+        assert_eq!(b.in_flight(), 1);
+        assert_eq!(b.reserve(0, 1).unwrap().at, S, "the next takes its place");
+    }
+
+    #[test]
+    fn a_reservation_given_back_before_others_leaves_a_gap_not_a_double() {
+        let b = bucket(1, 1);
+        b.reserve(0, 1).unwrap();
+        let second = b.reserve(0, 1).unwrap();
+        let third = b.reserve(0, 1).unwrap();
+        assert_eq!((second.at, third.at), (S, 2 * S));
+        b.give_back(second);
+        let fourth = b.reserve(0, 1).unwrap();
+        assert_eq!(fourth.at, 3 * S, "never beside the third");
+    }
+
+    #[test]
+    fn headers_lower_a_declared_limit_never_raise_it() {
+        let b = bucket(100, 60);
+        b.set(1000, Duration::from_secs(60), LimitSource::Learned);
+        assert_eq!(b.get().unwrap().0, 100);
+        assert_eq!(b.get().unwrap().2, LimitSource::Declared);
+        b.set(50, Duration::from_secs(60), LimitSource::Learned);
+        assert_eq!(b.get().unwrap().0, 50);
+        b.set(u64::MAX, Duration::MAX, LimitSource::Learned);
+        assert_eq!(b.get().unwrap().0, 100, "capped, and no overflow");
+    }
+
+    #[test]
+    fn absurd_limits_and_windows_never_overflow() {
+        let b = Bucket::default();
+        b.set(1, Duration::MAX, LimitSource::Learned);
+        let r = b.reserve(u64::MAX - 5, u64::MAX).unwrap();
+        assert!(r.at >= u64::MAX - 5 - MAX_NS);
+        b.correct(u64::MAX, 0, 0);
+        let b = Bucket::default();
+        b.set(u64::MAX, Duration::from_nanos(1), LimitSource::Learned);
+        assert!(b.reserve(0, u64::MAX).unwrap().at <= 1);
+        b.set(0, Duration::ZERO, LimitSource::Learned);
+        assert!(b.known(), "a zero changes nothing");
+    }
+}

@@ -1,0 +1,466 @@
+//! The upstream's pacer: its buckets (requests, tokens), what it learns of
+//! them from the headers, its cold start, and an attempt's admission.
+//!
+//! An admission that does not wait reads the clock and updates a few
+//! atomics: no lock, no allocation. One that waits sleeps until the
+//! instant its reservation holds, then looks at the hold again.
+
+use core::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::adaptive::{self, Adaptive};
+use super::bucket::{Bucket, LimitSource, Reserved};
+use super::cold::Scout;
+use super::state::MAX_HOLD;
+use super::{Held, HoldReason, Patience, Upstream};
+use crate::ErrorCategory;
+use crate::engine::Failure;
+use crate::events::WaitReason;
+use crate::http::{LimitFields, RateLimitFields};
+
+/// The default of [`Upstream::with_cold_start`].
+const COLD_START: Duration = Duration::from_secs(1);
+
+/// The window assumed for a limit whose headers say nothing of it (OpenAI
+/// and Anthropic count per minute).
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// A call that gave no `cost`: its attempts spend the mean learned.
+pub(crate) const COST_UNKNOWN: u32 = u32::MAX;
+
+pub(super) struct Pacer {
+    pub(super) requests: Bucket,
+    pub(super) tokens: Bucket,
+    /// The mean tokens an attempt spends, learned from the headers (0:
+    /// not known, tokens not paced for calls without `cost`).
+    mean_cost: AtomicU64,
+    /// A response's headers said something of a limit: its 429s are not
+    /// the adaptive rate's.
+    pub(super) heard: AtomicBool,
+    /// No limit known yet: one scout goes, the others wait for it.
+    pub(super) cold: AtomicBool,
+    cold_max: AtomicU64,
+    learn: Mutex<Learn>,
+    /// The waiters for the scout's news.
+    scouted: Notify,
+    /// The rate adapted to header-less 429s.
+    pub(super) adaptive: Adaptive,
+    /// Bucket times are nanoseconds since this.
+    epoch: Instant,
+}
+
+#[derive(Default)]
+struct Learn {
+    requests: Window,
+    tokens: Window,
+    /// When the scout's wait ends, once a scout is out.
+    scout: Option<Instant>,
+}
+
+/// What responses have said of a dimension's window.
+#[derive(Default, Clone, Copy)]
+struct Window {
+    /// The longest reset seen: a window is at least that long.
+    longest_reset: Duration,
+    /// The shortest window that a continuous refill would explain.
+    refill: Option<Duration>,
+}
+
+impl Window {
+    /// Takes a reading (limit `l`, `remaining`, `reset`) in: the window it
+    /// suggests. A continuous refill whole in `reset` with `l - remaining`
+    /// missing refills over `reset · l / (l - remaining)`; a fixed or
+    /// rolling window resets within its window. The larger of the two
+    /// estimates is the window, the refill's the smallest seen, so that a
+    /// window counted from its start, which makes it look long, is soon
+    /// corrected.
+    fn read(&mut self, l: u64, remaining: Option<u64>, reset: Option<Duration>) -> Duration {
+        if let Some(reset) = reset.filter(|r| !r.is_zero()) {
+            let reset = reset.min(MAX_HOLD);
+            self.longest_reset = self.longest_reset.max(reset);
+            if let Some(missing) = remaining.map(|r| l.saturating_sub(r)).filter(|&m| m > 0) {
+                let ns = reset.as_nanos() * u128::from(l) / u128::from(missing);
+                let est = Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD);
+                self.refill = Some(self.refill.map_or(est, |r| r.min(est)));
+            }
+        }
+        match self.refill {
+            Some(refill) => refill.max(self.longest_reset),
+            // Until a refill is seen: a minute, unless a reset says longer.
+            None => self.longest_reset.max(MINUTE),
+        }
+    }
+}
+
+/// What a turn has charged the pacer, given back when its attempt ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Charge {
+    /// One request.
+    pub(super) request: bool,
+    /// Its scout's turn: the others wait for its news.
+    pub(super) scout: bool,
+    /// Why its call waited, if it did.
+    pub(super) reason: Option<WaitReason>,
+    /// Tokens.
+    pub(super) tokens: u32,
+}
+
+impl Charge {
+    /// Whether the attempt's end tells the pacer anything.
+    #[inline(always)]
+    pub(super) fn is_empty(&self) -> bool {
+        !self.request && !self.scout && self.tokens == 0
+    }
+}
+
+/// An admission's reservations, given back if it never starts.
+pub(super) struct Pending<'p> {
+    pacer: &'p Pacer,
+    requests: Option<Reserved>,
+    tokens: Option<Reserved>,
+}
+
+impl Pending<'_> {
+    fn at(&self) -> u64 {
+        [self.requests, self.tokens]
+            .iter()
+            .flatten()
+            .map(|r| r.at)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The attempt starts: its cost stays in flight until it ends.
+    fn start(mut self) -> Charge {
+        let requests = self.requests.take();
+        let tokens = self.tokens.take();
+        Charge {
+            request: requests.is_some(),
+            scout: false,
+            reason: None,
+            tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.requests.take() {
+            self.pacer.requests.give_back(r);
+        }
+        if let Some(t) = self.tokens.take() {
+            self.pacer.tokens.give_back(t);
+        }
+    }
+}
+
+impl Default for Pacer {
+    fn default() -> Pacer {
+        let epoch = Instant::now();
+        Pacer {
+            requests: Bucket::default(),
+            tokens: Bucket::default(),
+            mean_cost: AtomicU64::new(0),
+            heard: AtomicBool::new(false),
+            cold: AtomicBool::new(true),
+            cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
+            learn: Mutex::default(),
+            scouted: Notify::new(),
+            adaptive: Adaptive::new(epoch),
+            epoch,
+        }
+    }
+}
+
+impl Pacer {
+    /// Whether an attempt must come here before it starts.
+    pub(super) fn active(&self) -> bool {
+        self.cold.load(Ordering::Relaxed) || self.requests.known() || self.tokens.known()
+    }
+
+    pub(super) fn set_cold_max(&self, max: Duration) {
+        let ns = u64::try_from(max.min(MAX_HOLD).as_nanos()).unwrap_or(u64::MAX);
+        self.cold_max.store(ns, Ordering::Relaxed);
+    }
+
+    pub(super) fn now(&self) -> u64 {
+        self.at(Instant::now())
+    }
+
+    fn at(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn instant(&self, ns: u64) -> Instant {
+        crate::time::later(self.epoch, Duration::from_nanos(ns))
+    }
+
+    /// The mean cost learned, if any.
+    pub(super) fn mean_cost(&self) -> Option<u64> {
+        Some(self.mean_cost.load(Ordering::Relaxed)).filter(|&c| c > 0)
+    }
+
+    /// Reserves an attempt of a call whose cost is `cost`.
+    fn reserve(&self, now: u64, cost: u32) -> Pending<'_> {
+        let tokens = match cost {
+            COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
+            cost => u64::from(cost),
+        };
+        Pending {
+            pacer: self,
+            requests: self.requests.reserve(now, 1),
+            tokens: self.tokens.reserve(now, tokens),
+        }
+    }
+
+    /// An attempt that charged `charge` ended.
+    pub(super) fn end(&self, charge: Charge) {
+        if charge.request {
+            self.requests.end(1);
+        }
+        if charge.tokens > 0 {
+            self.tokens.end(u64::from(charge.tokens));
+        }
+    }
+
+    /// The scout's news: the others go.
+    pub(super) fn warm(&self) {
+        if self.cold.swap(false, Ordering::AcqRel) {
+            self.scouted.notify_waiters();
+        }
+    }
+
+    /// While the cold start is pending: this caller's turn, the scout's
+    /// (`Ok`, from then the others wait for it until `until` at most) or a
+    /// wait for its news until `until` (`Err(Some)`); `Err(None)`: the
+    /// wait is over, the cold start with it.
+    pub(super) fn scout_turn(&self, now: Instant) -> Result<(), Option<Instant>> {
+        let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
+        match learn.scout {
+            None => {
+                let max = Duration::from_nanos(self.cold_max.load(Ordering::Relaxed));
+                learn.scout = Some(crate::time::later(now, max));
+                Ok(())
+            }
+            Some(until) if until <= now => Err(None),
+            Some(until) => Err(Some(until)),
+        }
+    }
+
+    /// The waiters for the scout's news.
+    pub(super) fn scouted(&self) -> &Notify {
+        &self.scouted
+    }
+
+    /// Takes what a response's headers say of the limits in.
+    pub(super) fn learn(&self, fields: &RateLimitFields) {
+        let now = self.now();
+        let (requests, tokens) = {
+            let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
+            let learn = &mut *learn;
+            (
+                Self::learn_one(&self.requests, &mut learn.requests, &fields.requests),
+                Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens),
+            )
+        };
+        if let (Some(r), Some(t)) = (requests, tokens)
+            && r > 0
+            && t > 0
+        {
+            // Tokens spent per request spent: the mean cost of an attempt.
+            let sample = t.div_ceil(r);
+            let old = self.mean_cost.load(Ordering::Relaxed);
+            let mean = if old == 0 {
+                sample
+            } else {
+                (old * 3 + sample).div_ceil(4)
+            };
+            self.mean_cost.store(mean, Ordering::Relaxed);
+        }
+        // The attempt that read these is in flight: its own cost was counted.
+        let own_requests = u64::from(self.requests.in_flight() > 0);
+        let own_tokens = self
+            .tokens
+            .in_flight()
+            .checked_div(self.requests.in_flight())
+            .unwrap_or(0);
+        if let Some(remaining) = fields.requests.remaining {
+            self.requests.correct(now, remaining, own_requests);
+        }
+        if let Some(remaining) = fields.tokens.remaining {
+            self.tokens.correct(now, remaining, own_tokens);
+        }
+    }
+
+    /// One dimension's reading: sets its limit; returns how much of it is
+    /// spent, if the reading says.
+    fn learn_one(bucket: &Bucket, window: &mut Window, fields: &LimitFields) -> Option<u64> {
+        let limit = fields.limit.filter(|&l| l > 0)?;
+        let w = match fields.window.filter(|w| !w.is_zero()) {
+            Some(w) => w,
+            None => window.read(limit, fields.remaining, fields.reset),
+        };
+        bucket.set(limit, w, LimitSource::Learned);
+        fields.remaining.map(|r| limit.saturating_sub(r))
+    }
+}
+
+impl Upstream {
+    /// Takes what a response's headers say of the limits in; returns
+    /// whether the requests are paced by their bucket.
+    pub(super) fn learn(&self, fields: &RateLimitFields) -> bool {
+        let pacer = &self.shared.pacer;
+        if fields.requests.any() || fields.tokens.any() {
+            pacer.heard.store(true, Ordering::Relaxed);
+            pacer.learn(fields);
+            pacer.warm();
+            self.publish_pacing();
+        }
+        pacer.requests.known()
+    }
+
+    /// An attempt that charged `charge` ended (`succeeded`, or not).
+    pub(super) fn end_charge(&self, charge: Charge, succeeded: bool) {
+        let pacer = &self.shared.pacer;
+        pacer.end(charge);
+        if charge.scout {
+            pacer.warm();
+            self.publish_pacing();
+        }
+        if succeeded && let Some(rate) = pacer.adaptive.succeeded(Instant::now()) {
+            self.adapt_rate(rate);
+        }
+    }
+
+    /// A failed attempt: a 429 from an upstream whose responses never said
+    /// anything of their limits turns the adaptive rate on, or lowers it.
+    pub(super) fn adapt(&self, failure: Failure, now: Instant) {
+        let pacer = &self.shared.pacer;
+        if pacer.heard.load(Ordering::Relaxed) {
+            return;
+        }
+        if failure.category != ErrorCategory::RateLimited {
+            // The send rate, measured also before the first 429.
+            pacer.adaptive.measure(now);
+            return;
+        }
+        if pacer
+            .requests
+            .get()
+            .is_some_and(|(_, _, source)| source != LimitSource::Adapted)
+        {
+            return;
+        }
+        let rate = pacer.adaptive.throttled(now);
+        self.adapt_rate(rate);
+    }
+
+    fn adapt_rate(&self, rate: f64) {
+        let (limit, window) = adaptive::as_bucket(rate);
+        self.shared
+            .pacer
+            .requests
+            .set(limit, window, LimitSource::Adapted);
+        self.publish_pacing();
+    }
+
+    /// Publishes whether attempts must pass the pacer.
+    pub(super) fn publish_pacing(&self) {
+        let pacer = &self.shared.pacer;
+        let active = pacer.active() || pacer.adaptive.on();
+        self.shared.pacing.store(active, Ordering::Release);
+    }
+
+    /// The pacer's admission of an attempt of cost `cost`, without a wait:
+    /// `Ok` if it may start now (no lock taken), else the reservation to
+    /// wait for.
+    #[inline]
+    pub(super) fn admit(&self, cost: u32) -> Result<Charge, Option<Pending<'_>>> {
+        let pacer = &self.shared.pacer;
+        if pacer.cold.load(Ordering::Acquire) {
+            return Err(None);
+        }
+        let now = pacer.now();
+        let pending = pacer.reserve(now, cost);
+        if pending.at() <= now {
+            return Ok(pending.start());
+        }
+        // The wait keeps the place reserved.
+        Err(Some(pending))
+    }
+
+    /// The pacer's part of an attempt's wait: the cold start's, then its
+    /// buckets'. Returns the charge, and the reason it waited if it did.
+    pub(super) async fn pace(
+        &self,
+        cost: u32,
+        patience: Patience,
+        reserved: Option<Pending<'_>>,
+    ) -> Result<Charge, Held> {
+        let pacer = &self.shared.pacer;
+        let (mut scout, mut reason) = match reserved {
+            // Reserved while the upstream was warm.
+            Some(_) => (Scout::none(self), None),
+            None => self.cold_start().await,
+        };
+        let now = Instant::now();
+        let pending = match reserved {
+            Some(pending) => pending,
+            None => pacer.reserve(pacer.at(now), cost),
+        };
+        let at = pacer.instant(pending.at());
+        if at > now {
+            let left = at - now;
+            // A pace is no server hint: only the call's deadline bounds it.
+            if patience.deadline.is_some_and(|d| at > d) {
+                return Err(Held::new(
+                    self.shared.name.clone(),
+                    left,
+                    HoldReason::RateLimitHeaders,
+                ));
+            }
+            reason = Some(WaitReason::Paced);
+            // Dropped while it sleeps, `pending` gives its place back.
+            tokio::time::sleep_until(at).await;
+        }
+        let mut charge = pending.start();
+        charge.scout = core::mem::take(&mut scout.armed);
+        charge.reason = reason;
+        Ok(charge)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_continuous_refill_is_read_from_one_response() {
+        let mut w = Window::default();
+        let read = w.read(20, Some(19), Some(Duration::from_millis(100)));
+        assert_eq!(read, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_fixed_window_seen_from_its_start_is_corrected_by_later_responses() {
+        let mut w = Window::default();
+        // 2 s windows: 1 spent at its start, then 10 halfway through.
+        let first = w.read(20, Some(19), Some(Duration::from_secs(2)));
+        assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
+        let later = w.read(20, Some(10), Some(Duration::from_secs(1)));
+        assert_eq!(later, Duration::from_secs(2));
+        let end = w.read(20, Some(0), Some(Duration::from_millis(100)));
+        assert_eq!(end, Duration::from_secs(2), "never below the longest reset");
+    }
+
+    #[test]
+    fn a_reading_without_reset_assumes_a_minute() {
+        let mut w = Window::default();
+        assert_eq!(w.read(500, Some(499), None), MINUTE);
+        assert_eq!(w.read(500, None, Some(Duration::MAX)), MAX_HOLD);
+    }
+}

@@ -1,0 +1,395 @@
+//! An upstream that paces (paused clock): a declared quota spends each
+//! dimension as a bucket refilling over its window, waiters start in the
+//! order they came, a cancelled waiter strands nobody, headers teach and
+//! correct the limits, a cold upstream sends one scout first, a 429
+//! without headers turns the adaptive rate on, and a call that waited says
+//! why.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nika_retry::events::{Outcome, RetryEvent, RetryObserver, WaitReason, observe};
+use nika_retry::upstream::{Held, LimitSource, Quota, Upstream};
+use nika_retry::{Classify, retry};
+use tokio::time::Instant;
+
+#[derive(Debug, thiserror::Error, Classify)]
+enum Error {
+    #[error("rate limited")]
+    #[category(rate_limited)]
+    RateLimited,
+    #[error(transparent)]
+    #[category(transparent)]
+    Held(#[from] Held),
+}
+
+type Starts = Arc<Mutex<Vec<(usize, Duration)>>>;
+
+/// One attempt that notes when it started (`i`: the caller), then takes
+/// `busy`.
+#[retry(layer = "provider", upstream = upstream, cost = cost)]
+async fn costing(
+    upstream: &Upstream,
+    cost: u32,
+    i: usize,
+    starts: &Starts,
+    t0: Instant,
+    busy: Duration,
+) -> Result<(), Error> {
+    starts.lock().unwrap().push((i, t0.elapsed()));
+    tokio::time::sleep(busy).await;
+    Ok(())
+}
+
+/// The same without `cost`: its attempts spend the mean cost learned.
+#[retry(layer = "provider", upstream = upstream)]
+async fn plain(
+    upstream: &Upstream,
+    i: usize,
+    starts: &Starts,
+    t0: Instant,
+    headers: &[(&str, &str)],
+) -> Result<(), Error> {
+    starts.lock().unwrap().push((i, t0.elapsed()));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    upstream.observe(headers);
+    Ok(())
+}
+
+/// `n` calls of `costing` started in order (each polled once before the
+/// next is spawned), and when each started.
+async fn fan_out(
+    upstream: &Upstream,
+    n: usize,
+    cost: u32,
+    busy: Duration,
+) -> Vec<(usize, Duration)> {
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for i in 0..n {
+        let (upstream, starts) = (upstream.clone(), starts.clone());
+        tasks.push(tokio::spawn(async move {
+            costing(&upstream, cost, i, &starts, t0, busy).await
+        }));
+        tokio::task::yield_now().await;
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let mut starts = starts.lock().unwrap().clone();
+    starts.sort_by_key(|&(_, at)| at);
+    starts
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_declared_quota_lets_its_burst_go_then_one_per_refill_in_arrival_order() {
+    let upstream =
+        Upstream::new("quota").with_quota(Quota::per(Duration::from_secs(1)).requests(2));
+    let starts = fan_out(&upstream, 6, 1, ms(5)).await;
+    let at: Vec<Duration> = starts.iter().map(|s| s.1).collect();
+    assert_eq!(at, [ms(0), ms(0), ms(500), ms(1000), ms(1500), ms(2000)]);
+    let order: Vec<usize> = starts.iter().map(|s| s.0).collect();
+    assert_eq!(order, [0, 1, 2, 3, 4, 5], "first come, first served");
+    let requests = upstream.limits().requests.unwrap();
+    assert_eq!(requests.in_flight, 0, "every attempt's cost given back");
+}
+
+#[tokio::test(start_paused = true)]
+async fn tokens_are_paced_by_each_calls_cost() {
+    let upstream =
+        Upstream::new("tokens").with_quota(Quota::per(Duration::from_secs(1)).tokens(1000));
+    let starts = fan_out(&upstream, 4, 400, ms(5)).await;
+    let at: Vec<Duration> = starts.iter().map(|s| s.1).collect();
+    // 1 000 whole: 400 and 400 at once; then 400 more each 400 ms.
+    assert_eq!(at, [ms(0), ms(0), ms(200), ms(600)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn requests_and_tokens_both_hold_before_an_attempt_starts() {
+    let quota = Quota::per(Duration::from_secs(1)).requests(10).tokens(300);
+    let upstream = Upstream::new("both").with_quota(quota);
+    // Tokens bind: 100 each, 300 a second.
+    let starts = fan_out(&upstream, 5, 100, ms(1)).await;
+    let at: Vec<Duration> = starts.iter().map(|s| s.1).collect();
+    assert_eq!(at[..3], [ms(0), ms(0), ms(0)]);
+    assert!(at[3] >= ms(333) && at[3] <= ms(334), "{at:?}");
+    assert!(at[4] >= ms(666) && at[4] <= ms(667), "{at:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_waiter_strands_nobody() {
+    let upstream =
+        Upstream::new("cancel").with_quota(Quota::per(Duration::from_secs(1)).requests(1));
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let spawn = |i: usize| {
+        let (upstream, starts) = (upstream.clone(), starts.clone());
+        tokio::spawn(async move { costing(&upstream, 1, i, &starts, t0, ms(1)).await })
+    };
+    let first = spawn(0);
+    tokio::task::yield_now().await;
+    let second = spawn(1);
+    tokio::task::yield_now().await;
+    let third = spawn(2);
+    tokio::task::yield_now().await;
+    tokio::time::sleep(ms(300)).await;
+    second.abort();
+    first.await.unwrap().unwrap();
+    third.await.unwrap().unwrap();
+    assert!(second.await.unwrap_err().is_cancelled());
+    let starts = starts.lock().unwrap().clone();
+    assert_eq!(
+        starts,
+        [(0, ms(0)), (2, ms(2000))],
+        "the third kept its turn"
+    );
+    // The cancelled reservation left a gap, not a double start; nothing of
+    // it is counted as in flight.
+    assert_eq!(upstream.limits().requests.unwrap().in_flight, 0);
+}
+
+const OPENAI: [(&str, &str); 6] = [
+    ("x-ratelimit-limit-requests", "4"),
+    ("x-ratelimit-remaining-requests", "3"),
+    ("x-ratelimit-reset-requests", "250ms"),
+    ("x-ratelimit-limit-tokens", "1000"),
+    ("x-ratelimit-remaining-tokens", "800"),
+    ("x-ratelimit-reset-tokens", "200ms"),
+];
+
+#[tokio::test(start_paused = true)]
+async fn limits_learned_from_openais_headers() {
+    let upstream = Upstream::new("openai/gpt-4o");
+    upstream.observe(&OPENAI[..]);
+    let limits = upstream.limits();
+    let requests = limits.requests.unwrap();
+    assert_eq!((requests.limit, requests.level), (4, 3));
+    assert_eq!(requests.window, Duration::from_secs(1), "250 ms for 1 of 4");
+    assert_eq!(requests.refill, 4.0);
+    assert_eq!(requests.source, LimitSource::Learned);
+    let tokens = limits.tokens.unwrap();
+    assert_eq!((tokens.limit, tokens.level), (1000, 800));
+    assert_eq!(
+        tokens.window,
+        Duration::from_secs(1),
+        "200 ms for 200 of 1 000"
+    );
+    assert_eq!(limits.mean_cost, Some(200), "200 tokens for one request");
+    assert!(!limits.cold_start);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_servers_remaining_corrects_the_estimate() {
+    let upstream = Upstream::new("corrected");
+    upstream.observe(&OPENAI[..]);
+    // The server says that only one request is left now (a rolling window).
+    upstream.observe(
+        &[
+            ("x-ratelimit-limit-requests", "4"),
+            ("x-ratelimit-remaining-requests", "1"),
+            ("x-ratelimit-reset-requests", "750ms"),
+        ][..],
+    );
+    let starts = fan_out(&upstream, 3, 0, ms(1)).await;
+    let at: Vec<Duration> = starts.iter().map(|s| s.1).collect();
+    assert_eq!(at, [ms(0), ms(250), ms(500)], "one left, then the refill");
+    // A later response says that all 4 are back (a fixed window that reset).
+    upstream.observe(
+        &[
+            ("x-ratelimit-limit-requests", "4"),
+            ("x-ratelimit-remaining-requests", "4"),
+            ("x-ratelimit-reset-requests", "0s"),
+        ][..],
+    );
+    assert_eq!(upstream.limits().requests.unwrap().level, 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn headers_lower_a_declared_quota_never_raise_it() {
+    let upstream =
+        Upstream::new("declared").with_quota(Quota::per(Duration::from_secs(1)).requests(2));
+    upstream.observe(&OPENAI[..]);
+    let requests = upstream.limits().requests.unwrap();
+    assert_eq!(
+        (requests.limit, requests.source),
+        (2, LimitSource::Declared)
+    );
+    upstream.observe(
+        &[
+            ("x-ratelimit-limit-requests", "1"),
+            ("x-ratelimit-remaining-requests", "1"),
+        ][..],
+    );
+    let requests = upstream.limits().requests.unwrap();
+    assert_eq!((requests.limit, requests.source), (1, LimitSource::Learned));
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_without_cost_spend_the_mean_learned_from_the_token_headers() {
+    let upstream = Upstream::new("mean");
+    upstream.observe(&OPENAI[..]);
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    // Enough requests (4 a second); tokens bind: 800 left, 200 per attempt.
+    let headers: &'static [(&str, &str)] = &[];
+    let calls = (0..6).map(|i| plain(&upstream, i, &starts, t0, headers));
+    for r in futures_util::future::join_all(calls).await {
+        r.unwrap();
+    }
+    let mut at: Vec<Duration> = starts.lock().unwrap().iter().map(|s| s.1).collect();
+    at.sort();
+    // Requests: 3 left, then one each 250 ms; tokens: 4 of 200 left, then
+    // one each 200 ms. The requests bind first.
+    assert_eq!(at[..3], [ms(0), ms(0), ms(0)], "{at:?}");
+    assert!(at[3] >= ms(200), "{at:?}");
+    assert!(at[5] >= ms(600), "{at:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cold_upstream_sends_one_scout_and_the_rest_after_its_headers() {
+    let upstream = Upstream::new("cold");
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let calls = (0..5).map(|i| plain(&upstream, i, &starts, t0, &OPENAI));
+    futures_util::future::join_all(calls).await;
+    let mut at: Vec<Duration> = starts.lock().unwrap().iter().map(|s| s.1).collect();
+    at.sort();
+    assert_eq!(at[0], ms(0), "the scout");
+    assert!(
+        at[1..].iter().all(|&t| t >= ms(10)),
+        "the others after its headers (10 ms): {at:?}"
+    );
+    assert!(!upstream.limits().cold_start);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cold_start_waits_at_most_its_max_and_ends_with_the_scout() {
+    // The scout takes 5 s and reads no headers: the others go at 1 s.
+    let upstream = Upstream::new("slow scout");
+    let starts = fan_out(&upstream, 3, 0, Duration::from_secs(5)).await;
+    let at: Vec<Duration> = starts.iter().map(|s| s.1).collect();
+    assert_eq!(at, [ms(0), ms(1000), ms(1000)]);
+    // A scout that ends without headers ends the cold start at once.
+    let upstream = Upstream::new("quick scout").with_cold_start(Duration::from_secs(30));
+    let starts = fan_out(&upstream, 3, 0, ms(40)).await;
+    let at: Vec<Duration> = starts.iter().map(|s| s.1).collect();
+    assert_eq!(at, [ms(0), ms(40), ms(40)]);
+    // Off: all at once.
+    let upstream = Upstream::new("no cold start").with_cold_start(Duration::ZERO);
+    let starts = fan_out(&upstream, 3, 0, ms(40)).await;
+    assert!(starts.iter().all(|s| s.1 == ms(0)), "{starts:?}");
+    let limits = upstream.limits();
+    assert_eq!(
+        (limits.requests, limits.cold_start),
+        (None, false),
+        "paces nothing"
+    );
+}
+
+/// A first attempt that fails with a header-less 429, then succeeds.
+#[retry(layer = "provider", upstream = upstream, backoff = "10ms")]
+async fn limited_once(upstream: &Upstream, failed: &Mutex<bool>) -> Result<(), Error> {
+    let mut failed = failed.lock().unwrap();
+    if !*failed {
+        *failed = true;
+        return Err(Error::RateLimited);
+    }
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_without_headers_turns_the_adaptive_rate_on() {
+    let upstream = Upstream::new("silent").with_cold_start(Duration::ZERO);
+    assert_eq!(upstream.limits().requests, None);
+    limited_once(&upstream, &Mutex::new(false)).await.unwrap();
+    let requests = upstream.limits().requests.unwrap();
+    assert_eq!(requests.source, LimitSource::Adapted);
+    assert!(requests.refill >= 0.5, "{requests:?}");
+    // A server that sends headers is followed, not adapted to.
+    let upstream = Upstream::new("talkative").with_cold_start(Duration::ZERO);
+    upstream.observe(&OPENAI[..]);
+    limited_once(&upstream, &Mutex::new(false)).await.unwrap();
+    assert_eq!(
+        upstream.limits().requests.unwrap().source,
+        LimitSource::Learned
+    );
+}
+
+/// An event's outcome, attempt, wait at the upstream and why.
+type Wait = (Outcome, u32, Option<Duration>, Option<WaitReason>);
+
+#[derive(Default)]
+struct Waits(Mutex<Vec<Wait>>, Mutex<Vec<String>>);
+
+impl RetryObserver for Waits {
+    fn on_event(&self, e: &RetryEvent) {
+        let seen = (e.outcome, e.attempt, e.upstream_wait, e.wait_reason);
+        self.0.lock().unwrap().push(seen);
+        self.1.lock().unwrap().push(e.to_string());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_waited_says_why_when_its_first_attempt_succeeds() {
+    let upstream =
+        Upstream::new("visible").with_quota(Quota::per(Duration::from_secs(1)).requests(1));
+    let waits = Arc::new(Waits::default());
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let both = async {
+        let first = costing(&upstream, 0, 0, &starts, t0, ms(1));
+        let second = costing(&upstream, 0, 1, &starts, t0, ms(1));
+        let (a, b) = tokio::join!(first, second);
+        a.and(b)
+    };
+    observe(waits.clone(), both).await.unwrap();
+    let lines = waits.1.lock().unwrap().clone();
+    assert!(
+        lines[0].ends_with("after waiting 1s at its upstream (paced to its limits)"),
+        "{lines:?}"
+    );
+    let waits = waits.0.lock().unwrap().clone();
+    assert_eq!(
+        waits,
+        [(
+            Outcome::Recovered,
+            1,
+            Some(ms(1000)),
+            Some(WaitReason::Paced)
+        )],
+        "one event, of the call that waited"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scout_cancelled_mid_attempt_lets_the_others_go_at_once() {
+    let upstream = Upstream::new("cancelled scout");
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let spawn = |i: usize| {
+        let (upstream, starts) = (upstream.clone(), starts.clone());
+        tokio::spawn(async move { costing(&upstream, 0, i, &starts, t0, ms(500)).await })
+    };
+    let scout = spawn(0);
+    tokio::task::yield_now().await;
+    let others = [spawn(1), spawn(2)];
+    tokio::task::yield_now().await;
+    tokio::time::sleep(ms(100)).await;
+    scout.abort();
+    for other in others {
+        other.await.unwrap().unwrap();
+    }
+    let mut starts = starts.lock().unwrap().clone();
+    starts.sort();
+    assert_eq!(
+        starts,
+        [(0, ms(0)), (1, ms(100)), (2, ms(100))],
+        "not the 1 s max"
+    );
+    assert!(!upstream.limits().cold_start);
+}
