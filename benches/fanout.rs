@@ -21,9 +21,7 @@
 //! upstream against a server that sends no rate-limit headers; each call
 //! alone (no upstream); a hand-written gate that knows the quota (the
 //! reference); with feature `redis`, 4 worker processes (this bench's own
-//! binary, run again) sharing the upstream through `RedisStore`. The
-//! contenders that need `cost = …` and `Quota` are compiled with
-//! `RUSTFLAGS="--cfg nika_pacing"` until those land.
+//! binary, run again) sharing the upstream through `RedisStore`.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -116,7 +114,6 @@ impl Provider {
     }
 
     /// Through the shared upstream, each attempt's tokens given.
-    #[cfg(nika_pacing)]
     #[retry(layer = "provider", upstream = self.upstream, cost = tokens_of(body))]
     async fn shared_cost(&self, body: &str) -> Result<String, Error> {
         self.send(body, true).await
@@ -216,9 +213,7 @@ impl Gate {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Contender {
     Shared,
-    #[cfg(nika_pacing)]
     SharedCost,
-    #[cfg(nika_pacing)]
     Declared,
     NoHeaders,
     Alone,
@@ -229,10 +224,8 @@ enum Contender {
 
 impl Contender {
     const ALL: &[Contender] = &[
-        #[cfg(nika_pacing)]
         Contender::SharedCost,
         Contender::Shared,
-        #[cfg(nika_pacing)]
         Contender::Declared,
         Contender::NoHeaders,
         Contender::Alone,
@@ -243,10 +236,8 @@ impl Contender {
 
     fn label(self) -> &'static str {
         match self {
-            #[cfg(nika_pacing)]
             Contender::SharedCost => "one shared Upstream, cold, with cost",
             Contender::Shared => "one shared Upstream, cold",
-            #[cfg(nika_pacing)]
             Contender::Declared => "a declared quota (with_quota), with cost",
             Contender::NoHeaders => "shared, server sends no rate-limit headers",
             Contender::Alone => "each call alone (no upstream)",
@@ -274,7 +265,6 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
     };
     let server = QuotaServer::start(config).await;
     let upstream = Upstream::new(format!("fanout/{}-{seed}", kind.name()));
-    #[cfg(nika_pacing)]
     let upstream = match contender {
         Contender::Declared => upstream.with_quota(
             nika_retry::upstream::Quota::per(WINDOW)
@@ -295,7 +285,6 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
             let calls = (0..CALLS).map(|_| async {
                 match contender {
                     Contender::Shared | Contender::NoHeaders => provider.shared(&body).await,
-                    #[cfg(nika_pacing)]
                     Contender::SharedCost | Contender::Declared => {
                         provider.shared_cost(&body).await
                     }
