@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use tokio::time::Instant;
 
 use super::bounds::RetryResult;
-use super::call::{Call, Deadline};
+use super::call::{Call, CallState, Deadline};
 use super::upstream::UpstreamTurn;
 use crate::ambient::{Budget, exchange, observers};
 use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
@@ -115,7 +115,9 @@ impl<D: Deadline> Call<D> {
             }
         }
     }
+}
 
+impl CallState {
     /// The config in force: the task scope's `retry:`, else `config = …`, else the site's.
     fn config(&self, config: &mut dyn FnMut() -> Option<RetryConfig>) -> Cow<'static, RetryConfig> {
         match task::retry_in_force(self.site.layer).or_else(config) {
