@@ -134,7 +134,8 @@
 // - `run/`: what generated code drives: `Site` (the fn's const); `Call<D>`
 //   (`call.rs`: each poll of an attempt, `Attempt`), `D` its time limits'
 //   share (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt
-//   under them: `timed.rs`); what the call does after an attempt
+//   under them: `timed.rs`), the rest a `CallState` it derefs to, whose
+//   cold paths compile once; what the call does after an attempt
 //   (`after.rs`: `idempotent`, `next`, `next_after`, `sleep`), written once
 //   for both; `Once` (`#[timeout]` alone); a call's `UpstreamTurn`; the
 //   layer-violation report; and the bound traits whose `on_unimplemented`

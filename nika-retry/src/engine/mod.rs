@@ -325,6 +325,7 @@ impl RetryState {
     /// let decision = RetryState::new().decide(&tool, busy, limits);
     /// assert_eq!(decision, Decision::GiveUp(GiveUp::NotOptedIn));
     /// ```
+    #[inline]
     pub fn decide(&mut self, cfg: &RetryConfig, failure: Failure, limits: Limits<'_>) -> Decision {
         let decision = self.evaluate(cfg, failure, limits);
         if matches!(decision, Decision::Retry { .. }) {
@@ -344,6 +345,7 @@ impl RetryState {
         }
     }
 
+    #[inline]
     fn evaluate(&mut self, cfg: &RetryConfig, failure: Failure, limits: Limits<'_>) -> Decision {
         if !(failure.category.is_retryable() && cfg.retry_on.contains(failure.category)) {
             return Decision::GiveUp(GiveUp::NotRetryable);

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use tokio::time::Instant;
 
 use super::bounds::RetryResult;
-use super::call::{Call, Deadline};
+use super::call::{Call, CallState, Deadline};
 use super::upstream::{UpstreamTurn, Waited};
 use crate::ambient::{Budget, Idempotence, exchange, observers};
 use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
@@ -35,18 +35,6 @@ impl<D: Deadline> Call<D> {
     #[inline(always)]
     pub fn said_idempotent(&mut self, idempotent: impl FnOnce() -> bool) {
         self.idempotent = Idempotence::said(idempotent());
-    }
-
-    /// Whether this call, having failed, may repeat an attempt that may
-    /// have taken effect: what it said, or, if it said nothing, what the
-    /// attempt around it says (read on the failure path only).
-    #[inline]
-    fn idempotent_now(&self) -> bool {
-        match self.idempotent {
-            Idempotence::Said => true,
-            Idempotence::Not => false,
-            Idempotence::Unsaid => !exchange::not_idempotent_around(),
-        }
     }
 
     /// After an attempt: when to start the next one (the backoff from now),
@@ -129,6 +117,20 @@ impl<D: Deadline> Call<D> {
                 let next = self.failed(failure, deadline, waited, &mut lazy(config), self_type);
                 (next, Some(failure))
             }
+        }
+    }
+}
+
+impl CallState {
+    /// Whether this call, having failed, may repeat an attempt that may
+    /// have taken effect: what it said, or, if it said nothing, what the
+    /// attempt around it says (read on the failure path only).
+    #[inline]
+    fn idempotent_now(&self) -> bool {
+        match self.idempotent {
+            Idempotence::Said => true,
+            Idempotence::Not => false,
+            Idempotence::Unsaid => !exchange::not_idempotent_around(),
         }
     }
 

@@ -38,6 +38,16 @@ use crate::vocab::key::IdempotencyKey;
 /// attempt, in the same exchange that puts the call's own context in force.
 #[derive(Debug)]
 pub struct Call<D = Untimed> {
+    /// Everything but the time limits: what the cold paths read, compiled
+    /// once in this crate rather than for each `D` in the user's.
+    pub(super) state: CallState,
+    /// What its time limits share across attempts: nothing without `#[timeout]`.
+    pub(super) timing: D,
+}
+
+/// A [`Call`] but its time limits, which it derefs to.
+#[derive(Debug)]
+pub struct CallState {
     pub(super) site: &'static Site,
     /// The 1-based number of the attempt running (or just ended).
     pub(super) attempt: u32,
@@ -69,8 +79,22 @@ pub struct Call<D = Untimed> {
     /// poll of an attempt puts it in force. A call that awaits no stream
     /// never pays for one.
     pub(super) streams: bool,
-    /// What its time limits share across attempts: nothing without `#[timeout]`.
-    pub(super) timing: D,
+}
+
+impl<D> core::ops::Deref for Call<D> {
+    type Target = CallState;
+
+    #[inline(always)]
+    fn deref(&self) -> &CallState {
+        &self.state
+    }
+}
+
+impl<D> core::ops::DerefMut for Call<D> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut CallState {
+        &mut self.state
+    }
 }
 
 /// What a call's time limits share across its attempts: its deadline, if
@@ -104,10 +128,9 @@ impl Call {
     /// finds it at once rather than asking for it and waiting a poll.
     #[inline(always)]
     pub fn streamed(site: &'static Site) -> Call {
-        Call {
-            streams: true,
-            ..Self::new(site)
-        }
+        let mut call = Call::with(site, Untimed);
+        call.streams = true;
+        call
     }
 
     /// Runs one attempt.
@@ -122,6 +145,16 @@ impl<D> Call<D> {
     #[inline(always)]
     pub(super) fn with(site: &'static Site, timing: D) -> Call<D> {
         Call {
+            state: CallState::new(site),
+            timing,
+        }
+    }
+}
+
+impl CallState {
+    #[inline(always)]
+    fn new(site: &'static Site) -> CallState {
+        CallState {
             site,
             attempt: 1,
             budget: None,
@@ -135,7 +168,6 @@ impl<D> Call<D> {
             last_category: ErrorCategory::Transient,
             start: None,
             streams: false,
-            timing,
         }
     }
 
@@ -145,7 +177,7 @@ impl<D> Call<D> {
     /// CPU's store forwarding on every call. `framed`: the call's stream
     /// frame is in force too ([`frame`](Call::frame)).
     #[inline(always)]
-    pub(super) fn enter(&mut self, framed: bool) -> Entered<'_, D> {
+    pub(super) fn enter(&mut self, framed: bool) -> Entered<'_> {
         let max_attempts = match self.max_attempts {
             Some(resolved) => resolved,
             None => self.resolve(),
@@ -241,12 +273,12 @@ impl<D> Call<D> {
 
 /// One poll of an attempt with its call's attempt in force: puts the outer
 /// one back when dropped.
-pub(super) struct Entered<'a, D> {
-    pub(super) call: &'a mut Call<D>,
+pub(super) struct Entered<'a> {
+    pub(super) call: &'a mut CallState,
     outer: Outer,
 }
 
-impl<D> Drop for Entered<'_, D> {
+impl Drop for Entered<'_> {
     #[inline(always)]
     fn drop(&mut self) {
         let call = &mut *self.call;
@@ -301,7 +333,7 @@ impl<F: Future> Future for Attempt<'_, F> {
 #[cold]
 #[inline(never)]
 fn poll_framed<F: Future>(
-    call: &mut Call,
+    call: &mut CallState,
     fut: Pin<&mut F>,
     cx: &mut Context<'_>,
 ) -> Poll<F::Output> {

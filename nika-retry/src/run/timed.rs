@@ -111,12 +111,15 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let into_error = *this.into_error;
-        let call = this.call;
+        let Call {
+            state: call,
+            timing,
+        } = this.call;
         let inner = this.inner;
         connect::poll_under(this.connect, call.site.operation, || {
             let framed = call.streams;
             let mut frame = if framed {
-                call.frame(inner.read_limit(), call.timing.deadline)
+                call.frame(inner.read_limit(), timing.deadline)
             } else {
                 None
             };
@@ -124,7 +127,7 @@ where
             let entered = call.enter(framed);
             let call = &mut *entered.call;
             let timed_out = &mut call.timed_out;
-            let Timing { deadline, progress } = &mut call.timing;
+            let Timing { deadline, progress } = timing;
             let polled = inner.poll_with(cx, deadline, progress, core::convert::identity, |e| {
                 *timed_out = true;
                 Err(into_error(e))
