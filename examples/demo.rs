@@ -27,6 +27,7 @@ use nika_retry::Layer;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{EventLog, Outcome, RetryEvent, RetryObserver, UpstreamEvent, observe};
 use nika_retry::task::{TaskPolicy, scope};
+use nika_retry::upstream::Quota;
 use nika_retry_tests::fault::{Fault, FaultServer, Step, closed_port, quota};
 use nika_retry_tests::verb::{
     HttpTool, Mailer, Provider, RequestOptions, Task, Transport, run_task,
@@ -167,21 +168,33 @@ struct FanOut {
     makespan: Duration,
 }
 
-/// `n` completions at once through one provider (sharing its model's
-/// upstream, or each call on its own when not `shared`), each prompt 200
-/// tokens (800 characters), against a quota server of its own.
-async fn fan_out(shared: bool, n: usize) -> FanOut {
+/// How the fan-out's calls share their model's limits.
+#[derive(Clone, Copy)]
+enum Sharing {
+    /// One upstream that knows the quota from the start.
+    Declared,
+    /// One upstream that learns the limits from the headers.
+    Cold,
+    /// Each call on its own.
+    Alone,
+}
+
+/// `n` completions at once through one provider, each prompt 200 tokens
+/// (800 characters), against a quota server of its own.
+async fn fan_out(sharing: Sharing, n: usize) -> FanOut {
     let server = quota::QuotaServer::start(model_limits()).await;
     let provider = Provider::for_model(
         Transport::new(server.url(""), RequestOptions::default()),
         "gpt-4o",
     );
-    // Once the upstream paces (`Upstream::with_quota`, `cost = …`): a third
-    // side here, the same provider on a declared quota.
-    let provider = if shared {
-        provider
-    } else {
-        provider.unshared()
+    let provider = match sharing {
+        Sharing::Declared => provider.with_quota(
+            Quota::per(Duration::from_secs(2))
+                .requests(20)
+                .tokens(3_000),
+        ),
+        Sharing::Cold => provider,
+        Sharing::Alone => provider.unshared(),
     };
     let prompt = format!("{:<800}", "summarize a chapter");
     let started = Instant::now();
@@ -408,7 +421,11 @@ async fn main() {
         println!(
             "  (each call: the provider layer's 3 attempts; every answer carries OpenAI's x-ratelimit-* headers)"
         );
-        let (shared, alone) = tokio::join!(fan_out(true, CALLS), fan_out(false, CALLS));
+        let (declared, shared, alone) = tokio::join!(
+            fan_out(Sharing::Declared, CALLS),
+            fan_out(Sharing::Cold, CALLS),
+            fan_out(Sharing::Alone, CALLS)
+        );
         let allows = model_limits().allows(CALLS as u32, 200);
         println!(
             "  {:<28} {:>8} {:>6} {:>7}  makespan / what the limits allow ({})",
@@ -418,8 +435,8 @@ async fn main() {
             "failed",
             fmt_ms(allows)
         );
-        // Once the upstream paces: the declared quota's row goes first.
         for (label, side) in [
+            ("a declared quota", &declared),
             ("one shared upstream, cold", &shared),
             ("each call alone", &alone),
         ] {

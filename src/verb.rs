@@ -300,6 +300,16 @@ impl Provider {
         }
     }
 
+    /// This provider with its model's limits declared (`Upstream::with_quota`):
+    /// its upstream paces from the first call, with no cold start.
+    pub fn with_quota(mut self, quota: nika_retry::upstream::Quota) -> Provider {
+        self.upstream = Upstream::new(self.upstream.name().to_owned()).with_quota(quota);
+        if self.shared {
+            self.transport.observed = Some(self.upstream.clone());
+        }
+        self
+    }
+
     /// This provider with each call on an upstream of its own, as without
     /// sharing: a 429 holds only the call that got it (to compare with).
     pub fn unshared(mut self) -> Provider {
