@@ -317,9 +317,13 @@ mod tests {
             .filter(|e| e.outcome == Outcome::Retrying && e.category == ErrorCategory::RateLimited)
             .count();
         assert_eq!(retried, limited, "one retry decision per 429");
+        // 12 calls of 200 tokens cannot all go at once under 5 requests and
+        // 1 000 tokens a second: each that did not meet a 429 waited at the
+        // upstream (its cold start, then its pace), and says so.
+        let waited = events.iter().filter(|e| e.wait_reason.is_some()).count();
         assert!(
-            limited > 0,
-            "12 calls of 200 tokens meet a limit of 5 a second"
+            limited > 0 || waited > 0,
+            "12 calls under a limit of 5 a second neither met a 429 nor waited"
         );
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nika_retry::events::{RetryEvent, RetryObserver, UpstreamEvent, observe};
-use nika_retry::upstream::Upstream;
+use nika_retry::upstream::{Quota, Upstream};
 use nika_retry::{ErrorCategory, retry};
 use nika_retry_tests::fault::{Fault, FaultServer, LIFETIME};
 use nika_retry_tests::fleet::Error;
@@ -110,7 +110,11 @@ async fn a_thousand_calls_through_one_upstream_never_start_inside_a_hold() {
     let client = Arc::new(Client {
         client: reqwest::Client::new(),
         url: server.url("/v1/chat"),
-        upstream: Upstream::new("soak/model"),
+        // A declared quota far above the soak's rate: the script's 429s
+        // hold the upstream, as is this soak's subject, rather than turning
+        // the adaptive rate on (for an upstream that knows no limit).
+        upstream: Upstream::new("soak/model")
+            .with_quota(Quota::per(Duration::from_secs(1)).requests(1_000_000)),
         log: log.clone(),
     });
     let started = Instant::now();
