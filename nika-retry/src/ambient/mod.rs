@@ -52,8 +52,8 @@ mod scoped;
 mod slot;
 #[cfg(test)]
 mod tests;
-pub(crate) mod violations;
 mod upstream;
+pub(crate) mod violations;
 
 pub(crate) use budget::Budget;
 pub(crate) use connect::{Connect, ConnectLimit, connect_limit};

@@ -150,7 +150,6 @@ impl<F: Future> Future for WithUpstream<F> {
         let _in_force = Swap::<InForceUpstream>::new(this.handle);
         this.fut.poll(cx)
     }
-
 }
 
 impl<D: Deadline> Call<D> {

@@ -5,6 +5,9 @@
 //! atomics: no lock, no allocation. One that waits sleeps until the
 //! instant its reservation holds, then looks at the hold again.
 
+use core::future::Future;
+use core::pin::pin;
+use core::task::Poll;
 use core::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -47,6 +50,8 @@ pub(super) struct Pacer {
     learn: Mutex<Learn>,
     /// The waiters for the scout's news.
     scouted: Notify,
+    /// The waiters whose reservations went stale (a bucket rebuilt).
+    rebuilt: Notify,
     /// The rate adapted to header-less 429s.
     pub(super) adaptive: Adaptive,
     /// Bucket times are nanoseconds since this.
@@ -134,10 +139,22 @@ impl Pending<'_> {
             .unwrap_or(0)
     }
 
+    /// Whether every reservation was counted at its bucket's current rate.
+    fn current(&self) -> bool {
+        let current = |bucket: &Bucket, r: &Option<Reserved>| r.is_none_or(|r| bucket.current(&r));
+        current(&self.pacer.requests, &self.requests) && current(&self.pacer.tokens, &self.tokens)
+    }
+
     /// The attempt starts: its cost stays in flight until it ends.
     fn start(mut self) -> Charge {
         let requests = self.requests.take();
         let tokens = self.tokens.take();
+        if let Some(r) = requests {
+            self.pacer.requests.start(r);
+        }
+        if let Some(t) = tokens {
+            self.pacer.tokens.start(t);
+        }
         Charge {
             request: requests.is_some(),
             scout: false,
@@ -170,6 +187,7 @@ impl Default for Pacer {
             cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
             learn: Mutex::default(),
             scouted: Notify::new(),
+            rebuilt: Notify::new(),
             adaptive: Adaptive::new(epoch),
             epoch,
         }
@@ -259,7 +277,7 @@ impl Pacer {
     /// Takes what a response's headers say of the limits in.
     pub(super) fn learn(&self, fields: &RateLimitFields) {
         let now = self.now();
-        let (requests, tokens) = {
+        let ((requests, rebuild_requests), (tokens, mut rebuild_tokens)) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
             (
@@ -280,6 +298,8 @@ impl Pacer {
                 (old * 3 + sample).div_ceil(4)
             };
             self.mean_cost.store(mean, Ordering::Relaxed);
+            // Waiters without `cost` reserved the old mean.
+            rebuild_tokens |= old.abs_diff(mean) * 16 > old.max(mean);
         }
         // The attempt that read these is in flight: its own cost was counted.
         let own_requests = u64::from(self.requests.in_flight() > 0);
@@ -288,24 +308,39 @@ impl Pacer {
             .in_flight()
             .checked_div(self.requests.in_flight())
             .unwrap_or(0);
+        let mut rebuilt = false;
         if let Some(remaining) = fields.requests.remaining {
-            self.requests.correct(now, remaining, own_requests);
+            self.requests
+                .correct(now, remaining, own_requests, rebuild_requests);
+            rebuilt |= rebuild_requests;
         }
         if let Some(remaining) = fields.tokens.remaining {
-            self.tokens.correct(now, remaining, own_tokens);
+            self.tokens
+                .correct(now, remaining, own_tokens, rebuild_tokens);
+            rebuilt |= rebuild_tokens;
+        }
+        if rebuilt {
+            // Their instants were counted at the old rate: they reserve again.
+            self.rebuilt.notify_waiters();
         }
     }
 
     /// One dimension's reading: sets its limit; returns how much of it is
-    /// spent, if the reading says.
-    fn learn_one(bucket: &Bucket, window: &mut Window, fields: &LimitFields) -> Option<u64> {
-        let limit = fields.limit.filter(|&l| l > 0)?;
+    /// spent, if the reading says, and whether its rate changed.
+    fn learn_one(
+        bucket: &Bucket,
+        window: &mut Window,
+        fields: &LimitFields,
+    ) -> (Option<u64>, bool) {
+        let Some(limit) = fields.limit.filter(|&l| l > 0) else {
+            return (None, false);
+        };
         let w = match fields.window.filter(|w| !w.is_zero()) {
             Some(w) => w,
             None => window.read(limit, fields.remaining, fields.reset),
         };
-        bucket.set(limit, w, LimitSource::Learned);
-        fields.remaining.map(|r| limit.saturating_sub(r))
+        let changed = bucket.set(limit, w, LimitSource::Learned);
+        (fields.remaining.map(|r| limit.saturating_sub(r)), changed)
     }
 }
 
@@ -407,13 +442,21 @@ impl Upstream {
             Some(_) => (Scout::none(self), None),
             None => self.cold_start().await,
         };
-        let now = Instant::now();
-        let pending = match reserved {
-            Some(pending) => pending,
-            None => pacer.reserve(pacer.at(now), cost),
-        };
-        let at = pacer.instant(pending.at());
-        if at > now {
+        let mut pending = reserved;
+        let pending = loop {
+            let mut rebuilt = pin!(pacer.rebuilt.notified());
+            rebuilt.as_mut().enable();
+            let now = Instant::now();
+            let p = match pending.take() {
+                // A reservation counted at an old rate is dropped (it gives
+                // nothing back to the rebuilt bucket) and made again.
+                Some(p) if p.current() => p,
+                _ => pacer.reserve(pacer.at(now), cost),
+            };
+            let at = pacer.instant(p.at());
+            if at <= now {
+                break p;
+            }
             let left = at - now;
             // A pace is no server hint: only the call's deadline bounds it.
             if patience.deadline.is_some_and(|d| at > d) {
@@ -424,9 +467,20 @@ impl Upstream {
                 ));
             }
             reason = Some(WaitReason::Paced);
-            // Dropped while it sleeps, `pending` gives its place back.
-            tokio::time::sleep_until(at).await;
-        }
+            // Dropped while it sleeps, `p` gives its place back.
+            let mut sleep = pin!(tokio::time::sleep_until(at));
+            let due = core::future::poll_fn(|cx| {
+                if sleep.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(true);
+                }
+                rebuilt.as_mut().poll(cx).map(|()| false)
+            })
+            .await;
+            if due {
+                break p;
+            }
+            pending = Some(p);
+        };
         let mut charge = pending.start();
         charge.scout = core::mem::take(&mut scout.armed);
         charge.reason = reason;
@@ -455,6 +509,72 @@ mod tests {
         assert_eq!(later, Duration::from_secs(2));
         let end = w.read(20, Some(0), Some(Duration::from_millis(100)));
         assert_eq!(end, Duration::from_secs(2), "never below the longest reset");
+    }
+
+    const PATIENT: Patience = Patience {
+        cap: Duration::from_secs(60),
+        deadline: None,
+    };
+
+    fn requests(remaining: &str) -> [(&'static str, String); 3] {
+        [
+            ("x-ratelimit-limit-requests", "20".to_owned()),
+            ("x-ratelimit-remaining-requests", remaining.to_owned()),
+            ("x-ratelimit-reset-requests", "2s".to_owned()),
+        ]
+    }
+
+    /// The bench's rolling window: its first reading (1 of 20 spent, whole
+    /// in 2 s) reads as a 40 s refill, the waiters reserve at 2 s apiece;
+    /// the next reading says 2 s. Before the fix they kept their instants
+    /// (the 5th 10 s away; 50 calls took 70 s where 6 s were allowed).
+    #[tokio::test(start_paused = true)]
+    async fn waiters_reserved_at_a_first_guess_follow_the_rate_learned_after() {
+        let upstream = Upstream::new("u").with_cold_start(Duration::ZERO);
+        upstream.observe(&requests("19")[..]);
+        let first = upstream.limits().requests.expect("learned");
+        assert_eq!(first.window, Duration::from_secs(40), "a first guess");
+        let burst: Vec<_> = futures_burst(&upstream, 19).await;
+        let start = Instant::now();
+        let waiters: Vec<_> = (0..5)
+            .map(|_| {
+                let u = upstream.clone();
+                tokio::spawn(async move {
+                    let turn = u.pass(PATIENT).await.expect("paced, not held");
+                    drop(turn);
+                    Instant::now()
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(upstream.limits().requests.unwrap().in_flight, 19 + 5);
+        // The burst ends; the server's next answer: 19 of 20 spent.
+        drop(burst);
+        upstream.observe(&requests("1")[..]);
+        let learned = upstream.limits().requests.unwrap();
+        assert!(learned.window < Duration::from_millis(2200), "{learned:?}");
+        for waiter in waiters {
+            let started = waiter.await.unwrap() - start;
+            assert!(
+                started < Duration::from_secs(1),
+                "started after {started:?}"
+            );
+        }
+        assert_eq!(
+            upstream.limits().requests.unwrap().in_flight,
+            0,
+            "nothing left counted"
+        );
+    }
+
+    async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<super::super::Turn<'_>> {
+        let mut turns = Vec::new();
+        for _ in 0..n {
+            let turn = upstream.pass(PATIENT).await.expect("open");
+            assert!(turn.wait_reason().is_none(), "the burst does not wait");
+            turns.push(turn);
+        }
+        turns
     }
 
     #[test]
