@@ -71,8 +71,11 @@ struct Learn {
 struct Window {
     /// The longest reset seen: a window is at least that long.
     longest_reset: Duration,
-    /// The shortest window that a continuous refill would explain.
+    /// The shortest window that a continuous refill would explain, from
+    /// readings with 2 or more missing.
     refill: Option<Duration>,
+    /// The same from the readings with 1 missing, until there are others.
+    refill_one: Option<Duration>,
 }
 
 impl Window {
@@ -83,17 +86,33 @@ impl Window {
     /// estimates is the window, the refill's the smallest seen, so that a
     /// window counted from its start, which makes it look long, is soon
     /// corrected.
+    ///
+    /// A refilling server rounds what is left down (19.9 reads 19), so
+    /// that `m` missing may be as little as `m - 1` and a bit: the refill
+    /// read is the longest the reading allows, `reset · l / (m - 1)`, or a
+    /// requests window of 2 s reads as 1.4 s and its 429s follow. A
+    /// reading of 1 missing bounds nothing that way; it counts (as `m`)
+    /// until a reading of more comes.
     fn read(&mut self, l: u64, remaining: Option<u64>, reset: Option<Duration>) -> Duration {
         if let Some(reset) = reset.filter(|r| !r.is_zero()) {
             let reset = reset.min(MAX_HOLD);
             self.longest_reset = self.longest_reset.max(reset);
-            if let Some(missing) = remaining.map(|r| l.saturating_sub(r)).filter(|&m| m > 0) {
-                let ns = reset.as_nanos() * u128::from(l) / u128::from(missing);
-                let est = Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD);
-                self.refill = Some(self.refill.map_or(est, |r| r.min(est)));
+            let missing = remaining.map_or(0, |r| l.saturating_sub(r));
+            let refill = |m: u64| {
+                let ns = reset.as_nanos() * u128::from(l) / u128::from(m);
+                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD)
+            };
+            match missing {
+                0 => {}
+                1 => {
+                    self.refill_one = Some(self.refill_one.map_or(refill(1), |r| r.min(refill(1))))
+                }
+                m => {
+                    self.refill = Some(self.refill.map_or(refill(m - 1), |r| r.min(refill(m - 1))))
+                }
             }
         }
-        match self.refill {
+        match self.refill.or(self.refill_one) {
             Some(refill) => refill.max(self.longest_reset),
             // Until a refill is seen: a minute, unless a reset says longer.
             None => self.longest_reset.max(MINUTE),
@@ -277,7 +296,7 @@ impl Pacer {
     /// Takes what a response's headers say of the limits in.
     pub(super) fn learn(&self, fields: &RateLimitFields) {
         let now = self.now();
-        let ((requests, rebuild_requests), (tokens, mut rebuild_tokens)) = {
+        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
             (
@@ -298,8 +317,6 @@ impl Pacer {
                 (old * 3 + sample).div_ceil(4)
             };
             self.mean_cost.store(mean, Ordering::Relaxed);
-            // Waiters without `cost` reserved the old mean.
-            rebuild_tokens |= old.abs_diff(mean) * 16 > old.max(mean);
         }
         // The attempt that read these is in flight: its own cost was counted.
         let own_requests = u64::from(self.requests.in_flight() > 0);
@@ -506,9 +523,21 @@ mod tests {
         let first = w.read(20, Some(19), Some(Duration::from_secs(2)));
         assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
         let later = w.read(20, Some(10), Some(Duration::from_secs(1)));
-        assert_eq!(later, Duration::from_secs(2));
+        assert_eq!(
+            later.as_millis(),
+            2222,
+            "1 s for 9 and a bit: at most 20/9 s"
+        );
         let end = w.read(20, Some(0), Some(Duration::from_millis(100)));
-        assert_eq!(end, Duration::from_secs(2), "never below the longest reset");
+        assert_eq!(end.as_millis(), 2000, "never below the longest reset");
+    }
+
+    #[test]
+    fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
+        // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
+        let mut w = Window::default();
+        let read = w.read(20, Some(18), Some(Duration::from_millis(110)));
+        assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
     }
 
     const PATIENT: Patience = Patience {
@@ -552,7 +581,7 @@ mod tests {
         drop(burst);
         upstream.observe(&requests("1")[..]);
         let learned = upstream.limits().requests.unwrap();
-        assert!(learned.window < Duration::from_millis(2200), "{learned:?}");
+        assert!(learned.window < Duration::from_millis(2300), "{learned:?}");
         for waiter in waiters {
             let started = waiter.await.unwrap() - start;
             assert!(
