@@ -65,9 +65,14 @@ pub(super) struct Bucket {
     window: AtomicU64,
     /// When the bucket is whole again, reservations included.
     tat: AtomicU64,
-    /// The cost admitted and not yet ended (attempts in flight, and those
-    /// waiting for their reserved instant).
+    /// The cost of attempts started and not yet ended.
     in_flight: AtomicU64,
+    /// The cost reserved by attempts waiting for their instant.
+    waiting: AtomicU64,
+    /// Bumped when the estimate is rebuilt from a new limit or window: a
+    /// reservation of an older generation waits no longer for its instant,
+    /// which was counted at the old rate, and reserves again.
+    generation: AtomicU64,
     /// A declared limit: headers may lower it, never raise it (0: none).
     declared: AtomicU64,
     declared_window: AtomicU64,
@@ -85,6 +90,8 @@ pub(super) struct Reserved {
     end: u64,
     /// Its cost, in flight until it ends.
     pub(super) cost: u64,
+    /// The bucket's generation when it was made.
+    generation: u64,
 }
 
 impl Bucket {
@@ -110,6 +117,7 @@ impl Bucket {
     pub(super) fn reserve(&self, now: u64, cost: u64) -> Option<Reserved> {
         let span = self.span(cost)?;
         let window = self.window.load(Ordering::Relaxed);
+        let generation = self.generation.load(Ordering::Acquire);
         let mut tat = self.tat.load(Ordering::Relaxed);
         let new = loop {
             let new = tat.max(now).saturating_add(span);
@@ -121,13 +129,27 @@ impl Bucket {
                 Err(now_tat) => tat = now_tat,
             }
         };
-        self.in_flight.fetch_add(cost, Ordering::Relaxed);
+        self.waiting.fetch_add(cost, Ordering::Relaxed);
         Some(Reserved {
             at: new.saturating_sub(window),
             span,
             end: new,
             cost,
+            generation,
         })
+    }
+
+    /// A reservation's attempt starts: its cost is in flight until it
+    /// [`ends`](Bucket::end).
+    pub(super) fn start(&self, reserved: Reserved) {
+        sub(&self.waiting, reserved.cost);
+        self.in_flight.fetch_add(reserved.cost, Ordering::Relaxed);
+    }
+
+    /// Whether a reservation was counted at the bucket's current rate
+    /// (else its instant is stale: it reserves again).
+    pub(super) fn current(&self, reserved: &Reserved) -> bool {
+        self.generation.load(Ordering::Acquire) == reserved.generation
     }
 
     /// A reservation whose attempt never started. The last one gives its
@@ -135,32 +157,38 @@ impl Bucket {
     /// behind it leaves a gap (they keep their instants, which were counted
     /// after it: moving the end back would let a newcomer start beside the
     /// last of them).
+    /// A reservation of an older generation gives nothing back: the
+    /// estimate was rebuilt without it.
     pub(super) fn give_back(&self, reserved: Reserved) {
-        let _ = self.tat.compare_exchange(
-            reserved.end,
-            reserved.end.saturating_sub(reserved.span),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-        self.end(reserved.cost);
+        if self.current(&reserved) {
+            let _ = self.tat.compare_exchange(
+                reserved.end,
+                reserved.end.saturating_sub(reserved.span),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
+        sub(&self.waiting, reserved.cost);
     }
 
     /// An attempt of `cost` ended.
     pub(super) fn end(&self, cost: u64) {
-        let _ = self
-            .in_flight
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                Some(n.saturating_sub(cost))
-            });
+        sub(&self.in_flight, cost);
     }
 
     /// Sets the limit and its window (a declared one caps what headers
-    /// say; a zero limit or window leaves the dimension as it is).
-    pub(super) fn set(&self, limit: u64, window: Duration, source: LimitSource) {
+    /// say; a zero limit or window leaves the dimension as it is). Returns
+    /// whether the rate changed by more than a sixteenth (the waiters'
+    /// instants, counted at the old rate, are then stale).
+    pub(super) fn set(&self, limit: u64, window: Duration, source: LimitSource) -> bool {
         let window = u64::try_from(window.min(MAX_HOLD).as_nanos()).unwrap_or(MAX_NS);
         if limit == 0 || window == 0 {
-            return;
+            return false;
         }
+        let (old_limit, old_window) = (
+            self.limit.load(Ordering::Relaxed),
+            self.window.load(Ordering::Relaxed),
+        );
         let declared = self.declared.load(Ordering::Relaxed);
         let (limit, window, source) = match source {
             LimitSource::Declared => {
@@ -179,18 +207,34 @@ impl Bucket {
         self.window.store(window, Ordering::Relaxed);
         self.limit.store(limit, Ordering::Relaxed);
         self.source.store(source.to_u8(), Ordering::Relaxed);
+        // The span of one unit, old against new (ns per unit, scaled by both limits).
+        let old = u128::from(old_window) * u128::from(limit);
+        let new = u128::from(window) * u128::from(old_limit);
+        old_limit != 0 && old.abs_diff(new) * 16 > old.max(new)
     }
 
     /// The server said `remaining` is left at `now`, while `own` of what
     /// is in flight was already counted by it (the attempt that read the
-    /// response): what is left, less the rest in flight, replaces the
-    /// estimate.
-    pub(super) fn correct(&self, now: u64, remaining: u64, own: u64) {
+    /// response): what is left, less the rest in flight and what the
+    /// waiters reserved, replaces the estimate. With `rebuild` (the rate
+    /// changed), the waiters' reservations are dropped from it and theirs
+    /// go stale: they reserve again at the new rate.
+    pub(super) fn correct(&self, now: u64, remaining: u64, own: u64, rebuild: bool) {
         let limit = self.limit.load(Ordering::Relaxed);
         if limit == 0 {
             return;
         }
-        let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
+        let waiting = if rebuild {
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            0
+        } else {
+            self.waiting.load(Ordering::Relaxed)
+        };
+        let others = self
+            .in_flight
+            .load(Ordering::Relaxed)
+            .saturating_sub(own)
+            .saturating_add(waiting);
         let level = remaining.min(limit).saturating_sub(others);
         let Some(missing) = self.span(limit - level) else {
             // Whole: the bucket is full now.
@@ -230,6 +274,18 @@ impl Bucket {
     pub(super) fn in_flight(&self) -> u64 {
         self.in_flight.load(Ordering::Relaxed)
     }
+
+    /// The cost reserved by waiters (for tests and the snapshot).
+    pub(super) fn waiting(&self) -> u64 {
+        self.waiting.load(Ordering::Relaxed)
+    }
+}
+
+/// Takes `cost` off a counter, never below zero.
+fn sub(counter: &AtomicU64, cost: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+        Some(n.saturating_sub(cost))
+    });
 }
 
 #[cfg(test)]
@@ -271,14 +327,21 @@ mod tests {
         let b = bucket(20, 2);
         let a = b.reserve(0, 1).unwrap();
         let c = b.reserve(0, 1).unwrap();
-        assert_eq!(b.in_flight(), 2);
+        assert_eq!(
+            (b.waiting(), b.in_flight()),
+            (2, 0),
+            "reserved, not started"
+        );
+        b.start(a);
+        b.start(c);
+        assert_eq!((b.waiting(), b.in_flight()), (0, 2));
         // The server counted `a` (its response says 15 left); `c` is still out.
-        b.correct(0, 15, 1);
+        b.correct(0, 15, 1, false);
         assert_eq!(b.level(0), 14);
         b.end(a.cost);
         b.end(c.cost);
         assert_eq!(b.in_flight(), 0);
-        b.correct(0, 0, 0);
+        b.correct(0, 0, 0, false);
         assert_eq!(b.level(0), 0);
         assert_eq!(
             b.reserve(0, 1).unwrap().at,
@@ -290,12 +353,35 @@ mod tests {
     #[test]
     fn the_servers_remaining_replaces_the_estimate_both_ways() {
         let b = bucket(10, 1);
-        b.correct(0, 2, 0);
+        b.correct(0, 2, 0, false);
         assert_eq!(b.level(0), 2, "lowered (a rolling window still full)");
-        b.correct(0, 10, 0);
+        b.correct(0, 10, 0, false);
         assert_eq!(b.level(0), 10, "raised (a fixed window that reset)");
-        b.correct(0, u64::MAX, 0);
+        b.correct(0, u64::MAX, 0, false);
         assert_eq!(b.level(0), 10, "never above the limit");
+    }
+
+    #[test]
+    fn waiters_count_in_a_correction_until_a_rebuild_makes_them_stale() {
+        let b = bucket(20, 2);
+        b.correct(0, 20, 0, false);
+        let w = b.reserve(0, 5).unwrap();
+        b.correct(0, 20, 0, false);
+        assert_eq!(b.level(0), 15, "the waiter's reservation stays spent");
+        assert!(b.current(&w));
+        b.correct(0, 20, 0, true);
+        assert_eq!(b.level(0), 20, "rebuilt without it");
+        assert!(!b.current(&w), "it reserves again");
+        b.give_back(w);
+        assert_eq!((b.level(0), b.waiting()), (20, 0), "nothing given twice");
+    }
+
+    #[test]
+    fn a_rate_changed_by_more_than_a_sixteenth_says_so() {
+        let b = bucket(20, 2);
+        assert!(!b.set(20, Duration::from_millis(2050), LimitSource::Declared));
+        assert!(b.set(20, Duration::from_secs(40), LimitSource::Declared));
+        assert!(b.set(40, Duration::from_secs(40), LimitSource::Declared));
     }
 
     #[test]
@@ -305,7 +391,7 @@ mod tests {
         let waiting = b.reserve(0, 1).unwrap();
         assert_eq!(waiting.at, S);
         b.give_back(waiting);
-        assert_eq!(b.in_flight(), 1);
+        assert_eq!(b.waiting(), 1);
         assert_eq!(b.reserve(0, 1).unwrap().at, S, "the next takes its place");
     }
 
@@ -339,7 +425,7 @@ mod tests {
         b.set(1, Duration::MAX, LimitSource::Learned);
         let r = b.reserve(u64::MAX - 5, u64::MAX).unwrap();
         assert!(r.at >= u64::MAX - 5 - MAX_NS);
-        b.correct(u64::MAX, 0, 0);
+        b.correct(u64::MAX, 0, 0, true);
         let b = Bucket::default();
         b.set(u64::MAX, Duration::from_nanos(1), LimitSource::Learned);
         assert!(b.reserve(0, u64::MAX).unwrap().at <= 1);

@@ -78,7 +78,7 @@ impl DimensionLimit {
             level: bucket.level(now),
             refill: limit as f64 / window.as_secs_f64(),
             source,
-            in_flight: bucket.in_flight(),
+            in_flight: bucket.in_flight().saturating_add(bucket.waiting()),
         })
     }
 }

@@ -5,6 +5,9 @@
 //! atomics: no lock, no allocation. One that waits sleeps until the
 //! instant its reservation holds, then looks at the hold again.
 
+use core::future::Future;
+use core::pin::pin;
+use core::task::Poll;
 use core::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -47,6 +50,8 @@ pub(super) struct Pacer {
     learn: Mutex<Learn>,
     /// The waiters for the scout's news.
     scouted: Notify,
+    /// The waiters whose reservations went stale (a bucket rebuilt).
+    rebuilt: Notify,
     /// The rate adapted to header-less 429s.
     pub(super) adaptive: Adaptive,
     /// Bucket times are nanoseconds since this.
@@ -66,8 +71,11 @@ struct Learn {
 struct Window {
     /// The longest reset seen: a window is at least that long.
     longest_reset: Duration,
-    /// The shortest window that a continuous refill would explain.
+    /// The shortest window that a continuous refill would explain, from
+    /// readings with 2 or more missing.
     refill: Option<Duration>,
+    /// The same from the readings with 1 missing, until there are others.
+    refill_one: Option<Duration>,
 }
 
 impl Window {
@@ -78,17 +86,33 @@ impl Window {
     /// estimates is the window, the refill's the smallest seen, so that a
     /// window counted from its start, which makes it look long, is soon
     /// corrected.
+    ///
+    /// A refilling server rounds what is left down (19.9 reads 19), so
+    /// that `m` missing may be as little as `m - 1` and a bit: the refill
+    /// read is the longest the reading allows, `reset · l / (m - 1)`, or a
+    /// requests window of 2 s reads as 1.4 s and its 429s follow. A
+    /// reading of 1 missing bounds nothing that way; it counts (as `m`)
+    /// until a reading of more comes.
     fn read(&mut self, l: u64, remaining: Option<u64>, reset: Option<Duration>) -> Duration {
         if let Some(reset) = reset.filter(|r| !r.is_zero()) {
             let reset = reset.min(MAX_HOLD);
             self.longest_reset = self.longest_reset.max(reset);
-            if let Some(missing) = remaining.map(|r| l.saturating_sub(r)).filter(|&m| m > 0) {
-                let ns = reset.as_nanos() * u128::from(l) / u128::from(missing);
-                let est = Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD);
-                self.refill = Some(self.refill.map_or(est, |r| r.min(est)));
+            let missing = remaining.map_or(0, |r| l.saturating_sub(r));
+            let refill = |m: u64| {
+                let ns = reset.as_nanos() * u128::from(l) / u128::from(m);
+                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD)
+            };
+            match missing {
+                0 => {}
+                1 => {
+                    self.refill_one = Some(self.refill_one.map_or(refill(1), |r| r.min(refill(1))))
+                }
+                m => {
+                    self.refill = Some(self.refill.map_or(refill(m - 1), |r| r.min(refill(m - 1))))
+                }
             }
         }
-        match self.refill {
+        match self.refill.or(self.refill_one) {
             Some(refill) => refill.max(self.longest_reset),
             // Until a refill is seen: a minute, unless a reset says longer.
             None => self.longest_reset.max(MINUTE),
@@ -134,10 +158,22 @@ impl Pending<'_> {
             .unwrap_or(0)
     }
 
+    /// Whether every reservation was counted at its bucket's current rate.
+    fn current(&self) -> bool {
+        let current = |bucket: &Bucket, r: &Option<Reserved>| r.is_none_or(|r| bucket.current(&r));
+        current(&self.pacer.requests, &self.requests) && current(&self.pacer.tokens, &self.tokens)
+    }
+
     /// The attempt starts: its cost stays in flight until it ends.
     fn start(mut self) -> Charge {
         let requests = self.requests.take();
         let tokens = self.tokens.take();
+        if let Some(r) = requests {
+            self.pacer.requests.start(r);
+        }
+        if let Some(t) = tokens {
+            self.pacer.tokens.start(t);
+        }
         Charge {
             request: requests.is_some(),
             scout: false,
@@ -170,6 +206,7 @@ impl Default for Pacer {
             cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
             learn: Mutex::default(),
             scouted: Notify::new(),
+            rebuilt: Notify::new(),
             adaptive: Adaptive::new(epoch),
             epoch,
         }
@@ -259,7 +296,7 @@ impl Pacer {
     /// Takes what a response's headers say of the limits in.
     pub(super) fn learn(&self, fields: &RateLimitFields) {
         let now = self.now();
-        let (requests, tokens) = {
+        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
             (
@@ -288,24 +325,39 @@ impl Pacer {
             .in_flight()
             .checked_div(self.requests.in_flight())
             .unwrap_or(0);
+        let mut rebuilt = false;
         if let Some(remaining) = fields.requests.remaining {
-            self.requests.correct(now, remaining, own_requests);
+            self.requests
+                .correct(now, remaining, own_requests, rebuild_requests);
+            rebuilt |= rebuild_requests;
         }
         if let Some(remaining) = fields.tokens.remaining {
-            self.tokens.correct(now, remaining, own_tokens);
+            self.tokens
+                .correct(now, remaining, own_tokens, rebuild_tokens);
+            rebuilt |= rebuild_tokens;
+        }
+        if rebuilt {
+            // Their instants were counted at the old rate: they reserve again.
+            self.rebuilt.notify_waiters();
         }
     }
 
     /// One dimension's reading: sets its limit; returns how much of it is
-    /// spent, if the reading says.
-    fn learn_one(bucket: &Bucket, window: &mut Window, fields: &LimitFields) -> Option<u64> {
-        let limit = fields.limit.filter(|&l| l > 0)?;
+    /// spent, if the reading says, and whether its rate changed.
+    fn learn_one(
+        bucket: &Bucket,
+        window: &mut Window,
+        fields: &LimitFields,
+    ) -> (Option<u64>, bool) {
+        let Some(limit) = fields.limit.filter(|&l| l > 0) else {
+            return (None, false);
+        };
         let w = match fields.window.filter(|w| !w.is_zero()) {
             Some(w) => w,
             None => window.read(limit, fields.remaining, fields.reset),
         };
-        bucket.set(limit, w, LimitSource::Learned);
-        fields.remaining.map(|r| limit.saturating_sub(r))
+        let changed = bucket.set(limit, w, LimitSource::Learned);
+        (fields.remaining.map(|r| limit.saturating_sub(r)), changed)
     }
 }
 
@@ -407,13 +459,21 @@ impl Upstream {
             Some(_) => (Scout::none(self), None),
             None => self.cold_start().await,
         };
-        let now = Instant::now();
-        let pending = match reserved {
-            Some(pending) => pending,
-            None => pacer.reserve(pacer.at(now), cost),
-        };
-        let at = pacer.instant(pending.at());
-        if at > now {
+        let mut pending = reserved;
+        let pending = loop {
+            let mut rebuilt = pin!(pacer.rebuilt.notified());
+            rebuilt.as_mut().enable();
+            let now = Instant::now();
+            let p = match pending.take() {
+                // A reservation counted at an old rate is dropped (it gives
+                // nothing back to the rebuilt bucket) and made again.
+                Some(p) if p.current() => p,
+                _ => pacer.reserve(pacer.at(now), cost),
+            };
+            let at = pacer.instant(p.at());
+            if at <= now {
+                break p;
+            }
             let left = at - now;
             // A pace is no server hint: only the call's deadline bounds it.
             if patience.deadline.is_some_and(|d| at > d) {
@@ -424,9 +484,20 @@ impl Upstream {
                 ));
             }
             reason = Some(WaitReason::Paced);
-            // Dropped while it sleeps, `pending` gives its place back.
-            tokio::time::sleep_until(at).await;
-        }
+            // Dropped while it sleeps, `p` gives its place back.
+            let mut sleep = pin!(tokio::time::sleep_until(at));
+            let due = core::future::poll_fn(|cx| {
+                if sleep.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(true);
+                }
+                rebuilt.as_mut().poll(cx).map(|()| false)
+            })
+            .await;
+            if due {
+                break p;
+            }
+            pending = Some(p);
+        };
         let mut charge = pending.start();
         charge.scout = core::mem::take(&mut scout.armed);
         charge.reason = reason;
@@ -452,9 +523,87 @@ mod tests {
         let first = w.read(20, Some(19), Some(Duration::from_secs(2)));
         assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
         let later = w.read(20, Some(10), Some(Duration::from_secs(1)));
-        assert_eq!(later, Duration::from_secs(2));
+        assert_eq!(
+            later.as_millis(),
+            2222,
+            "1 s for 9 and a bit: at most 20/9 s"
+        );
         let end = w.read(20, Some(0), Some(Duration::from_millis(100)));
-        assert_eq!(end, Duration::from_secs(2), "never below the longest reset");
+        assert_eq!(end.as_millis(), 2000, "never below the longest reset");
+    }
+
+    #[test]
+    fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
+        // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
+        let mut w = Window::default();
+        let read = w.read(20, Some(18), Some(Duration::from_millis(110)));
+        assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
+    }
+
+    const PATIENT: Patience = Patience {
+        cap: Duration::from_secs(60),
+        deadline: None,
+    };
+
+    fn requests(remaining: &str) -> [(&'static str, String); 3] {
+        [
+            ("x-ratelimit-limit-requests", "20".to_owned()),
+            ("x-ratelimit-remaining-requests", remaining.to_owned()),
+            ("x-ratelimit-reset-requests", "2s".to_owned()),
+        ]
+    }
+
+    /// The bench's rolling window: its first reading (1 of 20 spent, whole
+    /// in 2 s) reads as a 40 s refill, the waiters reserve at 2 s apiece;
+    /// the next reading says 2 s. Before the fix they kept their instants
+    /// (the 5th 10 s away; 50 calls took 70 s where 6 s were allowed).
+    #[tokio::test(start_paused = true)]
+    async fn waiters_reserved_at_a_first_guess_follow_the_rate_learned_after() {
+        let upstream = Upstream::new("u").with_cold_start(Duration::ZERO);
+        upstream.observe(&requests("19")[..]);
+        let first = upstream.limits().requests.expect("learned");
+        assert_eq!(first.window, Duration::from_secs(40), "a first guess");
+        let burst: Vec<_> = futures_burst(&upstream, 19).await;
+        let start = Instant::now();
+        let waiters: Vec<_> = (0..5)
+            .map(|_| {
+                let u = upstream.clone();
+                tokio::spawn(async move {
+                    let turn = u.pass(PATIENT).await.expect("paced, not held");
+                    drop(turn);
+                    Instant::now()
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(upstream.limits().requests.unwrap().in_flight, 19 + 5);
+        // The burst ends; the server's next answer: 19 of 20 spent.
+        drop(burst);
+        upstream.observe(&requests("1")[..]);
+        let learned = upstream.limits().requests.unwrap();
+        assert!(learned.window < Duration::from_millis(2300), "{learned:?}");
+        for waiter in waiters {
+            let started = waiter.await.unwrap() - start;
+            assert!(
+                started < Duration::from_secs(1),
+                "started after {started:?}"
+            );
+        }
+        assert_eq!(
+            upstream.limits().requests.unwrap().in_flight,
+            0,
+            "nothing left counted"
+        );
+    }
+
+    async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<super::super::Turn<'_>> {
+        let mut turns = Vec::new();
+        for _ in 0..n {
+            let turn = upstream.pass(PATIENT).await.expect("open");
+            assert!(turn.wait_reason().is_none(), "the burst does not wait");
+            turns.push(turn);
+        }
+        turns
     }
 
     #[test]
