@@ -436,7 +436,7 @@ async fn main() {
             fmt_ms(allows)
         );
         for (label, side) in [
-            ("a declared quota", &declared),
+            ("a declared quota, no cost", &declared),
             ("one shared upstream, cold", &shared),
             ("each call alone", &alone),
         ] {

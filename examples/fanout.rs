@@ -11,10 +11,13 @@
 //! - **One upstream per key and model**, made once and named by every call
 //!   (`upstream = self.upstream`): a 429 to one call holds them all, and
 //!   `observe` reads every answer's `x-ratelimit-*` headers (a success's
-//!   too), so none starts while the headers say nothing is left.
-//! - **A 429 spends an attempt.** 50 calls sent at once meet the limit
-//!   before any header is back; each task allows 5 attempts rather than the
-//!   provider layer's 3, so that no summary is lost to the first burst.
+//!   too): it learns the limits from them and paces the calls, by requests
+//!   and by tokens (`cost = …`: what one call spends), so that they do not
+//!   burst into the limit. Until the first answer is back it lets one call
+//!   go alone (its cold start).
+//! - **A 429 spends an attempt.** A window the upstream could not foresee
+//!   can still answer one; each task allows 5 attempts rather than the
+//!   provider layer's 3, so that no summary is lost to it.
 //! - **The log** is one `EventLog` observing the whole fan-out: one event per
 //!   retry decision, each with the call's wait at its upstream.
 //!
@@ -24,7 +27,7 @@
 //! with `Retry-After` over them. In a project of your own:
 //!
 //! ```toml
-//! nika-retry = { version = "0.1", features = ["reqwest"] }
+//! nika-retry = { version = "0.2", features = ["reqwest"] }
 //! reqwest = "0.13"
 //! serde_json = "1"
 //! futures-util = "0.3"
@@ -72,6 +75,18 @@ pub enum ProviderError {
     Timeout(#[from] TimeoutError),
 }
 
+/// The most tokens an answer may take.
+const MAX_TOKENS: u32 = 100;
+
+/// What a completion of `prompt` spends of the token limit, as this
+/// model counts it: a token per 4 characters, and the answer's `max_tokens`
+/// (a real provider's tokenizer counts differently; an estimate that is a
+/// little high only paces a little early).
+fn tokens_of(prompt: &str) -> u32 {
+    let chars = u32::try_from(prompt.chars().count()).unwrap_or(u32::MAX);
+    chars.div_ceil(4).saturating_add(MAX_TOKENS)
+}
+
 pub struct Provider {
     http: reqwest::Client,
     url: String,
@@ -87,9 +102,12 @@ impl Provider {
         }
     }
 
-    #[retry(layer = "provider", upstream = self.upstream)]
+    /// One completion; `cost` is what it spends of the token limit (its
+    /// prompt's tokens plus its `max_tokens`), so the upstream paces by
+    /// tokens from the first call it knows the limit for.
+    #[retry(layer = "provider", upstream = self.upstream, cost = tokens_of(prompt))]
     pub async fn complete(&self, prompt: &str) -> Result<String, ProviderError> {
-        let body = serde_json::json!({ "prompt": prompt, "max_tokens": 100 }).to_string();
+        let body = serde_json::json!({ "prompt": prompt, "max_tokens": MAX_TOKENS }).to_string();
         let request = self
             .http
             .post(&self.url)

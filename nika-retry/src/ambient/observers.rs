@@ -11,7 +11,7 @@ use core::task::{Context, Poll};
 use std::sync::Arc;
 
 use crate::events::upstream::UpstreamEvent;
-use crate::events::{self, Level, RetryEvent, RetryObserver};
+use crate::events::{Level, RetryEvent, RetryObserver};
 
 std::thread_local! {
     /// The observers of the futures being polled, outermost first.
@@ -116,7 +116,7 @@ pub(crate) fn listening(level: Level) -> bool {
 /// Sends `event` to `tracing` and to every observer in force, innermost first.
 pub(crate) fn emit(event: &RetryEvent) {
     #[cfg(feature = "tracing")]
-    events::trace(event);
+    crate::events::trace(event);
     OBSERVERS.with(|o| {
         for observer in o.borrow().iter().rev() {
             observer.on_event(event);
@@ -128,7 +128,7 @@ pub(crate) fn emit(event: &RetryEvent) {
 /// innermost first.
 pub(crate) fn emit_upstream(event: &UpstreamEvent) {
     #[cfg(feature = "tracing")]
-    events::upstream::trace(event);
+    crate::events::upstream::trace(event);
     OBSERVERS.with(|o| {
         for observer in o.borrow().iter().rev() {
             observer.on_upstream(event);
