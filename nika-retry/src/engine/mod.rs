@@ -71,7 +71,7 @@ pub struct Failure {
     pub retry_after: Option<Duration>,
     /// Whether the error is a time limit that expired (it holds a
     /// [`TimeoutError`](crate::TimeoutError)): a retry after it costs a
-    /// [`TokenBucket`](crate::TokenBucket) its `timeout_retry_cost`.
+    /// [`TokenBucket`] its `timeout_retry_cost`.
     pub timed_out: bool,
     /// Whether the attempt may have reached the other side ([`Classify::reached`]).
     pub reached: Reached,

@@ -296,7 +296,7 @@ fn waited_at_upstream(waited: Waited) -> Option<Duration> {
     waited.span.get().filter(|waited| !waited.is_zero())
 }
 
-/// The sleep between attempts, until the instant [`Call::next`] gave.
+/// The sleep between attempts, until the instant `Call::next` gave.
 #[inline]
 pub fn sleep(until: Instant) -> tokio::time::Sleep {
     tokio::time::sleep_until(until)

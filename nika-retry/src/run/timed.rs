@@ -35,8 +35,8 @@ impl Deadline for Timing {
     }
 }
 
-/// One call of a fn with `#[retry]` and `#[timeout]`: a [`Call`] whose
-/// attempts share its [`Timing`].
+/// One call of a fn with `#[retry]` and `#[timeout]`: a `Call` whose
+/// attempts share its `Timing`.
 pub type TimedCall = Call<Timing>;
 
 impl Call<Timing> {
