@@ -85,11 +85,12 @@ fn a_timeout_beside_the_retry_stays_within_its_bound() {
 #[test]
 fn an_upstream_adds_its_turn_and_not_its_wait() {
     // The turn (the upstream, whether it is the probe, how long it waited,
-    // the call's cost and what its attempt charged the pacer: 32 bytes),
-    // the argument that names the upstream (8 bytes), and the attempt's
-    // handle in force for `upstream::current()` (`WithUpstream`, beside
-    // the attempt's future, with the layout it moves: 48 bytes more than
-    // before `current()`). The wait's state (its `Notified`, `Sleep` and
+    // the call's cost, what its attempt charged the pacer and the bucket's
+    // generation it reserved in), the argument that names the upstream
+    // (8 bytes), and the attempt's handle in force for `upstream::current()`
+    // (`WithUpstream`, beside the attempt's future). 264 bytes in 0.1.0;
+    // pacing and `current()` took it to 336, which a handle cloned once per
+    // call rather than per attempt should bring down (an open issue). The wait's state (its `Notified`, `Sleep` and
     // the store's futures, 448 bytes) is boxed, made only by a call that
     // meets a hold or waits for its pacer: unboxed, this would be over 700.
     let upstream = Upstream::new("sizes");
@@ -97,9 +98,9 @@ fn an_upstream_adds_its_turn_and_not_its_wait() {
         size_of_val(&retried_upstream(&upstream, 1)),
         size_of_val(&retried(1)),
     );
-    assert!(ours <= 320, "#[retry(upstream = …)]: {ours} bytes");
+    assert!(ours <= 336, "#[retry(upstream = …)]: {ours} bytes");
     assert!(
-        ours <= plain + 112,
+        ours <= plain + 128,
         "{ours} bytes, without the upstream: {plain}"
     );
 }

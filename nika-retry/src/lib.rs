@@ -123,21 +123,27 @@
 //   taken back by one guard (`Swap`) or, for a call's own poll, one
 //   exchange (`exchange::install` / `restore`); the observer stack and
 //   what is sent to it (`observers`); the layer-violation reports waiting
-//   for their outer call (`violations`); the connect lists (`connect`).
+//   for their outer call (`violations`); the connect lists (`connect`);
+//   the upstream in force for `upstream::current()` (`upstream`).
 //   Its module docs list each: what, who writes it, when.
 // - `connect`, `stream/`, `task`, `attempt`: the boundaries a body uses
 //   (`connect()`, `started`, `scope`, `current_attempt`), each reading or
 //   putting its piece of `ambient`.
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
-// - `upstream/`: the state calls against one upstream share, and its stores.
+// - `upstream/`: the state calls against one upstream share (`state`: holds,
+//   the probe, the breaker; `wait`: a turn's wait), its pacing (`quota`,
+//   `bucket` a dimension's GCRA bucket, `pace` the pacer, `cold`, `adaptive`,
+//   `limits` the snapshot), and its stores (`store`, `redis/`).
 // - `run/`: what generated code drives: `Site` (the fn's const); `Call<D>`
 //   (`call.rs`: each poll of an attempt, `Attempt`), `D` its time limits'
 //   share (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt
 //   under them: `timed.rs`), the rest a `CallState` it derefs to, whose
 //   cold paths compile once; what the call does after an attempt
-//   (`after.rs`: `idempotent`, `next`, `next_after`, `sleep`), written once
-//   for both; `Once` (`#[timeout]` alone); a call's `UpstreamTurn`; the
+//   (`after.rs`: `said_idempotent`, `next`, `next_after`, `sleep`), written
+//   once for both; `Once` (`#[timeout]` alone); a call's `UpstreamTurn`
+//   (its cost, its wait and why) and `WithUpstream` (the upstream in force
+//   while an attempt is polled); the
 //   layer-violation report; and the bound traits whose `on_unimplemented`
 //   messages the user sees.
 // - `private/` (`__private`): re-exports for generated code, and the
