@@ -71,11 +71,9 @@ impl Upstream {
         true
     }
 
-    /// The turn of the next attempt of a call with `patience`: at once if
-    /// the upstream is open, else after the hold (or `Held`, if the hold is
-    /// longer than the call waits).
-    #[inline]
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// [`pass_costing`](Upstream::pass_costing) at the mean cost learned:
+    /// what the unit tests drive (generated calls always give a cost).
+    #[cfg(test)]
     pub(crate) fn pass(
         &self,
         patience: Patience,
@@ -83,8 +81,10 @@ impl Upstream {
         self.pass_costing(patience, COST_UNKNOWN)
     }
 
-    /// [`pass`](Upstream::pass) for an attempt that spends `cost` of the
-    /// token limit ([`COST_UNKNOWN`]: the mean learned).
+    /// The turn of the next attempt of a call with `patience`, spending
+    /// `cost` of the token limit ([`COST_UNKNOWN`]: the mean learned): at
+    /// once if the upstream is open, else after the hold and the pace (or
+    /// `Held`, if the hold is longer than the call waits).
     #[inline]
     pub(crate) async fn pass_costing(
         &self,
