@@ -2,14 +2,20 @@
 //! names one, for [`upstream::current`](crate::upstream::current).
 
 use core::cell::Cell;
+use core::mem::ManuallyDrop;
 
 use super::Ambient;
 use crate::upstream::Upstream;
 
 std::thread_local! {
-    /// A thread-local of its own, as `POLICY`: a handle needs dropping, and
-    /// only the polls of calls that name an upstream touch it.
-    static UPSTREAM: Cell<Option<Upstream>> = const { Cell::new(None) };
+    /// A thread-local of its own, as `POLICY`, touched only by the polls of
+    /// calls that name an upstream. `ManuallyDrop`, so that the
+    /// thread-local needs no destructor, and each access no check that it
+    /// is alive: outside a poll it always holds `None` (every handle swapped
+    /// in is swapped back out by its guard, a panic included), so nothing
+    /// is left to drop when the thread ends.
+    static UPSTREAM: Cell<ManuallyDrop<Option<Upstream>>> =
+        const { Cell::new(ManuallyDrop::new(None)) };
 }
 
 /// The place of the upstream in force: each poll of an attempt of a call
@@ -19,9 +25,13 @@ pub(crate) struct InForceUpstream;
 impl Ambient for InForceUpstream {
     type Value = Option<Upstream>;
 
-    #[inline]
+    #[inline(always)]
     fn swap(value: &mut Option<Upstream>) {
-        UPSTREAM.with(|place| *value = place.replace(value.take()));
+        // A move each way: no count touched, nothing dropped.
+        let mine = ManuallyDrop::new(value.take());
+        let outer = UPSTREAM.with(|place| place.replace(mine));
+        // `value` was emptied above: forgetting its `None` skips a drop check.
+        core::mem::forget(core::mem::replace(value, ManuallyDrop::into_inner(outer)));
     }
 }
 
@@ -29,7 +39,7 @@ impl Ambient for InForceUpstream {
 pub(crate) fn upstream() -> Option<Upstream> {
     UPSTREAM.with(|place| {
         let handle = place.take();
-        let clone = handle.clone();
+        let clone = Option::clone(&handle);
         place.set(handle);
         clone
     })

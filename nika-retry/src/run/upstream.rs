@@ -163,18 +163,27 @@ impl<D: Deadline> Call<D> {
 
     /// Waits for the upstream to let the next attempt start, within the
     /// call's `total` deadline if it has one; `Held` if the hold is longer
-    /// than the call's `max_retry_after`.
+    /// than the call's `max_retry_after`. The admission that needs no wait
+    /// is made before the first `await`, so that only the boxed wait's
+    /// handle lives across it, in the future of every fn that names an
+    /// upstream.
     #[inline]
     pub async fn pass(&self, turn: &mut UpstreamTurn<'_>) -> Result<(), Held> {
-        let patience = crate::upstream::Patience {
-            cap: self.site.config.max_retry_after,
-            deadline: self.timing.deadline(),
+        let Some(turn) = &mut turn.0 else {
+            return Ok(());
         };
-        if let Some(turn) = &mut turn.0 {
-            // The turn it replaces is idle: its drop does nothing.
-            let cost = turn.cost();
-            *turn = turn.upstream().pass_costing(patience, cost).await?;
-        }
+        let (upstream, cost) = (turn.upstream(), turn.cost());
+        // The turn it replaces is idle: its drop does nothing.
+        *turn = match upstream.admit_turn(cost) {
+            Ok(admitted) => admitted,
+            Err(reserved) => {
+                let patience = crate::upstream::Patience {
+                    cap: self.site.config.max_retry_after,
+                    deadline: self.timing.deadline(),
+                };
+                upstream.wait_boxed(patience, cost, reserved).await?
+            }
+        };
         Ok(())
     }
 }

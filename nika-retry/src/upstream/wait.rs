@@ -35,6 +35,10 @@ pub(crate) struct Turn<'u> {
     pub(super) charge: Charge,
 }
 
+/// What a turn that must wait keeps reserved at the pacer, if anything:
+/// given back if the wait never ends in a turn.
+pub(crate) struct Reservation<'p>(Option<Pending<'p>>);
+
 /// How often a probe asks the store again while another process's probe
 /// is out (each time jittered by up to half of it either way).
 const PROBE_POLL: Duration = Duration::from_millis(100);
@@ -84,35 +88,54 @@ impl Upstream {
     /// The turn of the next attempt of a call with `patience`, spending
     /// `cost` of the token limit ([`COST_UNKNOWN`]: the mean learned): at
     /// once if the upstream is open, else after the hold and the pace (or
-    /// `Held`, if the hold is longer than the call waits).
-    #[inline]
+    /// `Held`, if the hold is longer than the call waits). What the unit
+    /// tests drive; a generated call admits first and waits only if it
+    /// must ([`Call::pass`](crate::run::Call::pass)).
+    #[cfg(test)]
     pub(crate) async fn pass_costing(
         &self,
         patience: Patience,
         cost: u32,
     ) -> Result<Turn<'_>, Held> {
+        match self.admit_turn(cost) {
+            Ok(turn) => Ok(turn),
+            Err(reserved) => self.wait_boxed(patience, cost, reserved).await,
+        }
+    }
+
+    /// [`pass_costing`](Upstream::pass_costing) without waiting: the turn
+    /// if the upstream is open, or paced and its buckets hold the cost (no
+    /// lock, no allocation); else what the wait keeps reserved.
+    #[inline]
+    pub(crate) fn admit_turn(&self, cost: u32) -> Result<Turn<'_>, Reservation<'_>> {
         if self.open() {
             return Ok(Turn::idle(self).with_cost(cost));
         }
-        let mut reserved = None;
-        if !self.shared.guarded.load(Ordering::Acquire) {
-            match self.admit(cost) {
-                Ok(charge) => {
-                    // Paced, and its buckets hold the cost: no lock, no allocation.
-                    self.shared.pacer.adaptive.sent();
-                    let mut turn = Turn::idle(self).with_cost(cost);
-                    turn.charge = charge;
-                    return Ok(turn);
-                }
-                Err(pending) => reserved = pending,
-            }
+        if self.shared.guarded.load(Ordering::Acquire) {
+            return Err(Reservation(None));
         }
-        // Boxed: the wait's state (its `Notified`, its `Sleep`, the store's
-        // futures) would otherwise sit in the future of every fn that names
-        // an upstream, held or not, and of every fn that calls one (448
-        // bytes); one allocation for a wait of a hold, which lasts
-        // milliseconds at least, is nothing beside it.
-        Box::pin(self.wait(patience, cost, reserved)).await
+        let charge = self.admit(cost).map_err(Reservation)?;
+        self.shared.pacer.adaptive.sent();
+        let mut turn = Turn::idle(self).with_cost(cost);
+        turn.charge = charge;
+        Ok(turn)
+    }
+
+    /// The wait of a turn [`admit_turn`](Upstream::admit_turn) did not
+    /// give. Boxed: the wait's state (its `Notified`, its `Sleep`, the
+    /// store's futures) would otherwise sit in the future of every fn that
+    /// names an upstream, held or not, and of every fn that calls one (448
+    /// bytes); one allocation for a wait of a hold, which lasts
+    /// milliseconds at least, is nothing beside it. Only the box crosses
+    /// the caller's `await`.
+    #[cold]
+    pub(crate) fn wait_boxed<'a>(
+        &'a self,
+        patience: Patience,
+        cost: u32,
+        reserved: Reservation<'a>,
+    ) -> core::pin::Pin<Box<impl core::future::Future<Output = Result<Turn<'a>, Held>> + 'a>> {
+        Box::pin(self.wait(patience, cost, reserved.0))
     }
 
     /// A wait at a held upstream, then at its pacer; a hold that started
