@@ -1,4 +1,50 @@
-//! [`Budget`]: the attempts shared by the nested loops under one outermost call.
+//! [`Budget`]: the attempts shared by the nested loops under one outermost
+//! call; and what a failing call reads of what is around it as it decides
+//! ([`around_failure`]: the budget in force among it, one access), and
+//! its take from that budget after a retry ([`take_from_budget`]). The
+//! poll's own exchange, every poll, is [`exchange`](super::exchange)'s.
+
+use super::CONTEXT;
+
+/// What a failing call reads of what is around it, in one access as it
+/// decides: its attempt's last poll has just returned, and nothing ran
+/// since, so this is what that poll left in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AroundFailure {
+    /// The budget in force (the outermost call's), if any.
+    pub(crate) budget: Option<Budget>,
+    /// Whether the attempt around the call is not idempotent: a call that
+    /// says nothing itself is not either.
+    pub(crate) not_idempotent: bool,
+    /// Whether a task policy is in force (then its `retry:` may replace the
+    /// call's config).
+    pub(crate) scoped: bool,
+}
+
+/// What is around a call that has just failed.
+#[inline]
+pub(crate) fn around_failure() -> AroundFailure {
+    CONTEXT.with(|c| AroundFailure {
+        budget: c.budget.get(),
+        not_idempotent: c.attempt.get().not_idempotent(),
+        scoped: c.scoped.get(),
+    })
+}
+
+/// The budget in force (the outermost call's), if any.
+pub(crate) fn budget() -> Option<Budget> {
+    CONTEXT.with(|c| c.budget.get())
+}
+
+/// Counts one retry against the budget in force, if any; returns it as it
+/// is then.
+pub(crate) fn take_from_budget() -> Option<Budget> {
+    CONTEXT.with(|c| {
+        let taken = c.budget.get().map(Budget::took_one);
+        c.budget.set(taken);
+        taken
+    })
+}
 
 /// The attempts shared by the nested retry loops under one outermost call:
 /// the total (one plus every retry allowed), whether the task set it, and

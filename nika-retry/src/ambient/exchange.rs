@@ -1,20 +1,12 @@
 //! The exchange a call makes with what is around it on each poll of its
 //! attempt: its attempt (and budget, if it owns one) in, the outer ones
 //! back, and what the loops nested in it left: one access in and one out.
+//! What a failing call reads as it decides, and its take from the budget
+//! in force, are [`budget`](super::budget)'s: the poll pays for neither.
 
 use super::{AttemptSlot, Budget, CONTEXT};
 use crate::vocab::key::IdempotencyKey;
 use crate::vocab::layer::Layer;
-
-/// The budget in force (the outermost call's), if any.
-pub(crate) fn budget() -> Option<Budget> {
-    CONTEXT.with(|c| c.budget.get())
-}
-
-/// Counts one retry against the budget in force, if any.
-pub(crate) fn take_from_budget() {
-    CONTEXT.with(|c| c.budget.set(c.budget.get().map(Budget::took_one)));
-}
 
 /// The attempt being polled, its key (the logical request's: drawn with
 /// `draw` if it has none yet) and the budget in force (the outermost
@@ -36,13 +28,6 @@ pub(crate) fn attempt(
         c.attempt.set(slot.with_key());
         Some((slot, key, budget))
     })
-}
-
-/// Whether the attempt in force is not idempotent, or nested in one that
-/// is not: a call polled inside it that says nothing about repeating its
-/// own attempts is not idempotent either. Read when such a call fails.
-pub(crate) fn not_idempotent_around() -> bool {
-    CONTEXT.with(|c| c.attempt.get().not_idempotent())
 }
 
 /// The layer of the attempt in force, if `breaks(layer)` says that a loop

@@ -55,7 +55,7 @@ mod tests;
 mod upstream;
 pub(crate) mod violations;
 
-pub(crate) use budget::Budget;
+pub(crate) use budget::{AroundFailure, Budget, around_failure, budget, take_from_budget};
 pub(crate) use connect::{Connect, ConnectLimit, connect_limit};
 pub(crate) use frame::{
     Alone, AloneMark, Frame, FrameInForce, OnceFrame, StreamFrame, stream_frame,

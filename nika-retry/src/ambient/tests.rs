@@ -4,9 +4,7 @@
 use core::cell::Cell;
 use core::time::Duration;
 
-use super::exchange::{
-    around, attempt, budget, count_violation, install, restore, take_from_budget,
-};
+use super::exchange::{around, attempt, count_violation, install, restore};
 use super::*;
 use crate::vocab::layer::Layer;
 

@@ -11,10 +11,9 @@ use std::borrow::Cow;
 
 use tokio::time::Instant;
 
-use super::bounds::RetryResult;
 use super::call::{Call, CallState, Deadline};
 use super::upstream::{UpstreamTurn, Waited};
-use crate::ambient::{Budget, Idempotence, exchange, observers};
+use crate::ambient::{self, AroundFailure, Budget, Idempotence, observers};
 use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
 use crate::task;
@@ -124,19 +123,30 @@ impl<D: Deadline> Call<D> {
 impl CallState {
     /// Whether this call, having failed, may repeat an attempt that may
     /// have taken effect: what it said, or, if it said nothing, what the
-    /// attempt around it says (read on the failure path only).
+    /// attempt `around` it says.
     #[inline]
-    fn idempotent_now(&self) -> bool {
+    fn idempotent_now(&self, around: AroundFailure) -> bool {
         match self.idempotent {
             Idempotence::Said => true,
             Idempotence::Not => false,
-            Idempotence::Unsaid => !exchange::not_idempotent_around(),
+            Idempotence::Unsaid => !around.not_idempotent,
         }
     }
 
-    /// The config in force: the task scope's `retry:`, else `config = …`, else the site's.
-    fn config(&self, config: &mut dyn FnMut() -> Option<RetryConfig>) -> Cow<'static, RetryConfig> {
-        match task::retry_in_force(self.site.layer).or_else(config) {
+    /// The config in force: the task scope's `retry:` (looked up only
+    /// under a scope), else `config = …`, else the site's.
+    fn config(
+        &self,
+        around: AroundFailure,
+        config: &mut dyn FnMut() -> Option<RetryConfig>,
+    ) -> Cow<'static, RetryConfig> {
+        let scoped = || {
+            around
+                .scoped
+                .then(|| task::retry_in_force(self.site.layer))
+                .flatten()
+        };
+        match scoped().or_else(config) {
             Some(cfg) => Cow::Owned(cfg),
             None => Cow::Borrowed(&self.site.config),
         }
@@ -160,11 +170,11 @@ impl CallState {
         // As the failed attempts left it (`retried`: they set it):
         // `config = …` is not evaluated again.
         let max_attempts = self.max_attempts.map_or(self.attempt, NonZeroU32::get);
+        let budget = self.budget.or_else(ambient::budget);
         let mut event = self.event(
             Instant::now(),
             self_type,
-            self.attempt,
-            max_attempts,
+            (self.attempt, max_attempts, budget),
             self.last_category,
             Outcome::Recovered,
         );
@@ -190,16 +200,20 @@ impl CallState {
         // A first attempt that failed at once: the call started now.
         let start = *self.start.get_or_insert(now);
         self.last_category = failure.category;
-        let config = self.config(config);
+        // What is around the call, in one access: the budget in force, the
+        // attempt around it, whether a task policy is in force.
+        let around = ambient::around_failure();
+        let config = self.config(around, config);
         let max_attempts = config.attempts();
         self.max_attempts = Some(max_attempts);
         let max_attempts = max_attempts.get();
-        let budget = self.budget_in_force();
+        // The budget of the outermost call: this call's, or the one in force.
+        let budget = self.budget.or(around.budget);
         let limits = Limits {
             time_left: deadline.map(|at| at.saturating_duration_since(now)),
             budget_left: budget.map(|b| b.left(max_attempts)),
             // The fn's, never the config's: no task scope overrides it.
-            idempotent: self.idempotent_now(),
+            idempotent: self.idempotent_now(around),
             bucket: self.bucket.as_ref(),
             // The site's one attempt, no task `retry:` nor `config = …` over it.
             needs_opt_in: matches!(config, Cow::Borrowed(_))
@@ -209,13 +223,12 @@ impl CallState {
         let mut state = RetryState::resume(attempt, self.bucket_taken);
         let decision = state.decide(&config, failure.with_timed_out(timed_out), limits);
         (self.attempt, self.bucket_taken) = (state.attempt(), state.taken());
-        let (outcome, reason) = (decision.outcome(), decision.reason());
-        let (delay, from_hint) = match decision {
+        let outcome = decision.outcome();
+        let (delay, from_hint, reason, budget) = match decision {
             Decision::Retry { delay, from_hint } => {
-                self.take_from_budget();
-                (Some(delay), from_hint)
+                (Some(delay), from_hint, None, self.take_from_budget())
             }
-            Decision::GiveUp(_) => (None, false),
+            Decision::GiveUp(why) => (None, false, Some(why), budget),
         };
         let wake = delay.map(|delay| later(now, delay));
         if !observers::listening(events::level(outcome, attempt, reason)) {
@@ -227,8 +240,7 @@ impl CallState {
         let mut event = self.event(
             now,
             self_type,
-            attempt,
-            max_attempts,
+            (attempt, max_attempts, budget),
             failure.category,
             outcome,
         );
@@ -243,31 +255,30 @@ impl CallState {
         wake
     }
 
-    /// The budget of the outermost call: this call's, or the one in force.
-    fn budget_in_force(&self) -> Option<Budget> {
-        self.budget.or_else(exchange::budget)
-    }
-
-    /// Counts one retry against the budget of the outermost call.
-    fn take_from_budget(&mut self) {
+    /// Counts one retry against the budget of the outermost call (this
+    /// call's, or the one in force); returns that budget as it is then.
+    fn take_from_budget(&mut self) -> Option<Budget> {
         match &mut self.budget {
-            Some(own) => *own = own.took_one(),
-            None => exchange::take_from_budget(),
+            Some(own) => {
+                *own = own.took_one();
+                Some(*own)
+            }
+            None => ambient::take_from_budget(),
         }
     }
 
+    /// The event of a decision after `attempt` of `max_attempts`, with the
+    /// `budget` of the outermost call as the decision left it.
     fn event(
         &self,
         now: Instant,
         self_type: Option<fn() -> &'static str>,
-        attempt: u32,
-        max_attempts: u32,
+        (attempt, max_attempts, budget): (u32, u32, Option<Budget>),
         category: ErrorCategory,
         outcome: Outcome,
     ) -> RetryEvent {
         #[cfg(test)]
         tests::event_built();
-        let budget = self.budget_in_force();
         RetryEvent {
             layer: self.site.layer,
             operation: self.site.operation,
@@ -294,6 +305,26 @@ impl CallState {
 /// An event's `upstream_wait`: `None` for an attempt that did not wait.
 fn waited_at_upstream(waited: Waited) -> Option<Duration> {
     waited.span.get().filter(|waited| !waited.is_zero())
+}
+
+/// The return type of a `#[retry]` fn: a `Result`, whose error `next`
+/// reads here, in the file that decides on it.
+#[diagnostic::on_unimplemented(
+    message = "`#[retry]` needs a fn that returns `Result<T, E>`, not `{Self}`",
+    label = "expected `Result<T, E>`"
+)]
+pub trait RetryResult {
+    /// The error type.
+    type Error;
+    /// The error, if this is one.
+    fn error(&self) -> Option<&Self::Error>;
+}
+
+impl<T, E> RetryResult for Result<T, E> {
+    type Error = E;
+    fn error(&self) -> Option<&E> {
+        self.as_ref().err()
+    }
 }
 
 /// The sleep between attempts, until the instant `Call::next` gave.

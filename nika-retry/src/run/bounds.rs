@@ -121,25 +121,6 @@ impl<U: AsUpstream> AsUpstream for Option<U> {
     }
 }
 
-/// The return type of a `#[retry]` fn: a `Result`.
-#[diagnostic::on_unimplemented(
-    message = "`#[retry]` needs a fn that returns `Result<T, E>`, not `{Self}`",
-    label = "expected `Result<T, E>`"
-)]
-pub trait RetryResult {
-    /// The error type.
-    type Error;
-    /// The error, if this is one.
-    fn error(&self) -> Option<&Self::Error>;
-}
-
-impl<T, E> RetryResult for Result<T, E> {
-    type Error = E;
-    fn error(&self) -> Option<&E> {
-        self.as_ref().err()
-    }
-}
-
 /// An argument that the body of a `#[retry]` fn moves: every attempt runs
 /// the body again, so each needs its own value. The macro checks this at
 /// each use it can tell is a move, so that the error points at that use and

@@ -28,10 +28,8 @@ pub(crate) mod timed;
 pub(crate) mod upstream;
 pub(crate) mod violation;
 
-pub use after::{NO_CONFIG, sleep};
-pub use bounds::{
-    AsUpstream, FromHeld, FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt, RetryResult,
-};
+pub use after::{NO_CONFIG, RetryResult, sleep};
+pub use bounds::{AsUpstream, FromHeld, FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt};
 pub use call::{Attempt, Call};
 pub use once::{Once, once};
 pub use site::{AttemptLimits, Overrides, Site};
