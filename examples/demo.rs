@@ -67,7 +67,7 @@ impl RetryObserver for Timeline {
             // An inner loop that stops hands the error to the layer above it.
             (Outcome::GaveUp, Some(GiveUp::NotRetryable), Some(up))
                 if e.layer == Layer::Http
-                    && e.category == nika_retry::ErrorCategory::RateLimited =>
+                    && e.category == Some(nika_retry::ErrorCategory::RateLimited) =>
             {
                 format!("→ {up}: 429 is the provider layer's to retry")
             }
@@ -99,7 +99,7 @@ impl RetryObserver for Timeline {
             format!("{owner}::{}", e.fn_name()),
             e.attempt,
             e.max_attempts,
-            e.category,
+            e.category.map_or("", nika_retry::ErrorCategory::as_str),
             wait,
             outcome
         );

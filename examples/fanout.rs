@@ -332,7 +332,9 @@ mod tests {
         let events = done.log.events();
         let retried = events
             .iter()
-            .filter(|e| e.outcome == Outcome::Retrying && e.category == ErrorCategory::RateLimited)
+            .filter(|e| {
+                e.outcome == Outcome::Retrying && e.category == Some(ErrorCategory::RateLimited)
+            })
             .count();
         assert_eq!(retried, limited, "one retry decision per 429");
         // 12 calls of 200 tokens cannot all go at once under 5 requests and

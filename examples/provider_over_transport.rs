@@ -463,7 +463,7 @@ mod tests {
             .find(|e| e.outcome == Outcome::Retrying)
             .expect("a retry");
         assert_eq!(waited.layer, Layer::Provider);
-        assert_eq!(waited.category, ErrorCategory::RateLimited);
+        assert_eq!(waited.category, Some(ErrorCategory::RateLimited));
         assert_eq!(
             waited.delay,
             Some(Duration::from_secs(1)),

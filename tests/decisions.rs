@@ -127,7 +127,7 @@ async fn a_connection_closed_mid_response_is_retried() {
     let first = &log.events()[0];
     assert_eq!(
         (first.category, first.outcome),
-        (ErrorCategory::Transient, Outcome::Retrying)
+        (Some(ErrorCategory::Transient), Outcome::Retrying)
     );
 }
 

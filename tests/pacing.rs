@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nika_retry::events::{Outcome, RetryEvent, RetryObserver, WaitReason, observe};
 use nika_retry::upstream::{Held, LimitSource, Quota, Upstream};
-use nika_retry::{Classify, retry};
+use nika_retry::{Classify, ErrorCategory, retry};
 use tokio::time::Instant;
 
 #[derive(Debug, thiserror::Error, Classify)]
@@ -321,14 +321,26 @@ async fn a_429_without_headers_turns_the_adaptive_rate_on() {
 }
 
 /// An event's outcome, attempt, wait at the upstream and why.
-type Wait = (Outcome, u32, Option<Duration>, Option<WaitReason>);
+type Wait = (
+    Outcome,
+    u32,
+    Option<ErrorCategory>,
+    Option<Duration>,
+    Option<WaitReason>,
+);
 
 #[derive(Default)]
 struct Waits(Mutex<Vec<Wait>>, Mutex<Vec<String>>);
 
 impl RetryObserver for Waits {
     fn on_event(&self, e: &RetryEvent) {
-        let seen = (e.outcome, e.attempt, e.upstream_wait, e.wait_reason);
+        let seen = (
+            e.outcome,
+            e.attempt,
+            e.category,
+            e.upstream_wait,
+            e.wait_reason,
+        );
         self.0.lock().unwrap().push(seen);
         self.1.lock().unwrap().push(e.to_string());
     }
@@ -359,10 +371,11 @@ async fn a_call_that_waited_says_why_when_its_first_attempt_succeeds() {
         [(
             Outcome::Recovered,
             1,
+            None,
             Some(ms(1000)),
             Some(WaitReason::Paced)
         )],
-        "one event, of the call that waited"
+        "one event, of the call that waited, with no failure's category"
     );
 }
 

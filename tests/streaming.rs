@@ -123,7 +123,7 @@ async fn a_body_cut_before_the_first_token_is_retried() {
         log.outline(),
         [(Layer::Provider, Retrying), (Layer::Provider, Recovered)]
     );
-    assert_eq!(log.events()[0].category, ErrorCategory::Transient);
+    assert_eq!(log.events()[0].category, Some(ErrorCategory::Transient));
     // One call: the same key, the second attempt counted as a retry.
     let hits = server.hits();
     assert_eq!(hits[0].idempotency_key, hits[1].idempotency_key);
@@ -170,7 +170,7 @@ async fn time_to_first_content_spans_a_stall_cut_by_read_and_the_retry() {
     // and the loop retried it.
     let retry = &log.events()[0];
     assert_eq!(retry.outcome, Retrying);
-    assert_eq!(retry.category, ErrorCategory::Transient);
+    assert_eq!(retry.category, Some(ErrorCategory::Transient));
     assert_eq!(server.requests(), 2);
     eventually(|| server.hangups() == 1).await;
     assert_eq!(

@@ -151,7 +151,7 @@ async fn events_say_which_layer_retried_how_often_how_long_and_why_it_stopped() 
         retrying.operation
     );
     assert_eq!((retrying.attempt, retrying.max_attempts), (1, 3));
-    assert_eq!(retrying.category, ErrorCategory::RateLimited);
+    assert_eq!(retrying.category, Some(ErrorCategory::RateLimited));
     assert_eq!(
         (retrying.delay, retrying.from_hint, retrying.backoff),
         (Some(ms(7000)), true, None)
@@ -182,7 +182,7 @@ async fn events_say_which_layer_retried_how_often_how_long_and_why_it_stopped() 
         ),
         (
             Layer::Http,
-            ErrorCategory::Auth,
+            Some(ErrorCategory::Auth),
             Outcome::GaveUp,
             Some(GiveUp::NotRetryable)
         )

@@ -67,8 +67,10 @@ pub struct RetryEvent {
     pub attempt: u32,
     /// The attempts the loop allows in all.
     pub max_attempts: u32,
-    /// The category of the attempt's error (for `Recovered`, of the last error before it).
-    pub category: ErrorCategory,
+    /// The category of the attempt's error (for `Recovered`, of the last
+    /// error before it); `None` for a first attempt that succeeded after a
+    /// wait at its upstream (`Recovered` at attempt 1), which had no error.
+    pub category: Option<ErrorCategory>,
     /// The sleep before the next attempt (`Retrying` only).
     pub delay: Option<Duration>,
     /// Whether `delay` is the server's hint rather than the computed backoff.
@@ -136,11 +138,11 @@ impl fmt::Display for RetryEvent {
         write!(f, "[{}] ", self.layer)?;
         let name = self.qualified_name();
         f.write_str(&name)?;
-        write!(
-            f,
-            " attempt {}/{} {}: {}",
-            self.attempt, self.max_attempts, self.category, self.outcome
-        )?;
+        write!(f, " attempt {}/{}", self.attempt, self.max_attempts)?;
+        if let Some(category) = self.category {
+            write!(f, " {category}")?;
+        }
+        write!(f, ": {}", self.outcome)?;
         if let Some(delay) = self.delay {
             // Whole milliseconds: jitter makes the rest noise in a log line.
             let delay = Duration::from_millis(delay.as_millis().try_into().unwrap_or(u64::MAX));
@@ -262,7 +264,7 @@ pub(crate) fn trace(e: &RetryEvent) {
                 self_type = e.self_type,
                 attempt = e.attempt,
                 max_attempts = e.max_attempts,
-                category = e.category.as_str(),
+                category = e.category.map(ErrorCategory::as_str),
                 outcome = e.outcome.as_str(),
                 delay_ms,
                 from_hint = e.from_hint,

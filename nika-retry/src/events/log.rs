@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::{LayerViolation, Outcome, RetryEvent, RetryObserver};
 use crate::engine::GiveUp;
+use crate::vocab::category::ErrorCategory;
 
 /// The engine's EventLog (ADR-019): a [`RetryObserver`] that keeps the
 /// events it receives, in order, for a test to assert on or a runner to
@@ -280,7 +281,7 @@ impl fmt::Display for Line<'_> {
             operation,
             e.attempt,
             e.max_attempts,
-            e.category,
+            e.category.map_or("", ErrorCategory::as_str),
             wait,
             outcome
         )
@@ -309,7 +310,7 @@ mod tests {
             self_type: None,
             attempt,
             max_attempts: 3,
-            category: ErrorCategory::Transient,
+            category: Some(ErrorCategory::Transient),
             delay: None,
             from_hint: false,
             backoff: None,

@@ -199,7 +199,7 @@ impl CallState {
         let now = Instant::now();
         // A first attempt that failed at once: the call started now.
         let start = *self.start.get_or_insert(now);
-        self.last_category = failure.category;
+        self.last_category = Some(failure.category);
         // What is around the call, in one access: the budget in force, the
         // attempt around it, whether a task policy is in force.
         let around = ambient::around_failure();
@@ -241,7 +241,7 @@ impl CallState {
             now,
             self_type,
             (attempt, max_attempts, budget),
-            failure.category,
+            Some(failure.category),
             outcome,
         );
         event.delay = delay;
@@ -274,7 +274,7 @@ impl CallState {
         now: Instant,
         self_type: Option<fn() -> &'static str>,
         (attempt, max_attempts, budget): (u32, u32, Option<Budget>),
-        category: ErrorCategory,
+        category: Option<ErrorCategory>,
         outcome: Outcome,
     ) -> RetryEvent {
         #[cfg(test)]

@@ -68,7 +68,8 @@ pub struct CallState {
     key: IdempotencyKey,
     /// When the first failure was, after `start` (which it implies).
     pub(super) first_failure: Nanos,
-    pub(super) last_category: ErrorCategory,
+    /// The category of the last failure; `None` before any.
+    pub(super) last_category: Option<ErrorCategory>,
     /// When the call started, for a stream its attempts await
     /// ([`stream`](crate::stream)) and for the events: set when the first
     /// attempt first goes pending or when an attempt fails, so it is `None`
@@ -165,7 +166,7 @@ impl CallState {
             idempotent: Idempotence::Unsaid,
             key: IdempotencyKey::UNDRAWN,
             first_failure: Nanos::NONE,
-            last_category: ErrorCategory::Transient,
+            last_category: None,
             start: None,
             streams: false,
         }
