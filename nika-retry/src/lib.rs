@@ -121,8 +121,9 @@
 // - `ambient/`: every thread-local and process global of the crate, and
 //   nothing else has one: what is in force during one poll, put in and
 //   taken back by one guard (`Swap`) or, for a call's own poll, one
-//   exchange (`exchange::install` / `restore`); the observer stack and
-//   what is sent to it (`observers`); the layer-violation reports waiting
+//   exchange (`exchange::install` / `restore`); what a failing call reads
+//   around it, and its take from the budget in force (`budget`); the
+//   observer stack and what is sent to it (`observers`); the layer-violation reports waiting
 //   for their outer call (`violations`); the connect lists (`connect`);
 //   the upstream in force for `upstream::current()` (`upstream`).
 //   Its module docs list each: what, who writes it, when.
@@ -151,28 +152,49 @@
 //
 // ## One failed attempt
 //
-// 1. Generated code: `call.timed(limits, async { body }, from_timeout).await`
-//    (`run/timed.rs`; `call.attempt(…)` without `#[timeout]`, `run/call.rs`).
-// 2. Each poll: `connect::poll_under` swaps the connect limit in
-//    (`ambient::Connect`); `Call::enter` (`run/call.rs`) puts the attempt in
-//    force (`ambient::exchange::install`; on the first poll `Call::resolve`
-//    reads the scope, the budget and the layer rule around it:
-//    `exchange::around`); `TimeLimited::poll_with` polls the body under its
-//    limits (`time/limited.rs`).
-// 3. The body fails (or a limit expires: `TimeoutError` → the fn's error
-//    through `FromTimeout`). The guard's drop restores the outer attempt
-//    (`exchange::restore`), handing back nested violations to
-//    `run::violation::report`.
-// 4. `call.next(&result, config, self_type)` (`run/after.rs`; `next_after`
-//    with an upstream, which then settles the turn): `result.error()`
-//    (`run/bounds.rs`), `Failure::of` classifies (`Classify`),
-//    `Call::failed` reads the clock once, resolves the config in force
-//    (task scope → `config = …` → site), and asks the engine for the whole
-//    verdict (`RetryState::decide`, `engine/mod.rs`: the bucket charged,
-//    `NotOptedIn`, the delay); it applies it: the budget's count
-//    (`ambient::exchange`), the event if anyone listens
-//    (`ambient::observers`), and the instant to retry at.
-// 5. Generated code sleeps until it (`run::sleep`) and loops.
+// From the generated loop's failed attempt to the start of its next one
+// (`#[retry]` alone), file by file: seven files of the crate besides the
+// fn's own, none entered more than twice.
+//
+// 1. `run/call.rs`: generated code awaits `call.attempt(async { body })`.
+//    Each poll (`Attempt::poll`) builds the attempt's slot (`Call::enter`;
+//    on the call's first poll, `Call::resolve` first reads the scope, the
+//    budget and the layer rule around it: `exchange::around`) and
+// 2. `ambient/exchange.rs` puts it in force (`install`, one access in).
+//    The body is polled and fails; the guard's drop puts the outer attempt
+//    back (`restore`, one access out; loops nested in the poll that broke
+//    the layer rule go to `run::violation::report`, the rare path).
+// 3. `run/after.rs`: generated code calls `call.next(&result, config,
+//    self_type)` (`next_after` with an upstream, which then settles the
+//    turn). `result.error()` (`RetryResult`, in this file), then
+// 4. `engine/mod.rs`: `Failure::of` classifies the error (`Classify`).
+//    Back in `after.rs`, `failed` reads the clock once and
+// 5. `ambient/budget.rs` what is around the call, in one access
+//    (`around_failure`: the budget in force, the idempotence of the
+//    attempt around it, whether a task policy is in force: only then is
+//    the policy's `retry:` looked up, in `task.rs`). It resolves the
+//    config (task scope → `config = …` → site) and asks
+// 6. `engine/mod.rs` (its second entry) for the whole verdict
+//    (`RetryState::decide`: the bucket charged, `NotOptedIn`, the budget,
+//    idempotence), whose delay is
+// 7. `engine/backoff.rs`'s `backoff`, jittered. `after.rs` applies the
+//    verdict: a retry is counted against the budget (the call's own, or
+// 8. the one in force: `ambient/budget.rs`'s second entry,
+//    `take_from_budget`); the event is built only if
+// 9. `ambient/observers.rs` says anyone listens (`listening`, `emit`);
+//    `next` returns the instant to retry at.
+// 10. Generated code sleeps until it (`sleep`: `run/after.rs`'s second
+//    entry) and loops to 1.
+//
+// With `#[timeout]`, `call.timed(limits, async { body }, from_timeout)`
+// (`run/timed.rs`) takes the place of 1: `connect::poll_under` puts the
+// connect limit in force around the poll (`ambient::Connect`), and
+// `TimeLimited::poll_with` (`time/limited.rs`) polls the body under its
+// limits; an expiry becomes the fn's error through `FromTimeout`. What a
+// failure reads on its way but does not enter is values: the slot's bits
+// (`ambient/slot.rs`), `Budget`'s arithmetic, the getters of `RetryConfig`,
+// `ErrorCategory` and `Reached` (`vocab/`), `Decision::outcome`
+// (`engine/verdict.rs`), `events::level`, `time::later`.
 //
 // ## One stream item
 //
