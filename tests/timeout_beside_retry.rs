@@ -533,6 +533,12 @@ fn attempts(
 ) -> Vec<(u32, ErrorCategory, nika_retry::events::Outcome)> {
     log.events()
         .iter()
-        .map(|e| (e.attempt, e.category, e.outcome))
+        .map(|e| {
+            (
+                e.attempt,
+                e.category.expect("each event here follows a failure"),
+                e.outcome,
+            )
+        })
         .collect()
 }
