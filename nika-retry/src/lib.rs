@@ -157,10 +157,13 @@
 // fn's own, none entered more than twice.
 //
 // 1. `run/call.rs`: generated code awaits `call.attempt(async { body })`.
-//    Each poll (`Attempt::poll`) builds the attempt's slot (`Call::enter`;
-//    on the call's first poll, `Call::resolve` first reads the scope, the
-//    budget and the layer rule around it: `exchange::around`) and
-// 2. `ambient/exchange.rs` puts it in force (`install`, one access in).
+//    Each poll (`Attempt::poll`) builds the attempt's slot (`Call::enter`)
+//    and
+// 2. `ambient/exchange.rs` puts it in force (`install`, one access in; on
+//    the call's first poll `install_first`, which reads in the same access
+//    what is around the call: whether it owns the budget, whether a task
+//    policy is in force or it breaks the layer rule, and then
+//    `Call::resolve` reads those first, `exchange::around`, the rare path).
 //    The body is polled and fails; the guard's drop puts the outer attempt
 //    back (`restore`, one access out; loops nested in the poll that broke
 //    the layer rule go to `run::violation::report`, the rare path).

@@ -105,6 +105,46 @@ pub(crate) fn install(
     outer
 }
 
+/// [`install`] on a call's first poll, in the same access as what is
+/// around it is read: `slot` at `inner` put in force with, if no budget is
+/// (the call is the outermost retried one), the `default` budget it then
+/// owns, which it gets back. `None`, with nothing put in force, under a task
+/// policy or in an attempt at a layer that `inner` breaks the rule under:
+/// the caller reads those ([`around`]), then [`install`]s.
+#[inline(always)]
+pub(crate) fn install_first(
+    inner: Layer,
+    slot: AttemptSlot,
+    default: Budget,
+    key: &mut IdempotencyKey,
+) -> Option<(Outer, Option<Budget>)> {
+    let (outer, budget) = CONTEXT.with(|c| {
+        let attempt = c.attempt.get();
+        if c.scoped.get() || attempt.broken_by(inner) {
+            return None;
+        }
+        let owner = c.budget.get().is_none();
+        let budget = owner.then_some(default);
+        if owner {
+            c.budget.set(budget);
+            c.attempt.set(slot);
+        } else {
+            c.attempt.set(slot.sharing_key(attempt));
+        }
+        Some((
+            Outer {
+                budget: None,
+                attempt,
+            },
+            budget,
+        ))
+    })?;
+    if budget.is_some() && slot.either_has_key(outer.attempt) {
+        swap_key(key);
+    }
+    Some((outer, budget))
+}
+
 /// Puts back what [`install`] replaced, and the call's key (drawn during
 /// the poll, perhaps) in `key`; hands the loops that broke the
 /// stratification inside the poll to `report`, with `caller` (what the call

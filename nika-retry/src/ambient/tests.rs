@@ -4,7 +4,7 @@
 use core::cell::Cell;
 use core::time::Duration;
 
-use super::exchange::{around, attempt, count_violation, install, restore};
+use super::exchange::{around, attempt, count_violation, install, install_first, restore};
 use super::*;
 use crate::vocab::layer::Layer;
 
@@ -91,6 +91,50 @@ fn a_poll_writes_its_changes_back_and_restores_the_outer_context() {
     let back = restore(outer, &mut outer_key, true, &mut false, (), no_report);
     assert_eq!((back, outer_key), (Some(Budget::new(9, 2)), drawn));
     assert_eq!(attempt(IdempotencyKey::draw), None);
+    assert_eq!(budget(), None);
+}
+
+#[test]
+fn a_first_poll_reads_what_is_around_it_in_the_access_that_puts_it_in_force() {
+    let default = Budget::new(9, 1);
+    let mut key = IdempotencyKey::UNDRAWN;
+    // Outermost: it owns the default budget, in force during its poll.
+    let provider = AttemptSlot::new(Layer::Provider, 1, 3, false);
+    let (outer, owned) = install_first(Layer::Provider, provider, default, &mut key).unwrap();
+    assert_eq!(
+        (outer.attempt, owned, budget()),
+        (AttemptSlot::NONE, Some(default), Some(default))
+    );
+    // Nested at a layer it may nest in: no budget of its own.
+    let http = AttemptSlot::new(Layer::Http, 1, 3, false);
+    let (inner, none) = install_first(Layer::Http, http, default, &mut key).unwrap();
+    assert_eq!(
+        (inner.attempt, none, budget()),
+        (provider, None, Some(default))
+    );
+    // Nested where it breaks the layer rule: left to the caller, nothing put in force.
+    let provider_again = AttemptSlot::new(Layer::Provider, 1, 3, false);
+    assert_eq!(
+        install_first(Layer::Provider, provider_again, default, &mut key),
+        None
+    );
+    assert_eq!(
+        attempt(|| IdempotencyKey::from_u128(1)).unwrap().0.layer(),
+        Layer::Http
+    );
+    restore(inner, &mut key, false, &mut false, (), no_report);
+    assert_eq!(
+        restore(outer, &mut key, true, &mut false, (), no_report),
+        Some(default)
+    );
+    assert_eq!(budget(), None);
+    // Under a task policy: left to the caller too.
+    let mut policy = Some(crate::task::TaskPolicy::new());
+    let _scope = Swap::<Policy>::new(&mut policy);
+    assert_eq!(
+        install_first(Layer::Provider, provider, default, &mut key),
+        None
+    );
     assert_eq!(budget(), None);
 }
 

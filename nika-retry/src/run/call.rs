@@ -179,22 +179,54 @@ impl CallState {
     /// frame is in force too ([`frame`](Call::frame)).
     #[inline(always)]
     pub(super) fn enter(&mut self, framed: bool) -> Entered<'_> {
-        let max_attempts = match self.max_attempts {
-            Some(resolved) => resolved,
-            None => self.resolve(),
+        let outer = match self.max_attempts {
+            Some(resolved) => {
+                let slot = self.slot(resolved, framed);
+                exchange::install(self.budget, slot, &mut self.key)
+            }
+            None => self.enter_first(framed),
         };
-        let mut slot = AttemptSlot::new(
+        Entered { call: self, outer }
+    }
+
+    /// [`enter`](CallState::enter) on the call's first poll: what is around
+    /// the call is read in the access that puts its attempt in force, unless
+    /// a task policy is in force or the call breaks the layer rule
+    /// ([`resolve`](CallState::resolve), then the exchange).
+    #[inline(always)]
+    fn enter_first(&mut self, framed: bool) -> Outer {
+        let max_attempts = self.site.config.attempts();
+        let slot = self.slot(max_attempts, framed);
+        let default = Budget::new(task::DEFAULT_BUDGET, 1);
+        match exchange::install_first(self.site.layer, slot, default, &mut self.key) {
+            Some((outer, budget)) => {
+                (self.budget, self.max_attempts) = (budget, Some(max_attempts));
+                outer
+            }
+            None => self.enter_resolving(framed),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_resolving(&mut self, framed: bool) -> Outer {
+        let max_attempts = self.resolve();
+        let slot = self.slot(max_attempts, framed);
+        exchange::install(self.budget, slot, &mut self.key)
+    }
+
+    /// The slot of the call's attempt, of `max_attempts`; `framed`, with
+    /// its stream frame in force.
+    #[inline(always)]
+    fn slot(&self, max_attempts: NonZeroU32, framed: bool) -> AttemptSlot {
+        let slot = AttemptSlot::new(
             self.site.layer,
             self.attempt,
             max_attempts.get(),
             self.key != IdempotencyKey::UNDRAWN,
         )
         .saying(self.idempotent);
-        if framed {
-            slot = slot.with_stream();
-        }
-        let outer = exchange::install(self.budget, slot, &mut self.key);
-        Entered { call: self, outer }
+        if framed { slot.with_stream() } else { slot }
     }
 
     /// The call's frame for the streams its attempt awaits, with the
@@ -231,7 +263,8 @@ impl CallState {
     }
 
     /// What the loops and the scope around the call say about it, read once,
-    /// on its first poll: the budget it owns if it is the outermost retried
+    /// on its first poll under a task policy or breaking the layer rule (the
+    /// others read it in [`exchange::install_first`]): the budget it owns if it is the outermost retried
     /// call (the task's, which always holds, or the default), its layer's
     /// token bucket, and the attempts it allows (the task's `retry:` over
     /// the site's).
