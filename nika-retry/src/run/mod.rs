@@ -8,8 +8,9 @@
 //! - [`call`]: one call of a `#[retry]` fn ([`Call`]) and each poll of an
 //!   attempt ([`Attempt`]): the attempt put in force, the body polled.
 //! - [`after`]: what the call does after an attempt, once for every kind of
-//!   call: `idempotent = …`, `next` / `next_after` (the engine's verdict,
-//!   applied), and the `sleep` until the next attempt.
+//!   call: `idempotent = …`, `next` / `next_after` (the attempt's error read
+//!   through [`RetryResult`], the engine's verdict applied), and the `sleep`
+//!   until the next attempt.
 //! - [`timed`]: the time limits of a call with `#[timeout]` beside
 //!   `#[retry]` ([`Timing`], the `D` of [`TimedCall`]), and [`Timed`], an
 //!   attempt under them.
