@@ -207,6 +207,8 @@ impl CallState {
         }
     }
 
+    /// [`enter_first`](CallState::enter_first) under a task policy or
+    /// breaking the layer rule: out of line, the rare path.
     #[cold]
     #[inline(never)]
     fn enter_resolving(&mut self, framed: bool) -> Outer {
@@ -264,10 +266,10 @@ impl CallState {
 
     /// What the loops and the scope around the call say about it, read once,
     /// on its first poll under a task policy or breaking the layer rule (the
-    /// others read it in [`exchange::install_first`]): the budget it owns if it is the outermost retried
-    /// call (the task's, which always holds, or the default), its layer's
-    /// token bucket, and the attempts it allows (the task's `retry:` over
-    /// the site's).
+    /// others read it in [`exchange::install_first`]): the budget it owns if
+    /// it is the outermost retried call (the task's, which always holds, or
+    /// the default), its layer's token bucket, and the attempts it allows
+    /// (the task's `retry:` over the site's).
     #[inline(always)]
     fn resolve(&mut self) -> NonZeroU32 {
         let (scoped, nested, breaks) = exchange::around(self.site.layer);
