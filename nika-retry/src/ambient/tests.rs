@@ -139,6 +139,36 @@ fn a_first_poll_reads_what_is_around_it_in_the_access_that_puts_it_in_force() {
 }
 
 #[test]
+fn a_failing_call_reads_what_is_around_it_in_one_access_and_takes_from_the_budget_in_force() {
+    let none = AroundFailure {
+        budget: None,
+        not_idempotent: false,
+        scoped: false,
+    };
+    assert_eq!(around_failure(), none);
+    // Inside an attempt of an owner that is not idempotent, under a policy.
+    let mut key = IdempotencyKey::UNDRAWN;
+    let slot = AttemptSlot::new(Layer::Provider, 1, 3, false).saying(Idempotence::Not);
+    let outer = install(Some(Budget::new(9, 1)), slot, &mut key);
+    let mut policy = Some(crate::task::TaskPolicy::new());
+    {
+        let _scope = Swap::<Policy>::new(&mut policy);
+        let around = around_failure();
+        assert_eq!(around.budget, Some(Budget::new(9, 1)));
+        assert!(around.not_idempotent && around.scoped);
+        assert_eq!(take_from_budget(), Some(Budget::new(9, 2)), "as it is then");
+        assert_eq!(around_failure().budget, Some(Budget::new(9, 2)));
+    }
+    let back = restore(outer, &mut key, true, &mut false, (), no_report);
+    assert_eq!(
+        back,
+        Some(Budget::new(9, 2)),
+        "the owner's, as its nested loops left it"
+    );
+    assert_eq!((around_failure(), take_from_budget()), (none, None));
+}
+
+#[test]
 fn a_key_drawn_in_a_nested_attempt_is_the_outermost_calls() {
     let drawn = IdempotencyKey::from_u128(9);
     let mut owner_key = IdempotencyKey::UNDRAWN;
