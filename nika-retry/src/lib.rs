@@ -82,6 +82,7 @@
 //! - [`upstream`]: the state calls against one upstream limit share: one 429 holds them all
 //!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
+//! - `tower` (feature `tower`): `RetryLayer`, the policy of a layer for any tower service.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 //!
 //! # Public structs
@@ -215,6 +216,9 @@ mod serde_impl;
 pub mod stream;
 pub mod task;
 mod time;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 pub mod upstream;
 mod vocab;
 
