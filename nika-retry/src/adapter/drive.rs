@@ -2,6 +2,7 @@
 //! same calls as an annotated fn's (the expansion of `#[retry(upstream =
 //! …)]` beside `#[timeout]`), so that every decision is the engine's.
 
+use core::borrow::Borrow;
 use core::future::Future;
 
 use super::judge::{Judged, Verdict};
@@ -28,7 +29,8 @@ impl<E> Clone for Errors<E> {
 
 impl<E> Copy for Errors<E> {}
 
-/// Sends `request` by `options` until it succeeds or the engine gives up,
+/// Sends `request` by `options` (borrowed, or owned: an `Arc` the future
+/// keeps) until it succeeds or the engine gives up,
 /// and returns the last result as it came (a response that is a failure
 /// included).
 ///
@@ -44,7 +46,7 @@ impl<E> Copy for Errors<E> {}
 ///
 /// Dropping the future drops the attempt in flight and sends nothing more.
 pub(crate) async fn drive<Req, T, E, Fut>(
-    options: &Options,
+    options: impl Borrow<Options>,
     mut request: Req,
     mut replay: impl FnMut(&Req) -> Option<Req>,
     mut send: impl FnMut(Req) -> Fut,
@@ -56,6 +58,7 @@ where
     Fut: Future<Output = Result<T, E>>,
     E: Classify,
 {
+    let options: &Options = options.borrow();
     let mut call = TimedCall::new(options.site, options.timeouts.total);
     if let Some(idempotent) = options.idempotent.or(idempotent) {
         call.said_idempotent(|| idempotent);
@@ -65,7 +68,6 @@ where
         Some(cost) => UpstreamTurn::with_cost(upstream, cost),
         None => UpstreamTurn::new(upstream),
     };
-    let limits = options.timeouts.attempt_limits();
     #[cfg(feature = "tracing")]
     let mut resends = 0u32;
     loop {
@@ -75,9 +77,14 @@ where
             return Err((errors.held)(held));
         }
         let spare = replay(&request);
-        let send = &mut send;
-        let attempt = WithUpstream::new(&turn, async move { send(request).await });
-        let timed = call.timed(limits, attempt, errors.timeout);
+        let attempt = WithUpstream::new(
+            &turn,
+            Lazy::Waiting {
+                send: &mut send,
+                request: Some(request),
+            },
+        );
+        let timed = call.timed(options.timeouts.attempt_limits(), attempt, errors.timeout);
         #[cfg(feature = "tracing")]
         let result = {
             let span = attempt_span(options, resends);
@@ -96,6 +103,8 @@ where
         };
         match (until, spare) {
             (Some(until), Some(spare)) => {
+                // Not kept across the sleep: the future stays small.
+                drop(result);
                 request = spare;
                 sleep(until).await;
             }
@@ -124,4 +133,41 @@ fn attempt_span(options: &Options, resends: u32) -> tracing::Span {
         span.record("http.request.resend_count", resends);
     }
     span
+}
+
+pin_project_lite::pin_project! {
+    /// An attempt that calls `send` on its first poll, with the attempt in
+    /// force; the request and the future `send` makes it into share their
+    /// bytes.
+    #[project = LazyProj]
+    enum Lazy<'s, S, Req, Fut> {
+        Waiting { send: &'s mut S, request: Option<Req> },
+        Running { #[pin] fut: Fut },
+    }
+}
+
+impl<S, Req, Fut> Future for Lazy<'_, S, Req, Fut>
+where
+    S: FnMut(Req) -> Fut,
+    Fut: Future,
+{
+    type Output = Fut::Output;
+
+    fn poll(
+        mut self: core::pin::Pin<&mut Self>,
+        cx: &mut core::task::Context<'_>,
+    ) -> core::task::Poll<Fut::Output> {
+        let fut = match self.as_mut().project() {
+            LazyProj::Running { fut } => return fut.poll(cx),
+            LazyProj::Waiting { send, request } => match request.take() {
+                Some(request) => send(request),
+                None => unreachable!("`Lazy` is `Running` once it sent"),
+            },
+        };
+        self.set(Lazy::Running { fut });
+        match self.project() {
+            LazyProj::Running { fut } => fut.poll(cx),
+            LazyProj::Waiting { .. } => unreachable!("just set"),
+        }
+    }
 }

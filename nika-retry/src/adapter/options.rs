@@ -146,6 +146,7 @@ impl Options {
     }
 
     /// The layer.
+    #[cfg(feature = "tracing")]
     pub(crate) const fn layer(&self) -> Layer {
         self.site.layer
     }

@@ -184,11 +184,6 @@ impl<P> RetryLayer<P> {
         self.with(|o| o.idempotent(idempotent))
     }
 
-    /// The layer of this [`Layer`].
-    pub fn layer(&self) -> Layer {
-        self.options.layer()
-    }
-
     /// The same options, requests replayed and responses read by `protocol`.
     #[must_use]
     pub fn protocol<Q>(self, protocol: Q) -> RetryLayer<Q> {

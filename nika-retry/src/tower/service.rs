@@ -2,7 +2,7 @@
 //! service in, and its [`ResponseFuture`].
 
 use core::fmt;
-use core::future::{Future, poll_fn};
+use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Arc;
@@ -72,61 +72,83 @@ where
         // place, to be made ready by the next `poll_ready` (tower's way).
         let clone = self.inner.clone();
         let ready = core::mem::replace(&mut self.inner, clone);
-        let options = Arc::clone(&self.options);
-        let protocol = self.protocol.clone();
-        ResponseFuture(Box::pin(async move {
-            send(ready, &options, &protocol, request).await
-        }))
+        let idempotent = self.protocol.idempotent(&request);
+        let replay = self.protocol.clone();
+        let judge = self.protocol.clone();
+        let upstream = self.options.upstream.clone();
+        // The loop's future itself, boxed: no `async` block around it to
+        // keep a second copy of its arguments.
+        let fut = drive(
+            Arc::clone(&self.options),
+            request,
+            move |request| replay.replay(request),
+            attempts(ready),
+            move |response| {
+                let (status, headers) = judge.head(response)?;
+                response_failure(upstream.as_ref(), status, headers)
+            },
+            idempotent,
+            Errors {
+                timeout: <S::Error as From<TimeoutError>>::from,
+                held: <S::Error as From<Held>>::from,
+            },
+        );
+        ResponseFuture(Box::pin(fut))
     }
 }
 
-/// A request's attempts through the adapters' loop: the first through the
-/// service made ready, each next through a clone of it made ready in turn.
-async fn send<S, P, Req>(
-    mut ready: S,
-    options: &Options,
-    protocol: &P,
-    request: Req,
-) -> Result<S::Response, S::Error>
+/// How each attempt is sent: the first through the service made ready,
+/// each next through a clone of it made ready in turn.
+fn attempts<S, Req>(mut ready: S) -> impl FnMut(Req) -> Attempt<S, Req>
 where
     S: Service<Req> + Clone,
-    S::Error: Classify + From<TimeoutError> + From<Held>,
-    P: Protocol<Req, S::Response>,
 {
-    let idempotent = protocol.idempotent(&request);
     let mut first = true;
-    let upstream = options.upstream.as_ref();
-    drive(
-        options,
-        request,
-        |request| protocol.replay(request),
-        move |request| {
-            let now = if core::mem::take(&mut first) {
-                Ok(ready.call(request))
-            } else {
-                Err((ready.clone(), request))
-            };
-            async move {
-                match now {
-                    Ok(called) => called.await,
-                    Err((mut fresh, request)) => {
-                        poll_fn(|cx| fresh.poll_ready(cx)).await?;
-                        fresh.call(request).await
-                    }
-                }
+    move |request| {
+        if core::mem::take(&mut first) {
+            Attempt::Called {
+                fut: ready.call(request),
             }
-        },
-        |response| {
-            let (status, headers) = protocol.head(response)?;
-            response_failure(upstream, status, headers)
-        },
-        idempotent,
-        Errors {
-            timeout: <S::Error as From<TimeoutError>>::from,
-            held: <S::Error as From<Held>>::from,
-        },
-    )
-    .await
+        } else {
+            Attempt::Readying {
+                service: ready.clone(),
+                request: Some(request),
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt's send: the service's future, or a clone of the service
+    /// being made ready for it. One or the other, so that the request and
+    /// the service's future share their bytes.
+    #[project = AttemptProj]
+    enum Attempt<S: Service<Req>, Req> {
+        Called { #[pin] fut: S::Future },
+        Readying { service: S, request: Option<Req> },
+    }
+}
+
+impl<S: Service<Req>, Req> Future for Attempt<S, Req> {
+    type Output = Result<S::Response, S::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let fut = match self.as_mut().project() {
+                AttemptProj::Called { fut } => return fut.poll(cx),
+                AttemptProj::Readying { service, request } => {
+                    if let Err(e) = core::task::ready!(service.poll_ready(cx)) {
+                        return Poll::Ready(Err(e));
+                    }
+                    let Some(request) = request.take() else {
+                        unreachable!("an attempt is called once")
+                    };
+                    service.call(request)
+                }
+            };
+            self.set(Attempt::Called { fut });
+        }
+    }
 }
 
 /// The future of a [`RetryService`]'s response: its attempts, boxed once

@@ -2,8 +2,10 @@
 //! how it reads responses, what it says.
 
 use core::time::Duration;
+use std::sync::Arc;
+#[cfg(feature = "tracing")]
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 
 use http::{Method, Request, Response};
 use tower::{Service, ServiceBuilder, ServiceExt};
