@@ -152,6 +152,9 @@
 //   the loop that runs a request's attempts through `run/`'s calls (the
 //   expansion of `#[retry(upstream = …)]` beside `#[timeout]`), a
 //   response judged as `http::classify_response` does (`judge`).
+// - `tower/` (feature `tower`): `RetryLayer`, `RetryService` and its
+//   `ResponseFuture` over `adapter::drive`, and the `Protocol` that says
+//   how a request is replayed and a response read.
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //

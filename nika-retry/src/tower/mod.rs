@@ -4,7 +4,7 @@
 //! [`RetryLayer`] is a call of the layer, with everything an annotated fn's
 //! call shares — the task scope, the attempt budget across nested layers
 //! (a `RetryLayer` for `http` under a provider fn's attempt: 3 × 3 at most),
-//! the token bucket, the [`Upstream`](crate::upstream::Upstream) (holds,
+//! the token bucket, the [`Upstream`] (holds,
 //! pacing, `cost`), [`current_attempt`](crate::current_attempt) with its
 //! idempotency key inside the inner service, the events and the layer
 //! reports.
