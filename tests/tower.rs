@@ -203,3 +203,115 @@ async fn a_body_that_cannot_be_replayed_is_sent_once_and_its_event_says_so() {
         events[0]
     );
 }
+
+#[tokio::test]
+async fn a_task_scope_opts_the_tool_layer_in_and_its_token_bucket_is_the_layers() {
+    use nika_retry::TokenBucket;
+    use nika_retry::task::{TaskPolicy, scope};
+
+    let server = FaultServer::start([Fault::Status(503), Fault::ok("hi")]).await;
+    let retry = quick(Layer::Tool).with_max_attempts(2).unwrap();
+    let policy = TaskPolicy::new().with_retry(retry);
+    let mut service = through(RetryLayer::new(Layer::Tool));
+    let sent = status(&mut service, request(Method::GET, &server.url("/")));
+    assert_eq!(scope(policy, sent).await.unwrap(), 200);
+    assert_eq!(server.requests(), 2, "opted in by the task");
+
+    // A bucket that cannot pay for one retry (a retry costs 5).
+    let server = FaultServer::start([Fault::Status(503), Fault::ok("hi")]).await;
+    let policy = TaskPolicy::new().with_token_bucket(Layer::Provider, TokenBucket::new(4));
+    let log = Arc::new(EventLog::new());
+    let layer = RetryLayer::new(Layer::Provider).config(quick(Layer::Provider));
+    let mut service = through(layer);
+    let sent = status(&mut service, request(Method::GET, &server.url("/")));
+    assert_eq!(
+        observe(log.clone(), scope(policy, sent)).await.unwrap(),
+        503
+    );
+    assert_eq!(server.requests(), 1);
+    assert_eq!(log.events()[0].reason, Some(GiveUp::TokenBucketEmpty));
+}
+
+#[tokio::test]
+async fn a_429_holds_the_upstream_for_a_sibling_request() {
+    use nika_retry::upstream::Upstream;
+
+    let server = FaultServer::start([retry_after(429, "1"), Fault::ok("a"), Fault::ok("b")]).await;
+    let upstream = Upstream::new("tests/tower");
+    let layer = RetryLayer::new(Layer::Provider).upstream(upstream.clone());
+    let url = server.url("/");
+    let mut first = through(layer.clone());
+    let mut sibling = through(layer);
+    let (a, b) = tokio::join!(status(&mut first, request(Method::GET, &url)), async {
+        // Once the 429 is in: the sibling meets the hold.
+        while server.requests() == 0 || upstream.held_for().is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        status(&mut sibling, request(Method::GET, &url)).await
+    });
+    assert_eq!((a.unwrap(), b.unwrap()), (200, 200));
+    let hits = server.hits();
+    assert_eq!(hits.len(), 3);
+    for later in &hits[1..] {
+        assert!(
+            later.at - hits[0].at >= Duration::from_millis(990),
+            "{:?}",
+            later.at - hits[0].at
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_success_s_rate_limit_headers_go_to_the_upstream() {
+    use nika_retry::upstream::Upstream;
+
+    let spent = [
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "30s"),
+    ];
+    let headers = spent
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()));
+    let server = FaultServer::start([Fault::WithHeaders(200, headers.collect())]).await;
+    let upstream = Upstream::new("tests/tower-headers");
+    let mut service = through(RetryLayer::new(Layer::Provider).upstream(upstream.clone()));
+    assert_eq!(
+        status(&mut service, request(Method::GET, &server.url("/")))
+            .await
+            .unwrap(),
+        200
+    );
+    let held = upstream
+        .held_for()
+        .expect("none left: held until the reset");
+    assert!(held > Duration::from_secs(25), "{held:?}");
+}
+
+/// An http fn whose transport is a provider layer: upside down.
+#[retry(layer = "http", backoff = "1ms")]
+async fn upside_down(url: &str) -> Result<u16, HttpError> {
+    let mut service = through(RetryLayer::new(Layer::Provider));
+    status(&mut service, request(Method::GET, url)).await
+}
+
+#[tokio::test]
+async fn a_provider_layer_under_an_http_fn_is_reported() {
+    let server = FaultServer::start([Fault::ok("hi")]).await;
+    let log = Arc::new(EventLog::new());
+    assert_eq!(
+        observe(log.clone(), upside_down(&server.url("/")))
+            .await
+            .unwrap(),
+        200
+    );
+    let violations = log.violations();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert_eq!(
+        (violations[0].outer_layer, violations[0].inner_layer),
+        (Layer::Http, Layer::Provider)
+    );
+    assert_eq!(
+        violations[0].inner_operation,
+        "nika_retry::tower::RetryLayer"
+    );
+}
