@@ -145,8 +145,8 @@ impl Options {
         }
     }
 
-    /// The layer.
-    #[cfg(feature = "tracing")]
+    /// The layer (for the attempts' spans, and the middleware's `layer()`).
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
     pub(crate) const fn layer(&self) -> Layer {
         self.site.layer
     }
