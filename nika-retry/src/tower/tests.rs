@@ -3,8 +3,6 @@
 
 use core::time::Duration;
 use std::sync::Arc;
-#[cfg(feature = "tracing")]
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use http::{Method, Request, Response};
@@ -174,97 +172,6 @@ async fn an_attempt_limit_is_the_inner_error_type() {
         .call(request(Method::GET))
         .await;
     assert!(matches!(got, Err(Fault::Timeout(_))), "{got:?}");
-}
-
-/// What a `tracing` subscriber printed.
-#[cfg(feature = "tracing")]
-#[derive(Clone, Default)]
-struct Printed(Arc<Mutex<Vec<u8>>>);
-
-#[cfg(feature = "tracing")]
-impl std::io::Write for Printed {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[cfg(feature = "tracing")]
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn each_attempt_has_a_span_with_its_resend_count_and_time_to_first_chunk() {
-    use futures_core::Stream;
-
-    /// Two chunks, the first after 2 s.
-    struct Chunks(u8, Option<core::pin::Pin<Box<tokio::time::Sleep>>>);
-    impl Stream for Chunks {
-        type Item = Result<u8, Fault>;
-        fn poll_next(
-            mut self: core::pin::Pin<&mut Self>,
-            cx: &mut core::task::Context<'_>,
-        ) -> core::task::Poll<Option<Self::Item>> {
-            if let Some(sleep) = self.1.as_mut() {
-                core::task::ready!(sleep.as_mut().poll(cx));
-                self.1 = None;
-            }
-            self.0 += 1;
-            core::task::Poll::Ready((self.0 <= 2).then_some(Ok(self.0)))
-        }
-    }
-    use core::future::Future;
-
-    let printed = Printed::default();
-    let writer = printed.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
-    let sent = Arc::new(AtomicU32::new(0));
-    let counted = sent.clone();
-    let inner = tower::service_fn(move |_: Request<String>| {
-        let n = counted.fetch_add(1, Ordering::SeqCst);
-        async move {
-            let sleep = Box::pin(tokio::time::sleep(Duration::from_secs(2)));
-            let started = crate::stream::started(Chunks(0, Some(sleep))).await?;
-            drop(started);
-            tracing::info!("answered");
-            let status = if n == 0 { 503 } else { 200 };
-            Ok::<_, Fault>(
-                Response::builder()
-                    .status(status)
-                    .body(String::new())
-                    .unwrap(),
-            )
-        }
-    });
-    let mut service = RetryLayer::new(Layer::Http).layer_on(inner);
-    assert_eq!(status(&mut service, request(Method::GET)).await, 200);
-    let text = String::from_utf8(printed.0.lock().unwrap().clone()).unwrap();
-    let answered: Vec<&str> = text.lines().filter(|l| l.contains("answered")).collect();
-    assert_eq!(answered.len(), 2, "{text}");
-    assert!(!answered[0].contains("resend_count"), "{}", answered[0]);
-    assert!(
-        answered[1].contains("http.request.resend_count=1"),
-        "{}",
-        answered[1]
-    );
-    // From the call's start, as `Started::time_to_first_content`: the
-    // second attempt's counts the first and the backoff too.
-    assert!(
-        answered[0].contains("gen_ai.response.time_to_first_chunk=2.0}"),
-        "{}",
-        answered[0]
-    );
-    assert!(
-        answered[1].contains("gen_ai.response.time_to_first_chunk=4."),
-        "{}",
-        answered[1]
-    );
 }
 
 /// `layer.layer(inner)` without naming tower's trait at each use.
