@@ -45,72 +45,84 @@ impl<E> Copy for Errors<E> {}
 ///   idempotence), when the options say nothing.
 ///
 /// Dropping the future drops the attempt in flight and sends nothing more.
-pub(crate) async fn drive<Req, T, E, Fut>(
+///
+/// A fn returning an `async` block rather than an `async fn`: an
+/// `async fn` keeps each argument twice in its future (as it came, and as
+/// the local it is bound to), the request included. The block keeps the
+/// request once (`kept`, the original, which each attempt copies) and the
+/// copy in flight.
+pub(crate) fn drive<Req, T, E, Fut>(
     options: impl Borrow<Options>,
-    mut request: Req,
+    request: Req,
     mut replay: impl FnMut(&Req) -> Option<Req>,
     mut send: impl FnMut(Req) -> Fut,
     mut judge: impl FnMut(&T) -> Option<Failure>,
     idempotent: Option<bool>,
     errors: Errors<E>,
-) -> Result<T, E>
+) -> impl Future<Output = Result<T, E>>
 where
     Fut: Future<Output = Result<T, E>>,
     E: Classify,
 {
-    let options: &Options = options.borrow();
-    let mut call = TimedCall::new(options.site, options.timeouts.total);
-    if let Some(idempotent) = options.idempotent.or(idempotent) {
-        call.said_idempotent(|| idempotent);
-    }
-    let upstream = options.upstream.as_ref();
-    let mut turn = match options.cost {
-        Some(cost) => UpstreamTurn::with_cost(upstream, cost),
-        None => UpstreamTurn::new(upstream),
-    };
-    #[cfg(feature = "tracing")]
-    let mut resends = 0u32;
-    loop {
-        if !call.pass_open(&turn)
-            && let Err(held) = call.pass(&mut turn).await
-        {
-            return Err((errors.held)(held));
+    let mut kept = Some(request);
+    async move {
+        let options: &Options = options.borrow();
+        let mut call = TimedCall::new(options.site, options.timeouts.total);
+        if let Some(idempotent) = options.idempotent.or(idempotent) {
+            call.said_idempotent(|| idempotent);
         }
-        let spare = replay(&request);
-        let attempt = WithUpstream::new(
-            &turn,
-            Lazy::Waiting {
-                send: &mut send,
-                request: Some(request),
-            },
-        );
-        let timed = call.timed(options.timeouts.attempt_limits(), attempt, errors.timeout);
+        let upstream = options.upstream.as_ref();
+        let mut turn = match options.cost {
+            Some(cost) => UpstreamTurn::with_cost(upstream, cost),
+            None => UpstreamTurn::new(upstream),
+        };
         #[cfg(feature = "tracing")]
-        let result = {
-            let span = attempt_span(options, resends);
-            resends += 1;
-            tracing::Instrument::instrument(timed, span).await
-        };
-        #[cfg(not(feature = "tracing"))]
-        let result = timed.await;
-        let until = {
-            let failed = match &result {
-                Ok(response) => judge(response).map(Judged::Response),
-                Err(error) => Some(Judged::Error(error)),
-            };
-            let config = || options.config.clone();
-            call.next_after_kept(&mut turn, &Verdict(failed), config, spare.is_some())
-        };
-        match (until, spare) {
-            (Some(until), Some(spare)) => {
-                // Not kept across the sleep: the future stays small.
-                drop(result);
-                request = spare;
-                sleep(until).await;
+        let mut resends = 0u32;
+        loop {
+            if !call.pass_open(&turn)
+                && let Err(held) = call.pass(&mut turn).await
+            {
+                return Err((errors.held)(held));
             }
-            // A request that could not be kept is never retried (the
-            // engine gave up with `NotReplayable`).
-            _ => return result,
+            // The attempt sends a copy and the original stays for the next;
+            // one that cannot be copied is sent itself, once.
+            let copy = kept.as_ref().and_then(&mut replay);
+            let replayable = copy.is_some();
+            let request = copy.or_else(|| kept.take());
+            let attempt = WithUpstream::new(
+                &turn,
+                Lazy::Waiting {
+                    send: &mut send,
+                    request,
+                },
+            );
+            let timed = call.timed(options.timeouts.attempt_limits(), attempt, errors.timeout);
+            #[cfg(feature = "tracing")]
+            let result = {
+                let span = attempt_span(options, resends);
+                resends += 1;
+                tracing::Instrument::instrument(timed, span).await
+            };
+            #[cfg(not(feature = "tracing"))]
+            let result = timed.await;
+            let until = {
+                let failed = match &result {
+                    Ok(response) => judge(response).map(Judged::Response),
+                    Err(error) => Some(Judged::Error(error)),
+                };
+                let config = || options.config.clone();
+                call.next_after_kept(&mut turn, &Verdict(failed), config, replayable)
+            };
+            match until {
+                // A request that could not be kept is never retried (the
+                // engine gave up with `NotReplayable`).
+                Some(until) if kept.is_some() => {
+                    // Not kept across the sleep: the future stays small.
+                    drop(result);
+                    sleep(until).await;
+                }
+                _ => return result,
+            }
         }
     }
 }
@@ -161,7 +173,7 @@ where
             LazyProj::Running { fut } => return fut.poll(cx),
             LazyProj::Waiting { send, request } => match request.take() {
                 Some(request) => send(request),
-                None => unreachable!("`Lazy` is `Running` once it sent"),
+                None => unreachable!("an attempt starts with its request"),
             },
         };
         self.set(Lazy::Running { fut });
