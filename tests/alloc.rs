@@ -475,7 +475,7 @@ fn the_tower_layer_boxes_its_future_once_per_request_and_allocates_nothing_per_a
         "every request made three attempts"
     );
     // The response future's box, once per request (its type is an
-    // `async fn`'s, which `Service::Future` cannot name); a `u32` request's
+    // `async` block's, which `Service::Future` cannot name); a `u32` request's
     // replay allocates nothing.
     let calls = CALLS as usize;
     assert_eq!((success, failure), (calls, calls));
