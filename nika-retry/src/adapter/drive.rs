@@ -34,9 +34,10 @@ impl<E> Copy for Errors<E> {}
 /// and returns the last result as it came (a response that is a failure
 /// included).
 ///
-/// - `replay` gives, before each attempt, the copy of the request the next
-///   attempt would send; `None`: sent once (if its failure would have been
-///   retried, the event says why not: `GiveUp::NotReplayable`).
+/// - `replay` gives, before each attempt, a copy of the request for it to
+///   send, the original kept for the next; `None`: the request itself is
+///   sent, once (if its failure would have been retried, the event says
+///   why not: `GiveUp::NotReplayable`).
 /// - `send` starts an attempt; it is called inside the attempt's first
 ///   poll, with the attempt in force (`current_attempt()`, the upstream's
 ///   `current()`), so that a service reads them in its `call` too.

@@ -44,8 +44,9 @@ use http::{HeaderMap, Request, Response};
     note = "for any other request that is `Clone`, use `.protocol(nika_retry::tower::Cloned)`; for a body that is not `Clone`, `.replay_body(|body| …)` (`None`: sent once)"
 )]
 pub trait Protocol<Req, Res> {
-    /// A copy of `request` for the next attempt, made before it is sent;
-    /// `None`: it is sent once.
+    /// A copy of `request`, made before each attempt: the attempt sends
+    /// it, the original stays for the next. `None`: the request itself is
+    /// sent, once.
     fn replay(&self, request: &Req) -> Option<Req>;
 
     /// Whether `request` may be sent again whatever its attempt reached;
