@@ -71,6 +71,20 @@ pub trait Protocol<Req, Res> {
 /// replayed whole (its extensions included), idempotent as its method is
 /// (RFC 9110: `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`), its
 /// responses judged by their status and headers.
+///
+/// ```
+/// use http::{Method, Request, Response, StatusCode};
+/// use nika_retry::tower::{Http, Protocol};
+///
+/// let post = Request::post("http://localhost/mail").body("hi".to_owned()).unwrap();
+/// let copy = Protocol::<_, Response<()>>::replay(&Http, &post).unwrap();
+/// assert_eq!((copy.method(), copy.body().as_str()), (&Method::POST, "hi"));
+/// assert_eq!(Protocol::<_, Response<()>>::idempotent(&Http, &post), Some(false));
+///
+/// let unavailable = Response::builder().status(StatusCode::SERVICE_UNAVAILABLE).body(()).unwrap();
+/// let (status, _) = Protocol::<Request<String>, _>::head(&Http, &unavailable).unwrap();
+/// assert_eq!(status, 503);
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Http;
 
@@ -91,6 +105,19 @@ impl<B: Clone, R> Protocol<Request<B>, Response<R>> for Http {
 /// [`Http`] for a body that is not `Clone`, or not always: the fn gives a
 /// copy of the body for the next attempt, or `None` (a stream: the request
 /// is sent once). Built by [`RetryLayer::replay_body`](super::RetryLayer::replay_body).
+///
+/// ```
+/// use http::{Request, Response};
+/// use nika_retry::tower::{HttpBody, Protocol};
+///
+/// /// A body read from a socket: never copied.
+/// struct Streamed;
+///
+/// let once = HttpBody(|_: &Streamed| None);
+/// let request = Request::put("http://localhost/file").body(Streamed).unwrap();
+/// assert!(Protocol::<_, Response<()>>::replay(&once, &request).is_none());
+/// assert_eq!(Protocol::<_, Response<()>>::idempotent(&once, &request), Some(true));
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HttpBody<F>(pub F);
 
@@ -121,6 +148,14 @@ where
 /// Any request that is `Clone`, replayed by its clone; its idempotence as
 /// the calls around say; its responses never failures (only the service's
 /// errors are, through `Classify`).
+///
+/// ```
+/// use nika_retry::tower::{Cloned, Protocol};
+///
+/// assert_eq!(Protocol::<u32, u32>::replay(&Cloned, &7), Some(7));
+/// assert_eq!(Protocol::<u32, u32>::idempotent(&Cloned, &7), None);
+/// assert!(Protocol::<u32, u32>::head(&Cloned, &200).is_none());
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Cloned;
 

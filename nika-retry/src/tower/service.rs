@@ -18,6 +18,17 @@ use crate::vocab::timeout_error::TimeoutError;
 /// A service whose requests are sent by the policy of a layer: built by
 /// [`RetryLayer`](super::RetryLayer). Its `Response` and `Error` are the
 /// inner service's.
+///
+/// ```
+/// use nika_retry::tower::{Cloned, RetryLayer};
+/// use nika_retry::Layer;
+/// use tower::Layer as _;
+///
+/// # #[derive(Clone)] struct Client;
+/// let service = RetryLayer::new(Layer::Http).protocol(Cloned).layer(Client);
+/// let _client: &Client = service.get_ref();
+/// let _client: Client = service.into_inner();
+/// ```
 #[derive(Clone, Debug)]
 pub struct RetryService<S, P = super::Http> {
     inner: S,
@@ -152,7 +163,8 @@ impl<S: Service<Req>, Req> Future for Attempt<S, Req> {
 }
 
 /// The future of a [`RetryService`]'s response: its attempts, boxed once
-/// per request. Dropping it drops the attempt in flight; nothing more is sent.
+/// per request (see [`RetryLayer`](super::RetryLayer)'s example). Dropping
+/// it drops the attempt in flight; nothing more is sent.
 #[must_use = "futures do nothing unless polled"]
 pub struct ResponseFuture<T, E>(Pin<Box<dyn Future<Output = Result<T, E>> + Send>>);
 
