@@ -24,4 +24,4 @@ pub use options::Timeouts;
 pub(crate) use options::{Options, Sites};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -15,9 +15,11 @@ use nika_retry_macros::{Classify, retry};
 
 static SITES: Sites = Sites::new("nika_retry::adapter::tests");
 
+/// A service's error, with the adapters' two of their own (the `tower`
+/// layer's tests use it too).
 #[derive(Debug, Classify, PartialEq)]
 #[category(crate = "crate")]
-enum Fault {
+pub(crate) enum Fault {
     #[category(transient)]
     Reset,
     #[category(transient, reached = no)]

@@ -9,35 +9,10 @@ use http::{Method, Request, Response};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
 use super::{Cloned, RetryLayer};
+use crate::adapter::tests::Fault;
 use crate::engine::GiveUp;
 use crate::events::{EventLog, observe};
-use crate::upstream::Held;
 use crate::vocab::layer::Layer;
-use crate::vocab::timeout_error::TimeoutError;
-use nika_retry_macros::Classify;
-
-#[derive(Debug, Classify)]
-#[category(crate = "crate")]
-enum Fault {
-    #[category(transient)]
-    Reset,
-    #[category(transparent)]
-    Timeout(TimeoutError),
-    #[category(transparent)]
-    Held(Held),
-}
-
-impl From<TimeoutError> for Fault {
-    fn from(e: TimeoutError) -> Self {
-        Fault::Timeout(e)
-    }
-}
-
-impl From<Held> for Fault {
-    fn from(e: Held) -> Self {
-        Fault::Held(e)
-    }
-}
 
 /// A server answering `statuses` in turn (200 once they are spent), and
 /// the number of requests it got.
