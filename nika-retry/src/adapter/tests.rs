@@ -271,3 +271,37 @@ async fn a_429_holds_the_upstream_for_the_next_request() {
     assert_eq!(server.sent(), 3);
     assert!(started.elapsed() >= Duration::from_secs(5));
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn total_bounds_the_attempts_and_the_waits_between_them() {
+    use crate::vocab::timeout_error::Boundary;
+
+    let config = RetryConfig::for_layer(Layer::Http)
+        .with_jitter(0.0)
+        .unwrap();
+    let timeouts = Timeouts::NONE.with_total(Duration::from_secs(2));
+    let options = Options::new(&SITES, Layer::Http)
+        .config(config)
+        .timeouts(timeouts);
+    let started = tokio::time::Instant::now();
+    // Each answer a 503 after 900 ms: the second attempt (from 1.15 s) is
+    // cut at 2 s.
+    let result = drive(
+        &options,
+        0u32,
+        |r| Some(*r),
+        |_| async {
+            tokio::time::sleep(Duration::from_millis(900)).await;
+            ok(503)
+        },
+        judge(None),
+        None,
+        ERRORS,
+    )
+    .await;
+    let Err(Fault::Timeout(limit)) = result else {
+        panic!("{result:?}")
+    };
+    assert_eq!(limit.boundary(), Boundary::Total);
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
+}
