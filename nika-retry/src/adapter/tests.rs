@@ -305,3 +305,41 @@ async fn total_bounds_the_attempts_and_the_waits_between_them() {
     assert_eq!(limit.boundary(), Boundary::Total);
     assert_eq!(started.elapsed(), Duration::from_secs(2));
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn read_cuts_an_attempt_without_progress_not_a_long_one_that_progresses() {
+    use crate::vocab::timeout_error::Boundary;
+
+    let timeouts = Timeouts::NONE.with_read(Duration::from_secs(1));
+    let options = Options::new(&SITES, Layer::Http).timeouts(timeouts);
+    let run = |gaps: u32, gap: Duration| {
+        drive(
+            &options,
+            0u32,
+            |r| Some(*r),
+            move |_| async move {
+                for _ in 0..gaps {
+                    tokio::time::sleep(gap).await;
+                }
+                ok(200)
+            },
+            judge(None),
+            None,
+            ERRORS,
+        )
+    };
+    // 3 s in all, a wake-up every 500 ms: never 1 s without progress.
+    assert_eq!(run(6, Duration::from_millis(500)).await.unwrap().0, 200);
+    // 5 s without a wake-up: cut at 1 s, each of the 3 attempts.
+    let started = tokio::time::Instant::now();
+    let result = run(1, Duration::from_secs(5)).await;
+    let Err(Fault::Timeout(limit)) = result else {
+        panic!("{result:?}")
+    };
+    assert_eq!(limit.boundary(), Boundary::Read);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
