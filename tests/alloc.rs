@@ -3,7 +3,9 @@
 //! inside a task scope, and through an open upstream; and its documented exceptions: a `read` limit, once an
 //! attempt has gone pending, allocates the attempt's own waker once per call,
 //! which the call's later attempts reuse, and a `Started` stream under `read`
-//! boxes its timer once, however many items it waits for. It counts the
+//! boxes its timer once, however many items it waits for; the `tower`
+//! layer boxes its response future once per request, and allocates nothing
+//! per attempt. It counts the
 //! allocations of the thread that runs the calls only: the test harness's
 //! own thread may allocate at any moment on a loaded machine.
 
@@ -409,4 +411,72 @@ fn a_started_stream_under_read_boxes_its_timer_once_for_all_its_gaps() {
     // needs the waker of `read`. With gaps: one timer, not one per gap.
     let calls = CALLS as usize;
     assert_eq!((without_gaps, with_gaps), (0, calls));
+}
+
+/// Attempts the `tower` layer's inner service got (its own count: the
+/// tests run at once).
+static TOWER_ATTEMPTS: AtomicU32 = AtomicU32::new(0);
+
+/// The inner service of the `tower` layer's tests: answers each request
+/// at once, `fails` of every three with a 503 (no allocation either way).
+#[derive(Clone, Copy)]
+struct Answers {
+    fails: bool,
+}
+
+impl tower::Service<u32> for Answers {
+    type Response = u32;
+    type Error = ProviderError;
+    type Future = std::future::Ready<Result<u32, ProviderError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ProviderError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, n: u32) -> Self::Future {
+        let fail = self.fails && TOWER_ATTEMPTS.fetch_add(1, Ordering::Relaxed) % 3 < 2;
+        std::future::ready(if fail {
+            Err(ProviderError::Api {
+                status: 503,
+                message: String::new(),
+                retry_after: None,
+            })
+        } else {
+            Ok(black_box(n))
+        })
+    }
+}
+
+#[test]
+fn the_tower_layer_boxes_its_future_once_per_request_and_allocates_nothing_per_attempt() {
+    use nika_retry::tower::{Cloned, RetryLayer};
+    use tower::{Layer as _, Service as _, ServiceExt as _};
+
+    let config = RetryConfig::for_layer(Layer::Provider)
+        .with_initial_backoff(Duration::from_millis(2))
+        .unwrap();
+    let layer = RetryLayer::new(Layer::Provider)
+        .config(config)
+        .protocol(Cloned);
+    let send = |service: &nika_retry::tower::RetryService<Answers, Cloned>, n| {
+        let mut service = service.clone();
+        async move { service.ready().await?.call(n).await }
+    };
+    let live = runtime(false);
+    let succeeds = layer.layer(Answers { fails: false });
+    let success = allocations(&live, |n| send(&succeeds, n));
+    // Three attempts a request, two backoff sleeps, on a paused clock.
+    let paused = runtime(true);
+    let recovers = layer.layer(Answers { fails: true });
+    let failure = allocations(&paused, |n| send(&recovers, n));
+    assert_eq!(
+        TOWER_ATTEMPTS.load(Ordering::SeqCst),
+        3 * (WARM_UP + CALLS),
+        "every request made three attempts"
+    );
+    // The response future's box, once per request (its type is an
+    // `async` block's, which `Service::Future` cannot name); a `u32` request's
+    // replay allocates nothing.
+    let calls = CALLS as usize;
+    assert_eq!((success, failure), (calls, calls));
 }

@@ -82,6 +82,7 @@
 //! - [`upstream`]: the state calls against one upstream limit share: one 429 holds them all
 //!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
+//! - `tower` (feature `tower`): `RetryLayer`, the policy of a layer for any tower service.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 //!
 //! # Public structs
@@ -147,6 +148,14 @@
 //   while an attempt is polled); the
 //   layer-violation report; and the bound traits whose `on_unimplemented`
 //   messages the user sees.
+// - `adapter/`: what the `tower` layer and the `reqwest_middleware`
+//   middleware share: their options (`Options`, `Timeouts`) and `drive`,
+//   the loop that runs a request's attempts through `run/`'s calls (the
+//   expansion of `#[retry(upstream = …)]` beside `#[timeout]`), a
+//   response judged as `http::classify_response` does (`judge`).
+// - `tower/` (feature `tower`): `RetryLayer`, `RetryService` and its
+//   `ResponseFuture` over `adapter::drive`, and the `Protocol` that says
+//   how a request is replayed and a response read.
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //
@@ -217,6 +226,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod adapter;
 mod ambient;
 mod attempt;
 mod connect;
@@ -234,6 +244,9 @@ mod serde_impl;
 pub mod stream;
 pub mod task;
 mod time;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 pub mod upstream;
 mod vocab;
 

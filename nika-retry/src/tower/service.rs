@@ -1,0 +1,183 @@
+//! [`RetryService`], what a [`RetryLayer`](super::RetryLayer) wraps a
+//! service in, and its [`ResponseFuture`].
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use std::sync::Arc;
+
+use tower_service::Service;
+
+use super::protocol::Protocol;
+use crate::adapter::{Errors, Options, drive, response_failure};
+use crate::upstream::Held;
+use crate::vocab::classify::Classify;
+use crate::vocab::timeout_error::TimeoutError;
+
+/// A service whose requests are sent by the policy of a layer: built by
+/// [`RetryLayer`](super::RetryLayer). Its `Response` and `Error` are the
+/// inner service's.
+///
+/// ```
+/// use nika_retry::tower::{Cloned, RetryLayer};
+/// use nika_retry::Layer;
+/// use tower::Layer as _;
+///
+/// # #[derive(Clone)] struct Client;
+/// let service = RetryLayer::new(Layer::Http).protocol(Cloned).layer(Client);
+/// let _client: &Client = service.get_ref();
+/// let _client: Client = service.into_inner();
+/// ```
+#[derive(Clone, Debug)]
+pub struct RetryService<S, P = super::Http> {
+    inner: S,
+    options: Arc<Options>,
+    protocol: P,
+}
+
+impl<S, P> RetryService<S, P> {
+    pub(super) fn new(inner: S, options: Arc<Options>, protocol: P) -> Self {
+        RetryService {
+            inner,
+            options,
+            protocol,
+        }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, P, Req> Service<Req> for RetryService<S, P>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send,
+    S::Error: Classify + From<TimeoutError> + From<Held> + Send,
+    P: Protocol<Req, S::Response> + Clone + Send + Sync + 'static,
+    Req: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Response, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Req) -> Self::Future {
+        // The service made ready goes with the request; a clone takes its
+        // place, to be made ready by the next `poll_ready` (tower's way).
+        let clone = self.inner.clone();
+        let ready = core::mem::replace(&mut self.inner, clone);
+        let idempotent = self.protocol.idempotent(&request);
+        let replay = self.protocol.clone();
+        let judge = self.protocol.clone();
+        let upstream = self.options.upstream.clone();
+        // The loop's future itself, boxed: no `async` block around it to
+        // keep a second copy of its arguments.
+        let fut = drive(
+            Arc::clone(&self.options),
+            request,
+            move |request| replay.replay(request),
+            attempts(ready),
+            move |response| {
+                let (status, headers) = judge.head(response)?;
+                response_failure(upstream.as_ref(), status, headers)
+            },
+            idempotent,
+            Errors {
+                timeout: <S::Error as From<TimeoutError>>::from,
+                held: <S::Error as From<Held>>::from,
+            },
+        );
+        ResponseFuture(Box::pin(fut))
+    }
+}
+
+/// How each attempt is sent: the first through the service made ready,
+/// each next through a clone of it made ready in turn.
+fn attempts<S, Req>(mut ready: S) -> impl FnMut(Req) -> Attempt<S, Req>
+where
+    S: Service<Req> + Clone,
+{
+    let mut first = true;
+    move |request| {
+        if core::mem::take(&mut first) {
+            Attempt::Called {
+                fut: ready.call(request),
+            }
+        } else {
+            Attempt::Readying {
+                service: ready.clone(),
+                request: Some(request),
+            }
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// One attempt's send: the service's future, or a clone of the service
+    /// being made ready for it. One or the other, so that the request and
+    /// the service's future share their bytes.
+    #[project = AttemptProj]
+    enum Attempt<S: Service<Req>, Req> {
+        Called { #[pin] fut: S::Future },
+        Readying { service: S, request: Option<Req> },
+    }
+}
+
+impl<S: Service<Req>, Req> Future for Attempt<S, Req> {
+    type Output = Result<S::Response, S::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let fut = match self.as_mut().project() {
+                AttemptProj::Called { fut } => return fut.poll(cx),
+                AttemptProj::Readying { service, request } => {
+                    if let Err(e) = core::task::ready!(service.poll_ready(cx)) {
+                        return Poll::Ready(Err(e));
+                    }
+                    let Some(request) = request.take() else {
+                        unreachable!("an attempt is called once")
+                    };
+                    service.call(request)
+                }
+            };
+            self.set(Attempt::Called { fut });
+        }
+    }
+}
+
+/// The future of a [`RetryService`]'s response: its attempts, boxed once
+/// per request (see [`RetryLayer`](super::RetryLayer)'s example). Dropping
+/// it drops the attempt in flight; nothing more is sent.
+#[must_use = "futures do nothing unless polled"]
+pub struct ResponseFuture<T, E>(Pin<Box<dyn Future<Output = Result<T, E>> + Send>>);
+
+impl<T, E> Future for ResponseFuture<T, E> {
+    type Output = Result<T, E>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl<T, E> fmt::Debug for ResponseFuture<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
