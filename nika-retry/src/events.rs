@@ -237,7 +237,15 @@ pub(crate) enum Level {
 #[inline]
 pub(crate) fn level(outcome: Outcome, attempt: u32, reason: Option<GiveUp>) -> Level {
     match outcome {
-        _ if reason == Some(GiveUp::MayHaveTakenEffect) => Level::Warn,
+        // A failure that would have been retried, and was not: someone may
+        // have to look (the effect, the body that could not be replayed).
+        _ if matches!(
+            reason,
+            Some(GiveUp::MayHaveTakenEffect | GiveUp::NotReplayable)
+        ) =>
+        {
+            Level::Warn
+        }
         Outcome::Retrying => Level::Warn,
         Outcome::Recovered => Level::Debug,
         Outcome::GaveUp | Outcome::BudgetExhausted if attempt > 1 => Level::Warn,

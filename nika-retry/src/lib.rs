@@ -146,6 +146,11 @@
 //   while an attempt is polled); the
 //   layer-violation report; and the bound traits whose `on_unimplemented`
 //   messages the user sees.
+// - `adapter/`: what the `tower` layer and the `reqwest_middleware`
+//   middleware share: their options (`Options`, `Timeouts`) and `drive`,
+//   the loop that runs a request's attempts through `run/`'s calls (the
+//   expansion of `#[retry(upstream = …)]` beside `#[timeout]`), a
+//   response judged as `http::classify_response` does (`judge`).
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //
@@ -192,6 +197,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod adapter;
 mod ambient;
 mod attempt;
 mod connect;

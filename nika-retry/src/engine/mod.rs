@@ -162,6 +162,10 @@ pub struct Limits<'a> {
     /// with [`GiveUp::NotOptedIn`] rather than
     /// [`GiveUp::AttemptsExhausted`].
     pub needs_opt_in: bool,
+    /// Whether the request of the attempt cannot be sent again (an
+    /// adapter's request it could not clone): a failure that would
+    /// otherwise be retried gives up with [`GiveUp::NotReplayable`].
+    pub cannot_replay: bool,
 }
 
 impl Limits<'static> {
@@ -173,6 +177,7 @@ impl Limits<'static> {
         idempotent: true,
         bucket: None,
         needs_opt_in: false,
+        cannot_replay: false,
     };
 }
 
@@ -210,6 +215,7 @@ impl<'a> Limits<'a> {
             idempotent: self.idempotent,
             bucket,
             needs_opt_in: self.needs_opt_in,
+            cannot_replay: self.cannot_replay,
         }
     }
 
@@ -218,6 +224,24 @@ impl<'a> Limits<'a> {
     #[must_use]
     pub const fn with_needs_opt_in(mut self, needs_opt_in: bool) -> Limits<'a> {
         self.needs_opt_in = needs_opt_in;
+        self
+    }
+
+    /// The same limits, for an attempt whose request cannot be sent again.
+    ///
+    /// ```
+    /// use nika_retry::engine::{Decision, Failure, GiveUp, Limits, RetryState};
+    /// use nika_retry::{ErrorCategory, Layer, RetryConfig};
+    ///
+    /// let cfg = RetryConfig::for_layer(Layer::Http);
+    /// let busy = Failure::new(ErrorCategory::Transient, None);
+    /// let limits = Limits::NONE.with_cannot_replay(true);
+    /// let decision = RetryState::new().decide(&cfg, busy, limits);
+    /// assert_eq!(decision, Decision::GiveUp(GiveUp::NotReplayable));
+    /// ```
+    #[must_use]
+    pub const fn with_cannot_replay(mut self, cannot_replay: bool) -> Limits<'a> {
+        self.cannot_replay = cannot_replay;
         self
     }
 }
@@ -233,6 +257,7 @@ impl PartialEq for Limits<'_> {
             && self.budget_left == other.budget_left
             && self.idempotent == other.idempotent
             && self.needs_opt_in == other.needs_opt_in
+            && self.cannot_replay == other.cannot_replay
             && same_bucket
     }
 }
@@ -365,6 +390,9 @@ impl RetryState {
         // gives up on anyway keeps its own reason.
         if !limits.idempotent && !failure.reached.is_repeatable() {
             return Decision::GiveUp(GiveUp::MayHaveTakenEffect);
+        }
+        if limits.cannot_replay {
+            return Decision::GiveUp(GiveUp::NotReplayable);
         }
         let (delay, from_hint) = match failure.retry_after {
             Some(hint) if hint > cfg.max_retry_after => {

@@ -68,6 +68,10 @@ pub enum GiveUp {
     /// it could repeat the effect (a second mail, a second payment), so it
     /// is not retried, whatever the config says.
     MayHaveTakenEffect,
+    /// The request of the failed attempt cannot be sent again: an adapter
+    /// ([`tower`](crate::tower), `reqwest_middleware`) could not clone it
+    /// (a streamed body), so it was sent once, whatever the config says.
+    NotReplayable,
 }
 
 impl fmt::Display for GiveUp {
@@ -92,6 +96,9 @@ impl fmt::Display for GiveUp {
             ),
             GiveUp::MayHaveTakenEffect => f.write_str(
                 "not retried: the attempt may have taken effect and the fn is not idempotent",
+            ),
+            GiveUp::NotReplayable => f.write_str(
+                "not retried: the request cannot be sent again (its body cannot be cloned)",
             ),
         }
     }

@@ -235,6 +235,16 @@ impl<K: AsRef<str>, V: AsRef<[u8]>> Headers for Vec<(K, V)> {
     }
 }
 
+/// The header map of the `http` crate, which reqwest and the `tower`
+/// layer's `http::Response` share.
+#[cfg(any(feature = "reqwest", feature = "tower"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "reqwest", feature = "tower"))))]
+impl Headers for ::http::HeaderMap {
+    fn header(&self, name: &str) -> Option<&[u8]> {
+        self.get(name).map(|v| v.as_bytes())
+    }
+}
+
 impl<K: AsRef<str>, V: AsRef<[u8]>, S> Headers for HashMap<K, V, S> {
     fn header(&self, name: &str) -> Option<&[u8]> {
         self.iter()

@@ -2,9 +2,7 @@
 
 use std::time::SystemTime;
 
-use reqwest::header::HeaderMap;
-
-use crate::http::{Headers, response_category, retry_hint, status_category, status_reached};
+use crate::http::{response_category, retry_hint, status_category, status_reached};
 use crate::vocab::category::ErrorCategory;
 use crate::vocab::classify::Classify;
 use crate::vocab::reached::Reached;
@@ -76,13 +74,6 @@ fn io_source(error: &reqwest::Error) -> Option<&std::io::Error> {
         source = e.source();
     }
     None
-}
-
-#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
-impl Headers for HeaderMap {
-    fn header(&self, name: &str) -> Option<&[u8]> {
-        self.get(name).map(|v| v.as_bytes())
-    }
 }
 
 /// The category of a response and the server's wait hint from its headers

@@ -55,7 +55,7 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.after(Waited::NONE, result, config, self_type).0
+        self.after(Waited::NONE, result, config, self_type, false).0
     }
 
     /// [`next`](Call::next) for a call with an upstream: the attempt's
@@ -73,13 +73,55 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
+        self.settle_after(turn, result, config, self_type, false)
+    }
+
+    /// [`next_after`](Call::next_after) for an adapter's request (`tower`,
+    /// `reqwest_middleware`), which it may have been unable to keep for
+    /// another attempt (a body it could not clone): `kept` says whether it
+    /// did. One it did not fails for good, with
+    /// [`GiveUp::NotReplayable`](crate::engine::GiveUp::NotReplayable) if
+    /// it would otherwise have been retried.
+    #[inline]
+    pub fn next_after_kept<R, C>(
+        &mut self,
+        turn: &mut UpstreamTurn<'_>,
+        result: &R,
+        config: C,
+        kept: bool,
+    ) -> Option<Instant>
+    where
+        R: RetryResult,
+        R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
+    {
+        self.settle_after(turn, result, config, None, !kept)
+    }
+
+    /// [`next_after`](Call::next_after) and [`next_after_kept`](Call::next_after_kept).
+    #[inline(always)]
+    fn settle_after<R, C>(
+        &mut self,
+        turn: &mut UpstreamTurn<'_>,
+        result: &R,
+        config: C,
+        self_type: Option<fn() -> &'static str>,
+        cannot_replay: bool,
+    ) -> Option<Instant>
+    where
+        R: RetryResult,
+        R::Error: Classify,
+        C: FnOnce() -> Option<RetryConfig>,
+    {
         let waited = turn.waited();
         if result.error().is_none() && turn.success_ends() {
             // The common case apart: no failure to carry to `settle`, no
             // backoff to draw for it.
-            return self.after(waited, result, config, self_type).0;
+            return self
+                .after(waited, result, config, self_type, cannot_replay)
+                .0;
         }
-        let (until, failure) = self.after(waited, result, config, self_type);
+        let (until, failure) = self.after(waited, result, config, self_type, cannot_replay);
         turn.settle(failure, until);
         until
     }
@@ -96,6 +138,7 @@ impl<D: Deadline> Call<D> {
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
+        cannot_replay: bool,
     ) -> (Option<Instant>, Option<Failure>)
     where
         R: RetryResult,
@@ -114,7 +157,14 @@ impl<D: Deadline> Call<D> {
             Some(error) => {
                 let failure = Failure::of(error);
                 let deadline = self.timing.deadline();
-                let next = self.failed(failure, deadline, waited, &mut lazy(config), self_type);
+                let next = self.failed(
+                    failure,
+                    deadline,
+                    waited,
+                    &mut lazy(config),
+                    self_type,
+                    cannot_replay,
+                );
                 (next, Some(failure))
             }
         }
@@ -181,6 +231,8 @@ impl CallState {
         waited: Waited,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
+        // The request could not be kept for another attempt (an adapter's).
+        cannot_replay: bool,
     ) -> Option<Instant> {
         // One of the attempt's own limits, or a timeout in the error itself
         // (a connect limit, an inner fn's limit): the bucket charges more.
@@ -204,6 +256,7 @@ impl CallState {
             // The site's one attempt, no task `retry:` nor `config = …` over it.
             needs_opt_in: matches!(config, Cow::Borrowed(_))
                 && matches!(self.site.layer, Layer::Tool | Layer::Task),
+            cannot_replay,
         };
         let attempt = self.attempt;
         let mut state = RetryState::resume(attempt, self.bucket_taken);

@@ -1,0 +1,27 @@
+//! What the adapters share (the `tower` layer, the `reqwest_middleware`
+//! middleware): their options ([`Options`], [`Timeouts`]) and the one loop
+//! that runs a request's attempts ([`drive`]) through the calls the macros
+//! drive (`run/`: `TimedCall`, `UpstreamTurn`, `next_after`, `sleep`), so
+//! that every decision is the engine's: the task scope, the budget across
+//! layers, the token bucket, the upstream, `current_attempt()` inside the
+//! inner service, the events and the layer reports.
+//!
+//! - [`options`]: the layer's site, config, timeouts, upstream and
+//!   idempotence, as one value both adapters wrap.
+//! - [`judge`]: a response as a failure (its status, `x-should-retry`, the
+//!   server's hint, what it reached), its rate-limit headers to the upstream.
+//! - [`drive`]: the loop.
+// Each adapter uses it under its own feature.
+#![cfg_attr(not(feature = "tower"), allow(dead_code, unused_imports))]
+
+mod drive;
+mod judge;
+mod options;
+
+pub(crate) use drive::{Errors, drive};
+pub(crate) use judge::response_failure;
+pub use options::Timeouts;
+pub(crate) use options::{Options, Sites};
+
+#[cfg(test)]
+mod tests;
