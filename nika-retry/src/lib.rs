@@ -82,6 +82,8 @@
 //! - [`upstream`]: the state calls against one upstream limit share: one 429 holds them all
 //!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
+//! - `reqwest_middleware` (feature `reqwest-middleware`): the policy of a layer for a
+//!   `reqwest_middleware` client, from the same engine.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 //!
 //! # Public structs
@@ -151,6 +153,10 @@
 //   the loop that runs a request's attempts through `run/`'s calls (the
 //   expansion of `#[retry(upstream = …)]` beside `#[timeout]`), a
 //   response judged as `http::classify_response` does (`judge`).
+// - `reqwest_middleware/` (feature `reqwest-middleware`): `Retry`, the
+//   middleware over `adapter::drive` (a request's copy by `try_clone`, each
+//   attempt with its own copy of the extensions), and `Classify` for the
+//   middleware stack's error (`classify.rs`).
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //
@@ -204,6 +210,9 @@ mod connect;
 pub mod engine;
 pub mod events;
 pub mod http;
+#[cfg(feature = "reqwest-middleware")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
+pub mod reqwest_middleware;
 mod run;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]
