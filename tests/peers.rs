@@ -13,6 +13,12 @@ mod scripts;
 
 use std::time::Duration;
 
+use nika_retry::engine::GiveUp;
+use nika_retry::events::Outcome;
+use nika_retry::reqwest_middleware::Retry;
+use nika_retry::upstream::Upstream;
+use nika_retry::{Layer, RetryConfig};
+use nika_retry_tests::EventLog;
 use nika_retry_tests::fault::FaultServer;
 use nika_retry_tests::logs::{Clock, logged};
 use scripts::{HINT, SIBLINGS};
@@ -164,6 +170,23 @@ mod reqwest_retry {
     }
 }
 
+/// This crate's `reqwest_middleware::Retry` (its layers' defaults).
+mod middleware {
+    use nika_retry::reqwest_middleware::Retry;
+    use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+
+    /// A client with these middlewares, outermost first.
+    pub fn client(retries: impl IntoIterator<Item = Retry>) -> ClientWithMiddleware {
+        retries
+            .into_iter()
+            .fold(
+                ClientBuilder::new(reqwest::Client::new()),
+                |builder, retry| builder.with(retry),
+            )
+            .build()
+    }
+}
+
 // Row: `Retry-After` honoured (a 503 asking for 2 s, then a 200).
 
 #[tokio::test(start_paused = true)]
@@ -189,6 +212,16 @@ async fn retry_after_reqwest_retry() {
     // The first retry's backoff is drawn from [0, 1 s]: always before the
     // 2 s the server asked for (reqwest-middleware#146).
     assert!(scripts::gap(&server) <= Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_middleware() {
+    let server = FaultServer::start(scripts::retry_after()).await;
+    let client = middleware::client([Retry::new(Layer::Http)]);
+    let status = reqwest_retry::get(&client, &server.url("/")).await;
+    assert_eq!(status, Ok(200));
+    assert_eq!(server.requests(), 2);
+    assert!(scripts::gap(&server) >= Duration::from_secs(HINT));
 }
 
 // Row: a 429 that holds the sibling calls (a limit window of 2 s; the
@@ -223,6 +256,24 @@ async fn siblings_reqwest_retry() {
     assert!(server.limited() >= 2 * SIBLINGS, "{}", server.limited());
 }
 
+#[tokio::test(start_paused = true)]
+async fn siblings_middleware() {
+    let server = FaultServer::start(scripts::limit_window()).await;
+    let upstream = Upstream::new("loopback");
+    let client = middleware::client([Retry::new(Layer::Provider).upstream(upstream.clone())]);
+    let url = server.url("/");
+    let statuses = scripts::siblings(
+        || upstream.held_for().is_some(),
+        || reqwest_retry::get(&client, &url),
+    )
+    .await;
+    assert!(statuses.iter().all(|s| s == &Ok(200)), "{statuses:?}");
+    // One 429 held them all: the first call's retry and the 4 siblings
+    // start once the hold is over.
+    assert_eq!(server.limited(), 1);
+    assert_eq!(server.requests(), SIBLINGS + 1);
+}
+
 // Row: a budget across nested layers (3 layers of 3 attempts each, every
 // request a 503).
 
@@ -246,6 +297,34 @@ async fn nested_reqwest_retry() {
     // retries it.
     assert_eq!(status, Ok(503));
     assert_eq!(server.requests(), 27);
+}
+
+/// This crate's three layers, outermost first: a task's (3 attempts, said
+/// in its config), a provider's, an http one.
+fn three_layers() -> [Retry; 3] {
+    let task = RetryConfig::for_layer(Layer::Task)
+        .with_max_attempts(3)
+        .expect("3 attempts");
+    [
+        Retry::new(Layer::Task).config(task),
+        Retry::new(Layer::Provider),
+        Retry::new(Layer::Http),
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn nested_middleware() {
+    let server = FaultServer::start(scripts::always_unavailable()).await;
+    let client = middleware::client(three_layers());
+    let (status, log) = EventLog::record(reqwest_retry::get(&client, &server.url("/"))).await;
+    assert_eq!(status, Ok(503));
+    // The budget of the outermost call: 9, not 3 × 3 × 3.
+    assert_eq!(server.requests(), 9);
+    assert!(
+        log.outline()
+            .iter()
+            .any(|(_, o)| *o == Outcome::BudgetExhausted)
+    );
 }
 
 // Row: a body that cannot be replayed (a stream; a 503, then a 200).
@@ -279,6 +358,20 @@ async fn streamed_body_reqwest_retry() {
     assert_eq!(server.requests(), 0);
 }
 
+#[tokio::test(start_paused = true)]
+async fn streamed_body_middleware() {
+    let server = FaultServer::start(scripts::unavailable_then_ok()).await;
+    let body = reqwest::Body::wrap_stream(scripts::byte_stream());
+    let client = middleware::client([Retry::new(Layer::Http)]);
+    let request = client.put(server.url("/")).body(body).send();
+    let (response, log) = EventLog::record(request).await;
+    // Sent once, its 503 handed back, and the event says why.
+    assert_eq!(response.expect("a response").status().as_u16(), 503);
+    assert_eq!(server.requests(), 1);
+    let reasons: Vec<_> = log.events().iter().map(|e| e.reason).collect();
+    assert_eq!(reasons, [Some(GiveUp::NotReplayable)]);
+}
+
 // Row: an event per decision (3 attempts, each a 503: two retries and a
 // give-up), read from what a `tracing` subscriber prints at DEBUG.
 
@@ -308,4 +401,29 @@ fn events_reqwest_retry() {
     let lines = scripts::retry_lines(&text);
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines.iter().all(|l| l.contains("Retry attempt")), "{text}");
+}
+
+#[test]
+fn events_middleware() {
+    let (requests, text) = logged(Level::DEBUG, Clock::Paused, async {
+        let server = FaultServer::start(scripts::always_unavailable()).await;
+        let client = middleware::client([Retry::new(Layer::Http)]);
+        let status = reqwest_retry::get(&client, &server.url("/")).await;
+        assert_eq!(status, Ok(503));
+        server.requests()
+    });
+    assert_eq!(requests, 3);
+    // Two retries and the give-up, each with its layer and category.
+    let lines = scripts::retry_lines(&text);
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("layer=\"http\"") || l.contains("layer=http")),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("gave up") || lines[2].contains("gave_up"),
+        "{text}"
+    );
 }

@@ -102,10 +102,12 @@ pub fn streamed() -> Streamed {
     StreamBody::new(futures_util::stream::iter(vec![Ok(frame)]))
 }
 
-/// The lines a `tracing` subscriber printed that are about retries (a
-/// retry library's own target or message), not the clients' own.
+/// The lines a `tracing` subscriber printed whose target is a retry
+/// library's (this crate's, reqwest-retry's, tower's retry), not the
+/// clients' own (hyper-util's connection lines, in an attempt's span).
 pub fn retry_lines(text: &str) -> Vec<&str> {
+    const TARGETS: [&str; 3] = [" nika_retry: ", " reqwest_retry::", " tower::retry"];
     text.lines()
-        .filter(|line| line.to_ascii_lowercase().contains("retry"))
+        .filter(|line| TARGETS.iter().any(|target| line.contains(target)))
         .collect()
 }
