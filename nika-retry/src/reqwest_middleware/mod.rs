@@ -1,5 +1,5 @@
 //! The policy of a layer for a [`reqwest_middleware`] client (feature
-//! `reqwest-middleware`): [`Retry`], a [`Middleware`](::reqwest_middleware::Middleware)
+//! `reqwest-middleware`): [`Retry`], a [`Middleware`]
 //! that sends each request as an annotated fn of that layer would retry it,
 //! through the same engine (the task scope, the attempt budget across
 //! layers, the token bucket, the upstream, [`current_attempt`](crate::current_attempt)
@@ -50,7 +50,7 @@ use crate::vocab::timeout_error::TimeoutError;
 /// The middleware's calls, named in events and layer reports.
 static SITES: Sites = Sites::new("nika_retry::reqwest_middleware::Retry");
 
-/// A [`Middleware`](::reqwest_middleware::Middleware) that retries each
+/// A [`Middleware`] that retries each
 /// request by the policy of a [`Layer`], as `#[retry(layer = …)]` and
 /// `#[timeout(…)]` on an `async fn` would.
 ///
