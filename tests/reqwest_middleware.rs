@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nika_retry::engine::GiveUp;
-use nika_retry::events::Outcome;
+use nika_retry::events::{Outcome, observe};
 use nika_retry::reqwest_middleware::{Retry, Timeouts};
 use nika_retry::upstream::Upstream;
 use nika_retry::{Classify, Layer, RetryConfig, current_attempt, retry};
@@ -396,4 +396,48 @@ async fn each_attempt_is_a_span_and_the_resends_carry_their_count() {
             .all(|s| s.contains("layer=\"http\"") || s.contains("layer=http")),
         "{text}"
     );
+}
+
+#[retry(layer = "http")]
+async fn transport(client: &ClientWithMiddleware, url: &str) -> Result<u16, CallError> {
+    Ok(get(client, url).await?)
+}
+
+#[tokio::test(start_paused = true)]
+async fn layers_upside_down_are_reported_as_for_annotated_fns() {
+    let server = FaultServer::start([Fault::ok("ok")]).await;
+    // A provider middleware inside an http fn's attempt: the wrong way up.
+    let client = client(Retry::new(Layer::Provider));
+    // The library's log: it keeps the violations too.
+    let log = nika_retry::events::EventLog::new();
+    let status = observe(Arc::new(log.clone()), transport(&client, &server.url("/"))).await;
+    assert_eq!(status.expect("a response"), 200);
+    let seen: Vec<_> = log
+        .violations()
+        .iter()
+        .map(|v| (v.outer_layer, v.inner_layer, v.inner_operation))
+        .collect();
+    assert_eq!(seen, [(Layer::Http, Layer::Provider, OPERATION)]);
+
+    // The normal shape, an http middleware inside a provider fn: none.
+    let client = self::client(Retry::new(Layer::Http));
+    let log = nika_retry::events::EventLog::new();
+    let status = observe(Arc::new(log.clone()), provider(&client, &server.url("/"))).await;
+    assert_eq!(status.expect("a response"), 200);
+    assert!(log.violations().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_longer_than_the_layer_waits_fails_at_once_with_held() {
+    let server = FaultServer::start([Fault::ok("ok")]).await;
+    let upstream = Upstream::new("loopback");
+    upstream.hold_for(Duration::from_secs(120));
+    // http waits at most 30 s for a server's hint, so not this hold.
+    let client = client(Retry::new(Layer::Http).upstream(upstream));
+    let error = get(&client, &server.url("/")).await.expect_err("held");
+    assert_eq!(server.requests(), 0);
+    assert_eq!(error.category(), nika_retry::ErrorCategory::RateLimited);
+    let left = error.retry_after().expect("what is left of the hold");
+    assert!(left > Duration::from_secs(100), "{left:?}");
+    assert!(error.to_string().contains("loopback"), "{error}");
 }
