@@ -82,6 +82,7 @@
 //! - [`upstream`]: the state calls against one upstream limit share: one 429 holds them all
 //!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
+//! - `tower` (feature `tower`): `RetryLayer`, the policy of a layer for any tower service.
 //! - `reqwest_middleware` (feature `reqwest-middleware`): the policy of a layer for a
 //!   `reqwest_middleware` client, from the same engine.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
@@ -224,6 +225,9 @@ mod serde_impl;
 pub mod stream;
 pub mod task;
 mod time;
+#[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+pub mod tower;
 pub mod upstream;
 mod vocab;
 

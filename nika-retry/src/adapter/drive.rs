@@ -39,6 +39,8 @@ impl<E> Copy for Errors<E> {}
 ///   poll, with the attempt in force (`current_attempt()`, the upstream's
 ///   `current()`), so that a service reads them in its `call` too.
 /// - `judge` tells a response that is a failure ([`response_failure`](super::response_failure)).
+/// - `idempotent`: what the request itself says (an HTTP method's RFC 9110
+///   idempotence), when the options say nothing.
 ///
 /// Dropping the future drops the attempt in flight and sends nothing more.
 pub(crate) async fn drive<Req, T, E, Fut>(
@@ -47,6 +49,7 @@ pub(crate) async fn drive<Req, T, E, Fut>(
     mut replay: impl FnMut(&Req) -> Option<Req>,
     mut send: impl FnMut(Req) -> Fut,
     mut judge: impl FnMut(&T) -> Option<Failure>,
+    idempotent: Option<bool>,
     errors: Errors<E>,
 ) -> Result<T, E>
 where
@@ -54,7 +57,7 @@ where
     E: Classify,
 {
     let mut call = TimedCall::new(options.site, options.timeouts.total);
-    if let Some(idempotent) = options.idempotent {
+    if let Some(idempotent) = options.idempotent.or(idempotent) {
         call.said_idempotent(|| idempotent);
     }
     let upstream = options.upstream.as_ref();
@@ -104,7 +107,9 @@ where
 }
 
 /// The span of one attempt, OpenTelemetry's way: one per physical request,
-/// `http.request.resend_count` on those after the first.
+/// `http.request.resend_count` on those after the first, and
+/// `gen_ai.response.time_to_first_chunk` (seconds) where the attempt
+/// awaits a stream's first content ([`stream::started`](crate::stream::started)).
 #[cfg(feature = "tracing")]
 fn attempt_span(options: &Options, resends: u32) -> tracing::Span {
     let span = tracing::info_span!(
@@ -113,6 +118,7 @@ fn attempt_span(options: &Options, resends: u32) -> tracing::Span {
         layer = options.layer().as_str(),
         operation = options.site.operation,
         http.request.resend_count = tracing::field::Empty,
+        gen_ai.response.time_to_first_chunk = tracing::field::Empty,
     );
     if resends > 0 {
         span.record("http.request.resend_count", resends);

@@ -18,6 +18,8 @@ use crate::vocab::layer::Layer;
 /// `#[non_exhaustive]`: built from [`Timeouts::NONE`] with its setters.
 ///
 /// ```
+/// # #[cfg(feature = "tower")]
+/// # fn main() {
 /// use std::time::Duration;
 /// use nika_retry::tower::Timeouts;
 ///
@@ -26,6 +28,9 @@ use crate::vocab::layer::Layer;
 ///     .with_read(Duration::from_secs(2))
 ///     .with_total(Duration::from_secs(30));
 /// assert_eq!(timeouts.read, Some(Duration::from_secs(2)));
+/// # }
+/// # #[cfg(not(feature = "tower"))]
+/// # fn main() {}
 /// ```
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

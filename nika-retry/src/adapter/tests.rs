@@ -100,6 +100,7 @@ async fn run(options: &Options, server: &Server) -> Result<Response, Fault> {
         |r| Some(*r),
         |r| server.send(r),
         judge(options.upstream.as_ref()),
+        None,
         ERRORS,
     )
     .await
@@ -167,6 +168,7 @@ async fn a_request_that_cannot_be_kept_is_sent_once_and_the_event_says_why() {
         |_| None,
         |r| server.send(r),
         judge(None),
+        None,
         ERRORS,
     );
     assert_eq!(observe(log.clone(), sent).await.unwrap().0, 503);
@@ -189,6 +191,7 @@ async fn a_request_that_cannot_be_kept_is_sent_once_and_the_event_says_why() {
         |_| None,
         |r| server.send(r),
         judge(None),
+        None,
         ERRORS,
     );
     observe(log.clone(), sent).await.unwrap();
@@ -223,6 +226,7 @@ async fn an_attempt_limit_is_the_services_error_and_is_retried() {
             }
         },
         judge(None),
+        None,
         ERRORS,
     )
     .await;

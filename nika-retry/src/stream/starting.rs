@@ -127,12 +127,23 @@ impl<S: Stream, P> Starting<S, P> {
     /// The stream as started, with `content` (if any) after the held items.
     fn finish(&mut self, content: Option<S::Item>) -> Started<S> {
         let start = self.start.unwrap_or_else(Instant::now);
+        let time_to_first_content = start.elapsed();
+        // OpenTelemetry's name, in seconds, on the span in force (the
+        // attempt's, under the `tower` layer): recorded only where a span
+        // declares it.
+        #[cfg(feature = "tracing")]
+        if content.is_some() {
+            tracing::Span::current().record(
+                "gen_ai.response.time_to_first_chunk",
+                time_to_first_content.as_secs_f64(),
+            );
+        }
         Started::new(
             self.stream.take(),
             core::mem::take(&mut self.held),
             content,
             self.limits.flatten(),
-            start.elapsed(),
+            time_to_first_content,
         )
     }
 }
