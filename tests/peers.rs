@@ -16,6 +16,7 @@ use std::time::Duration;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::Outcome;
 use nika_retry::reqwest_middleware::Retry;
+use nika_retry::tower::RetryLayer;
 use nika_retry::upstream::Upstream;
 use nika_retry::{Layer, RetryConfig};
 use nika_retry_tests::EventLog;
@@ -170,6 +171,54 @@ mod reqwest_retry {
     }
 }
 
+/// This crate's `tower::RetryLayer` over the same hyper-util client, its
+/// error mapped to one that classifies and holds the layer's own failures
+/// (as a user writes it once for a client).
+mod layer {
+    use nika_retry::tower::{RetryLayer, RetryService};
+    use nika_retry::upstream::Held;
+    use nika_retry::{Classify, TimeoutError};
+    use tower::ServiceExt;
+    use tower::util::MapErr;
+
+    use super::tower_retry::{Inner, inner};
+
+    #[derive(Debug, thiserror::Error, Classify)]
+    pub enum ClientError {
+        #[error(transparent)]
+        #[category(transient)]
+        Client(#[from] hyper_util::client::legacy::Error),
+        #[error(transparent)]
+        #[category(transparent)]
+        Timeout(#[from] TimeoutError),
+        #[error(transparent)]
+        #[category(transparent)]
+        Held(#[from] Held),
+    }
+
+    pub type Client<B> = MapErr<Inner<B>, fn(hyper_util::client::legacy::Error) -> ClientError>;
+
+    /// hyper-util's client, its errors as [`ClientError`].
+    pub fn client<B>() -> Client<B>
+    where
+        B: hyper::body::Body + Send + Unpin + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        inner().map_err(ClientError::from as fn(_) -> _)
+    }
+
+    /// The client under one layer.
+    pub fn under<B, P: Clone>(layer: RetryLayer<P>) -> RetryService<Client<B>, P>
+    where
+        B: hyper::body::Body + Send + Unpin + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        tower::Layer::layer(&layer, client())
+    }
+}
+
 /// This crate's `reqwest_middleware::Retry` (its layers' defaults).
 mod middleware {
     use nika_retry::reqwest_middleware::Retry;
@@ -219,6 +268,16 @@ async fn retry_after_middleware() {
     let server = FaultServer::start(scripts::retry_after()).await;
     let client = middleware::client([Retry::new(Layer::Http)]);
     let status = reqwest_retry::get(&client, &server.url("/")).await;
+    assert_eq!(status, Ok(200));
+    assert_eq!(server.requests(), 2);
+    assert!(scripts::gap(&server) >= Duration::from_secs(HINT));
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_layer() {
+    let server = FaultServer::start(scripts::retry_after()).await;
+    let service = layer::under(RetryLayer::new(Layer::Http));
+    let status = tower_retry::send(service, tower_retry::get(&server.url("/"))).await;
     assert_eq!(status, Ok(200));
     assert_eq!(server.requests(), 2);
     assert!(scripts::gap(&server) >= Duration::from_secs(HINT));
@@ -274,6 +333,22 @@ async fn siblings_middleware() {
     assert_eq!(server.requests(), SIBLINGS + 1);
 }
 
+#[tokio::test(start_paused = true)]
+async fn siblings_layer() {
+    let server = FaultServer::start(scripts::limit_window()).await;
+    let upstream = Upstream::new("loopback");
+    let service = layer::under(RetryLayer::new(Layer::Provider).upstream(upstream.clone()));
+    let url = server.url("/");
+    let statuses = scripts::siblings(
+        || upstream.held_for().is_some(),
+        || tower_retry::send(service.clone(), tower_retry::get(&url)),
+    )
+    .await;
+    assert!(statuses.iter().all(|s| s == &Ok(200)), "{statuses:?}");
+    assert_eq!(server.limited(), 1);
+    assert_eq!(server.requests(), SIBLINGS + 1);
+}
+
 // Row: a budget across nested layers (3 layers of 3 attempts each, every
 // request a 503).
 
@@ -310,6 +385,29 @@ fn three_layers() -> [Retry; 3] {
         Retry::new(Layer::Provider),
         Retry::new(Layer::Http),
     ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn nested_layer() {
+    let server = FaultServer::start(scripts::always_unavailable()).await;
+    let task = RetryConfig::for_layer(Layer::Task)
+        .with_max_attempts(3)
+        .expect("3 attempts");
+    let service = tower::ServiceBuilder::new()
+        .layer(RetryLayer::new(Layer::Task).config(task))
+        .layer(RetryLayer::new(Layer::Provider))
+        .layer(RetryLayer::new(Layer::Http))
+        .service(layer::client());
+    let request = tower_retry::send(service, tower_retry::get(&server.url("/")));
+    let (status, log) = EventLog::record(request).await;
+    assert_eq!(status, Ok(503));
+    // The budget of the outermost call: 9, not 3 × 3 × 3.
+    assert_eq!(server.requests(), 9);
+    assert!(
+        log.outline()
+            .iter()
+            .any(|(_, o)| *o == Outcome::BudgetExhausted)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -359,6 +457,22 @@ async fn streamed_body_reqwest_retry() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn streamed_body_layer() {
+    let server = FaultServer::start(scripts::unavailable_then_ok()).await;
+    // A stream cannot be copied: the layer is told so.
+    let retry = RetryLayer::new(Layer::Http).replay_body(|_: &scripts::Streamed| None);
+    let request = http::Request::put(server.url("/"))
+        .body(scripts::streamed())
+        .expect("a valid request");
+    let (status, log) = EventLog::record(tower_retry::send(layer::under(retry), request)).await;
+    assert_eq!(status, Ok(503));
+    assert_eq!(server.requests(), 1);
+    assert_eq!(server.hits()[0].body, scripts::PAYLOAD);
+    let reasons: Vec<_> = log.events().iter().map(|e| e.reason).collect();
+    assert_eq!(reasons, [Some(GiveUp::NotReplayable)]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn streamed_body_middleware() {
     let server = FaultServer::start(scripts::unavailable_then_ok()).await;
     let body = reqwest::Body::wrap_stream(scripts::byte_stream());
@@ -401,6 +515,21 @@ fn events_reqwest_retry() {
     let lines = scripts::retry_lines(&text);
     assert_eq!(lines.len(), 2, "{text}");
     assert!(lines.iter().all(|l| l.contains("Retry attempt")), "{text}");
+}
+
+#[test]
+fn events_layer() {
+    let (requests, text) = logged(Level::DEBUG, Clock::Paused, async {
+        let server = FaultServer::start(scripts::always_unavailable()).await;
+        let service = layer::under(RetryLayer::new(Layer::Http));
+        let status = tower_retry::send(service, tower_retry::get(&server.url("/"))).await;
+        assert_eq!(status, Ok(503));
+        server.requests()
+    });
+    assert_eq!(requests, 3);
+    let lines = scripts::retry_lines(&text);
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[2].contains("gave_up"), "{text}");
 }
 
 #[test]

@@ -34,8 +34,6 @@
 
 mod classify;
 
-use std::borrow::Cow;
-
 use ::reqwest_middleware::{Middleware, Next};
 use http::Extensions;
 use reqwest::{Request, Response};
@@ -179,20 +177,15 @@ impl Middleware for Retry {
                 result
             }
         };
-        // A method that is not idempotent says so (unless the middleware
-        // said otherwise); the others follow the calls around, as a fn
-        // without the key does. Only such a request pays for the copy.
-        let options = match self.options.idempotent {
-            None if !idempotent_method(request.method()) => {
-                Cow::Owned(self.options.clone().idempotent(false))
-            }
-            _ => Cow::Borrowed(&self.options),
-        };
+        // The method's RFC 9110 idempotence, unless the middleware said.
+        let idempotent = Some(request.method().is_idempotent());
+        let options = &self.options;
         let upstream = options.upstream.as_ref();
         let judge = |response: &Response| {
             response_failure(upstream, response.status().as_u16(), response.headers())
         };
-        let result = drive(&options, request, Request::try_clone, send, judge, ERRORS).await;
+        let replay = Request::try_clone;
+        let result = drive(options, request, replay, send, judge, idempotent, ERRORS).await;
         if let Some(own) = last
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -201,21 +194,6 @@ impl Middleware for Retry {
         }
         result
     }
-}
-
-/// RFC 9110's idempotent methods (§9.2.2): sending one twice has the
-/// effect of sending it once.
-fn idempotent_method(method: &reqwest::Method) -> bool {
-    use reqwest::Method;
-    [
-        Method::GET,
-        Method::HEAD,
-        Method::OPTIONS,
-        Method::TRACE,
-        Method::PUT,
-        Method::DELETE,
-    ]
-    .contains(method)
 }
 
 #[cfg(test)]
