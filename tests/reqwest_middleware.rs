@@ -441,3 +441,28 @@ async fn a_hold_longer_than_the_layer_waits_fails_at_once_with_held() {
     assert!(left > Duration::from_secs(100), "{left:?}");
     assert!(error.to_string().contains("loopback"), "{error}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn each_request_spends_the_cost_the_middleware_says_of_a_paced_upstream() {
+    use nika_retry::upstream::Quota;
+    let server = FaultServer::start([Fault::ok("ok")]).await;
+    let url = server.url("/");
+    let quota = Quota::per(Duration::from_secs(1)).tokens(100);
+    let upstream = Upstream::new("loopback").with_quota(quota);
+    // 100 tokens a request: the bucket's whole second.
+    let costly = client(
+        Retry::new(Layer::Provider)
+            .upstream(upstream.clone())
+            .cost(100),
+    );
+    let start = tokio::time::Instant::now();
+    assert_eq!(get(&costly, &url).await.expect("a response"), 200);
+    assert_eq!(get(&costly, &url).await.expect("a response"), 200);
+    assert!(start.elapsed() >= ms(900), "{:?}", start.elapsed());
+    // 1 token a request: at most 10 ms of refill each.
+    let cheap = client(Retry::new(Layer::Provider).upstream(upstream).cost(1));
+    let start = tokio::time::Instant::now();
+    assert_eq!(get(&cheap, &url).await.expect("a response"), 200);
+    assert!(start.elapsed() <= ms(10), "{:?}", start.elapsed());
+    assert_eq!(server.requests(), 3);
+}
