@@ -1,9 +1,9 @@
 //! The policy of a layer for a [`reqwest_middleware`] client (feature
-//! `reqwest-middleware`): [`Retry`], a [`Middleware`]
-//! that sends each request as an annotated fn of that layer would retry it,
-//! through the same engine (the task scope, the attempt budget across
-//! layers, the token bucket, the upstream, [`current_attempt`](crate::current_attempt)
-//! in the middlewares below it, the events and the layer reports).
+//! `reqwest-middleware`): [`Retry`], a [`Middleware`] that sends each
+//! request as an annotated fn of that layer would retry it, through the
+//! same engine (the task scope, the attempt budget across layers, the token
+//! bucket, the upstream, [`current_attempt`](crate::current_attempt) in the
+//! middlewares below it, the events and the layer reports).
 //!
 //! ```
 //! use nika_retry::Layer;
@@ -48,9 +48,9 @@ use crate::vocab::timeout_error::TimeoutError;
 /// The middleware's calls, named in events and layer reports.
 static SITES: Sites = Sites::new("nika_retry::reqwest_middleware::Retry");
 
-/// A [`Middleware`] that retries each
-/// request by the policy of a [`Layer`], as `#[retry(layer = …)]` and
-/// `#[timeout(…)]` on an `async fn` would.
+/// A [`Middleware`] that retries each request by the policy of a
+/// [`Layer`], as `#[retry(layer = …)]` and `#[timeout(…)]` on an
+/// `async fn` would.
 ///
 /// [`Retry::new`] gives the layer's defaults (`Layer::Http`: 3 attempts,
 /// 250 ms then 1 s with 50 % jitter, transient failures only; a 429 is
