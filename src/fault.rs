@@ -136,8 +136,8 @@ pub struct Hit {
     pub idempotency_key: Option<String>,
     /// Its `X-Retry-Count` header, if it had one.
     pub retry_count: Option<String>,
-    /// Its body (read as UTF-8, lossily): what a test sends to tell its
-    /// calls apart.
+    /// Its body (read as UTF-8, lossily; a chunked one decoded): what a
+    /// test sends to tell its calls apart.
     pub body: String,
     /// The fault served.
     pub fault: Fault,
@@ -596,24 +596,69 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Reque
     let length: usize = header("content-length")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
+    let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
     let idempotency_key = header("idempotency-key");
     let retry_count = header("x-retry-count");
-    while buf.len() < head_end + length {
-        let mut chunk = [0u8; 4096];
-        let n = stream.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
+    let body = if chunked {
+        // A streamed body (a client that cannot know its length).
+        let (body, end) = read_chunked(stream, buf, head_end).await?;
+        buf.drain(..end);
+        String::from_utf8_lossy(&body).into_owned()
+    } else {
+        while buf.len() < head_end + length {
+            read_more(stream, buf).await?;
         }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).into_owned();
-    buf.drain(..head_end + length);
+        let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).into_owned();
+        buf.drain(..head_end + length);
+        body
+    };
     Some(Request {
         path,
         idempotency_key,
         retry_count,
         body,
     })
+}
+
+/// Reads more of the connection into `buf`; `None` at its end.
+async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<()> {
+    let mut chunk = [0u8; 4096];
+    let n = stream.read(&mut chunk).await.ok()?;
+    if n == 0 {
+        return None;
+    }
+    buf.extend_from_slice(&chunk[..n]);
+    Some(())
+}
+
+/// A `Transfer-Encoding: chunked` body starting at `start` of `buf`: its
+/// bytes, and where the request ends (no trailers expected).
+async fn read_chunked(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    start: usize,
+) -> Option<(Vec<u8>, usize)> {
+    let mut body = Vec::new();
+    let mut at = start;
+    loop {
+        let line_end = loop {
+            if let Some(i) = buf[at..].windows(2).position(|w| w == b"\r\n") {
+                break at + i;
+            }
+            read_more(stream, buf).await?;
+        };
+        let line = String::from_utf8_lossy(&buf[at..line_end]).into_owned();
+        let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
+        let data = line_end + 2;
+        while buf.len() < data + size + 2 {
+            read_more(stream, buf).await?;
+        }
+        body.extend_from_slice(&buf[data..data + size]);
+        at = data + size + 2;
+        if size == 0 {
+            return Some((body, at));
+        }
+    }
 }
 
 fn response(status: u16, reason: &str, headers: &[(&str, String)], body: &str) -> String {

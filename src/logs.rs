@@ -43,7 +43,7 @@ pub fn logged<F: Future>(max: Level, clock: Clock, work: F) -> (F::Output, Strin
         .with_ansi(false)
         .finish();
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .start_paused(clock == Clock::Paused)
         .build()
         .expect("a current-thread runtime");

@@ -1,6 +1,6 @@
 //! One table of fault scripts, each with the requests it takes and what the
-//! caller gets, run through an annotated fn and through the `tower` layer
-//! (the `reqwest_middleware` column goes beside them): the adapters make the
+//! caller gets, run through an annotated fn, through the `tower` layer and
+//! through the `reqwest_middleware` middleware: the adapters make the
 //! engine's decisions, not a copy of them, so every column must agree.
 
 mod tower_support;
@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use http::{Method, Response};
 use hyper::body::Incoming;
 use nika_retry::http::{response_category, retry_hint, status_reached};
+use nika_retry::reqwest_middleware::Retry;
 use nika_retry::tower::RetryLayer;
 use nika_retry::{Classify, ErrorCategory, Layer, Reached, retry};
 use nika_retry_tests::fault::{Fault, FaultServer};
@@ -254,6 +255,20 @@ async fn tower_layer(case: &Case, url: &str) -> u16 {
         .unwrap_or(0)
 }
 
+/// A `reqwest_middleware::Retry` of `case`'s layer in a reqwest client,
+/// with the annotated fns' backoffs.
+async fn middleware(case: &Case, url: &str) -> u16 {
+    let retry = match case.layer {
+        Layer::Tool => Retry::new(Layer::Tool),
+        layer => Retry::new(layer).config(quick(layer)),
+    };
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(retry)
+        .build();
+    let response = client.request(case.method.clone(), url).send().await;
+    response.map_or(0, |r| r.status().as_u16())
+}
+
 /// Runs every case through `column`, each against a fresh fault server;
 /// the rows that disagree with the table.
 async fn disagreements(name: &str, column: impl AsyncFn(&Case, String) -> u16) -> Vec<String> {
@@ -281,5 +296,14 @@ async fn an_annotated_fn_follows_the_table() {
 #[tokio::test]
 async fn the_tower_layer_follows_the_table() {
     let wrong = disagreements("tower", async |case, url| tower_layer(case, &url).await).await;
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[tokio::test]
+async fn the_reqwest_middleware_follows_the_table() {
+    let wrong = disagreements("reqwest_middleware", async |case, url| {
+        middleware(case, &url).await
+    })
+    .await;
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

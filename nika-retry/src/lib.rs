@@ -83,6 +83,8 @@
 //!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
 //! - `tower` (feature `tower`): `RetryLayer`, the policy of a layer for any tower service.
+//! - `reqwest_middleware` (feature `reqwest-middleware`): the policy of a layer for a
+//!   `reqwest_middleware` client, from the same engine.
 //! - [`current_attempt`]: the attempt and the call's idempotency key, from inside the body.
 //!
 //! # Public structs
@@ -156,6 +158,10 @@
 // - `tower/` (feature `tower`): `RetryLayer`, `RetryService` and its
 //   `ResponseFuture` over `adapter::drive`, and the `Protocol` that says
 //   how a request is replayed and a response read.
+// - `reqwest_middleware/` (feature `reqwest-middleware`): `Retry`, the
+//   middleware over `adapter::drive` (a request's copy by `try_clone`, each
+//   attempt with its own copy of the extensions), and `Classify` for the
+//   middleware stack's error (`classify.rs`).
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //
@@ -233,6 +239,9 @@ mod connect;
 pub mod engine;
 pub mod events;
 pub mod http;
+#[cfg(feature = "reqwest-middleware")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
+pub mod reqwest_middleware;
 mod run;
 #[cfg(feature = "schema")]
 #[cfg_attr(docsrs, doc(cfg(feature = "schema")))]

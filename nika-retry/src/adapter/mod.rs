@@ -12,7 +12,10 @@
 //!   server's hint, what it reached), its rate-limit headers to the upstream.
 //! - [`drive`]: the loop.
 // Each adapter uses it under its own feature.
-#![cfg_attr(not(feature = "tower"), allow(dead_code, unused_imports))]
+#![cfg_attr(
+    not(any(feature = "tower", feature = "reqwest-middleware")),
+    allow(dead_code, unused_imports)
+)]
 
 mod drive;
 mod judge;
