@@ -69,7 +69,7 @@ pub enum GiveUp {
     /// is not retried, whatever the config says.
     MayHaveTakenEffect,
     /// The request of the failed attempt cannot be sent again: an adapter
-    /// ([`tower`](crate::tower), `reqwest_middleware`) could not clone it
+    /// (`tower`, `reqwest_middleware`) could not clone it
     /// (a streamed body), so it was sent once, whatever the config says.
     NotReplayable,
 }
