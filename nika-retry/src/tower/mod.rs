@@ -86,6 +86,7 @@
 //! attempt awaits a stream's first content
 //! ([`stream::started`](crate::stream::started)).
 
+mod bounds;
 mod protocol;
 mod service;
 
@@ -97,6 +98,7 @@ use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
 
 pub use crate::adapter::Timeouts;
+pub use bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
 pub use protocol::{Cloned, Http, HttpBody, Protocol};
 pub use service::{ResponseFuture, RetryService};
 

@@ -39,7 +39,7 @@ use http::{HeaderMap, Request, Response};
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`nika_retry::tower::RetryLayer` does not know how to replay `{Req}` with `{Self}`",
-    label = "the layer's protocol",
+    label = "`{Self}` cannot keep `{Req}` for another attempt",
     note = "the default protocol, `Http`, replays an `http::Request<B>` whose body `B` is `Clone`, its responses `http::Response`s",
     note = "for any other request that is `Clone`, use `.protocol(nika_retry::tower::Cloned)`; for a body that is not `Clone`, `.replay_body(|body| …)` (`None`: sent once)"
 )]
@@ -88,6 +88,10 @@ pub trait Protocol<Req, Res> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Http;
 
+// Not recommended: a body that is not `Clone` then reads as the trait's
+// own message (which names `.replay_body`), not as "`B: Clone` is not
+// satisfied".
+#[diagnostic::do_not_recommend]
 impl<B: Clone, R> Protocol<Request<B>, Response<R>> for Http {
     fn replay(&self, request: &Request<B>) -> Option<Request<B>> {
         Some(request.clone())
@@ -159,6 +163,7 @@ where
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Cloned;
 
+#[diagnostic::do_not_recommend]
 impl<Req: Clone, Res> Protocol<Req, Res> for Cloned {
     fn replay(&self, request: &Req) -> Option<Req> {
         Some(request.clone())

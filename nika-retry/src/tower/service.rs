@@ -9,11 +9,10 @@ use std::sync::Arc;
 
 use tower_service::Service;
 
+use super::bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
 use super::protocol::Protocol;
 use crate::adapter::{Errors, Options, drive, response_failure};
-use crate::upstream::Held;
 use crate::vocab::classify::Classify;
-use crate::vocab::timeout_error::TimeoutError;
 
 /// A service whose requests are sent by the policy of a layer: built by
 /// [`RetryLayer`](super::RetryLayer). Its `Response` and `Error` are the
@@ -63,10 +62,10 @@ impl<S, P> RetryService<S, P> {
 
 impl<S, P, Req> Service<Req> for RetryService<S, P>
 where
-    S: Service<Req> + Clone + Send + 'static,
-    S::Future: Send,
+    S: Service<Req> + CloneService + Send + 'static,
+    S::Future: SendFuture,
     S::Response: Send,
-    S::Error: Classify + From<TimeoutError> + From<Held> + Send,
+    S::Error: Classify + FromTimeoutError + FromHeld + Send,
     P: Protocol<Req, S::Response> + Clone + Send + Sync + 'static,
     Req: Send + 'static,
 {
@@ -81,7 +80,7 @@ where
     fn call(&mut self, request: Req) -> Self::Future {
         // The service made ready goes with the request; a clone takes its
         // place, to be made ready by the next `poll_ready` (tower's way).
-        let clone = self.inner.clone();
+        let clone = self.inner.clone_service();
         let ready = core::mem::replace(&mut self.inner, clone);
         let idempotent = self.protocol.idempotent(&request);
         let replay = self.protocol.clone();
@@ -100,8 +99,8 @@ where
             },
             idempotent,
             Errors {
-                timeout: <S::Error as From<TimeoutError>>::from,
-                held: <S::Error as From<Held>>::from,
+                timeout: <S::Error as FromTimeoutError>::from_timeout,
+                held: <S::Error as FromHeld>::from_held,
             },
         );
         ResponseFuture(Box::pin(fut))
@@ -112,7 +111,7 @@ where
 /// each next through a clone of it made ready in turn.
 fn attempts<S, Req>(mut ready: S) -> impl FnMut(Req) -> Attempt<S, Req>
 where
-    S: Service<Req> + Clone,
+    S: Service<Req> + CloneService,
 {
     let mut first = true;
     move |request| {
@@ -122,7 +121,7 @@ where
             }
         } else {
             Attempt::Readying {
-                service: ready.clone(),
+                service: ready.clone_service(),
                 request: Some(request),
             }
         }
