@@ -40,8 +40,8 @@ use http::{HeaderMap, Request, Response};
 #[diagnostic::on_unimplemented(
     message = "`nika_retry::tower::RetryLayer` does not know how to replay `{Req}` with `{Self}`",
     label = "`{Self}` cannot keep `{Req}` for another attempt",
-    note = "the default protocol, `Http`, replays an `http::Request<B>` whose body `B` is `Clone`, its responses `http::Response`s",
-    note = "for any other request that is `Clone`, use `.protocol(nika_retry::tower::Cloned)`; for a body that is not `Clone`, `.replay_body(|body| …)` (`None`: sent once)"
+    note = "`Http` (the default) replays an `http::Request<B>` whose body `B` is `Clone`; `Cloned` replays any request that is `Clone`",
+    note = "an `http::Request` whose body is not `Clone` (a stream): `.replay_body(|body: &B| …)`, `None` sending it once; another request type: `.protocol(nika_retry::tower::Cloned)` with `Clone` on `{Req}`, or a `Protocol` of your own"
 )]
 pub trait Protocol<Req, Res> {
     /// A copy of `request`, made before each attempt: the attempt sends
