@@ -275,3 +275,41 @@ async fn one_layer_cloned_by_concurrent_callers_shares_its_upstream() {
         assert!(after >= Duration::from_millis(990), "held: {after:?}");
     }
 }
+
+#[tokio::test]
+async fn below_a_buffer_the_inner_call_runs_on_its_worker_outside_the_attempt() {
+    // A `Buffer` between the layer and the service calls the service on its
+    // own worker task: the attempt in force is not there (task-local).
+    // A service that reads `current_attempt()` or stamps the idempotency
+    // key goes above the buffer.
+    let server = FaultServer::start([Fault::Status(503), Fault::ok("hi")]).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let base = server.url("");
+    let http = inner();
+    let reads = {
+        let seen = seen.clone();
+        tower::service_fn(move |lookup: Lookup| {
+            seen.lock()
+                .unwrap()
+                .push(current_attempt().map(|a| a.attempt));
+            let url = format!("{}{}", base.trim_end_matches('/'), lookup.path);
+            let http = http.clone();
+            async move {
+                let response = http.oneshot(request(Method::GET, &url)).await?;
+                match response.status().as_u16() {
+                    s if s >= 500 => Err(HttpError::Status(s)),
+                    _ => Ok(lookup.path),
+                }
+            }
+        })
+    };
+    let service = ServiceBuilder::new()
+        .layer(layer().protocol(Cloned))
+        .map_err(from_buffer)
+        .buffer(4)
+        .service(reads);
+    let path = service.oneshot(Lookup { path: "/a".into() }).await.unwrap();
+    assert_eq!(path, "/a");
+    assert_eq!(server.requests(), 2);
+    assert_eq!(*seen.lock().unwrap(), [None, None]);
+}
