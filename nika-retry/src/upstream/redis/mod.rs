@@ -1,6 +1,7 @@
 //! [`RedisStore`]: an upstream's hold, allowance and probe's turn in Redis,
 //! shared by every process of a fleet.
 
+mod buckets;
 mod health;
 mod scripts;
 
@@ -18,8 +19,10 @@ use tokio::time::Instant;
 
 use super::store::RELEASED_FOR;
 use super::{
-    HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, ProbeTurn, STORE_WAIT, Store, StoreFuture,
+    Admission, HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend,
+    Store, StoreFuture,
 };
+use buckets::Admitted;
 use health::Health;
 use scripts::{Keys, reason_of, reason_text};
 
@@ -104,6 +107,8 @@ struct Scripts {
     attempt: Script,
     probe: Script,
     probed: Script,
+    admit: Script,
+    learn: Script,
 }
 
 /// A write sent in the background, in order.
@@ -111,6 +116,8 @@ enum Write {
     Hold(Keys, Duration, HoldReason),
     Allow(Keys, u32, Duration),
     Probed(Keys, u64, bool),
+    /// A response's reading of the limits ([`Store::learned`]).
+    Learned(Keys, [Reading; 2]),
 }
 
 /// How long the writer waits before it sends again a hold or a probe's
@@ -135,6 +142,8 @@ impl Write {
                 left(PROBE_LEASE)?;
                 Write::Probed(keys.clone(), *token, *released)
             }
+            // A reading's level is only lowered: late, it still holds.
+            Write::Learned(keys, readings) => Write::Learned(keys.clone(), *readings),
         })
     }
 
@@ -143,7 +152,7 @@ impl Write {
     /// outcome (else its lease holds every other process until it expires).
     /// An allowance is not: the next response brings a fresh one.
     fn kept(&self) -> bool {
-        !matches!(self, Write::Allow(..))
+        !matches!(self, Write::Allow(..) | Write::Learned(..))
     }
 }
 
@@ -229,6 +238,8 @@ impl RedisStore {
                     attempt: Script::new(scripts::ATTEMPT),
                     probe: Script::new(scripts::PROBE),
                     probed: Script::new(scripts::PROBED),
+                    admit: Script::new(buckets::ADMIT),
+                    learn: Script::new(buckets::LEARN),
                 },
             }),
         };
@@ -369,6 +380,16 @@ impl Inner {
                     .invoke_async::<i64>(&mut connection);
                 self.call(request).await.map(drop)
             }
+            Write::Learned(keys, [requests, tokens]) => {
+                let mut script = self.scripts.learn.key(keys.pace);
+                let request = script
+                    .arg(max)
+                    .arg(buckets::MAX_UNITS)
+                    .arg(&buckets::reading_args(&requests)[..])
+                    .arg(&buckets::reading_args(&tokens)[..])
+                    .invoke_async::<i64>(&mut connection);
+                self.call(request).await.map(drop)
+            }
         }
     }
 
@@ -491,6 +512,48 @@ impl Store for RedisStore {
     fn probed(&self, upstream: &str, token: u64, released: bool) {
         self.inner
             .send(Write::Probed(Keys::of(upstream), token, released));
+    }
+
+    fn admit<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+        spend: [Spend; 2],
+    ) -> StoreFuture<'a, Admission> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            let keys = Keys::of(upstream);
+            let mut connection = inner.connection.clone();
+            let mut script = inner.scripts.admit.key(keys.hold);
+            let request = script
+                .key(keys.allowance)
+                .key(keys.probe)
+                .key(keys.pace)
+                .arg(millis(MAX_HOLD))
+                .arg(token.to_string())
+                .arg(millis(PROBE_LEASE))
+                .arg(&buckets::spend_args(&spend[0])[..])
+                .arg(&buckets::spend_args(&spend[1])[..])
+                .arg(buckets::MAX_UNITS)
+                .invoke_async::<(i64, i64, Vec<u8>)>(&mut connection);
+            Ok(match Admitted::of(inner.call(request).await?) {
+                Admitted::Held(left, reason) => match Inner::held(left, &reason) {
+                    Some((left, reason)) => Admission::Held(left, reason),
+                    None => Admission::Local,
+                },
+                Admitted::ProbeOut => Admission::Held(PROBE_OUT, HoldReason::ServerHint),
+                Admitted::Local => Admission::Local,
+                Admitted::Go => Admission::Go,
+                Admitted::Ready(after) => Admission::Ready(after),
+            })
+        })
+    }
+
+    fn learned(&self, upstream: &str, readings: [Reading; 2]) {
+        if readings.iter().any(|r| r.limit > 0 && !r.window.is_zero()) {
+            self.inner
+                .send(Write::Learned(Keys::of(upstream), readings));
+        }
     }
 
     fn wait(&self) -> Duration {

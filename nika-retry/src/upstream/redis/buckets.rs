@@ -1,0 +1,216 @@
+//! The fleet's pacing buckets in Redis: one hash per upstream (`…:pace`),
+//! per dimension (`r` the requests, `t` the tokens) its limit (`l`), its
+//! window in microseconds (`w`), its level (`v`) and when the level was
+//! counted (`a`, microseconds of the Redis server's clock, `TIME`: no
+//! process's clock is ever compared with another's).
+//!
+//! A bucket of the limit refilling over its window, counted lazily (a
+//! token bucket, the GCRA's equivalent): an attempt's [`ADMIT`] refills
+//! each dimension to now, spends every dimension's cost if each holds it,
+//! else says when the one that lacks most will hold it, spending nothing.
+//! A response's reading ([`LEARN`]) shares the limit and window the
+//! process paces with, and lowers the level to what the server says is
+//! left (never raises it: the server counted that response's request, not
+//! the attempts admitted since).
+//!
+//! A field another program wrote (no number, negative, beyond the bounds)
+//! reads as absent: a bucket with no level is whole, one with no limit
+//! paces nothing.
+
+use core::time::Duration;
+
+use super::scripts::lua;
+use crate::upstream::{MAX_HOLD, Reading, Spend};
+
+/// The largest limit or cost sent to the server: past it a Lua number
+/// (a double) no longer counts units exactly. Larger values are cut to it.
+pub(super) const MAX_UNITS: u64 = 1 << 50;
+
+/// The helpers of both scripts. `valid(x, max)`: `x` if a number in
+/// `(0, max]`, else 0. `level_at(hash, d, limit, window, now)`: dimension
+/// `d`'s level at `now`, refilled since it was counted, at most `limit`.
+macro_rules! pace_lua {
+    ($body:literal) => {
+        lua!(
+            "local function valid(x, max)\n",
+            "  if x == nil or x ~= x or x <= 0 or x > max then return 0 end\n",
+            "  return x\n",
+            "end\n",
+            "local function level_at(hash, d, limit, window, now)\n",
+            "  local v = tonumber(redis.call('HGET', hash, d .. 'v'))\n",
+            "  local a = tonumber(redis.call('HGET', hash, d .. 'a'))\n",
+            "  if v == nil or a == nil or v ~= v or a ~= a or v < 0 then return limit end\n",
+            "  if a > now then a = now end\n",
+            "  local level = v + (now - a) * limit / window\n",
+            "  if level > limit then level = limit end\n",
+            "  return level\n",
+            "end\n",
+            "local function clear_garbage(hash)\n",
+            "  local t = redis.call('TYPE', hash)['ok']\n",
+            "  if t ~= 'hash' and t ~= 'none' then redis.call('DEL', hash) end\n",
+            "end\n",
+            "local function now_us()\n",
+            "  local t = redis.call('TIME')\n",
+            "  return tonumber(t[1]) * 1000000 + tonumber(t[2])\n",
+            "end\n",
+            $body
+        )
+    };
+}
+
+/// KEYS: hold, allowance, probe, pace. ARGV: max ms, token, lease ms, then
+/// per dimension (requests, tokens) its limit, window µs and cost, and
+/// the largest limit. Returns `{code, value, reason}`: `{2, left ms,
+/// reason}` held; `{3}` another token's probe is out; `{0}` go, no bucket
+/// known (paced in the process); `{1}` go, every cost spent; `{4, µs}`
+/// ready in that long, nothing spent. The allowance is taken as
+/// `ATTEMPT` takes it, only by an attempt that goes.
+pub(super) const ADMIT: &str = pace_lua!(
+    "local function take_allowance(hold, allowance, max)\n\
+       local t = redis.call('TYPE', allowance)['ok']\n\
+       if t == 'none' then return end\n\
+       local n = nil\n\
+       local ttl = -1\n\
+       if t == 'string' then\n\
+         n = tonumber(redis.call('GET', allowance))\n\
+         ttl = redis.call('PTTL', allowance)\n\
+       end\n\
+       if n == nil or n ~= math.floor(n) or n < 1 or ttl <= 0 or ttl > max then\n\
+         redis.call('DEL', allowance)\n\
+         return\n\
+       end\n\
+       if n <= 1 then\n\
+         redis.call('DEL', allowance)\n\
+         redis.call('SET', hold, 'rate-limit-headers', 'PX', ttl)\n\
+       else\n\
+         redis.call('SET', allowance, string.format('%d', n - 1), 'KEEPTTL')\n\
+       end\n\
+     end\n\
+     local max = tonumber(ARGV[1])\n\
+     local left = hold_left(KEYS[1], max)\n\
+     if left > 0 then return {2, left, redis.call('GET', KEYS[1])} end\n\
+     if redis.call('TYPE', KEYS[3])['ok'] == 'string' then\n\
+       local v = redis.call('GET', KEYS[3])\n\
+       local ttl = redis.call('PTTL', KEYS[3])\n\
+       if v ~= 'released' and v ~= ARGV[2] and ttl > 0 and ttl <= tonumber(ARGV[3]) then\n\
+         return {3, 0, ''}\n\
+       end\n\
+     end\n\
+     local pace = KEYS[4]\n\
+     clear_garbage(pace)\n\
+     local now = now_us()\n\
+     local maxw = max * 1000\n\
+     local units = tonumber(ARGV[10])\n\
+     local known = false\n\
+     local wait = 0\n\
+     local longest = 0\n\
+     local spent = {}\n\
+     for i, d in ipairs({'r', 't'}) do\n\
+       local b = 1 + 3 * i\n\
+       local limit = valid(tonumber(ARGV[b]), units)\n\
+       local window = valid(tonumber(ARGV[b + 1]), maxw)\n\
+       local cost = valid(tonumber(ARGV[b + 2]), units)\n\
+       if limit == 0 or window == 0 then\n\
+         limit = valid(tonumber(redis.call('HGET', pace, d .. 'l')), units)\n\
+         window = valid(tonumber(redis.call('HGET', pace, d .. 'w')), maxw)\n\
+       end\n\
+       if limit > 0 and window > 0 and cost > 0 then\n\
+         known = true\n\
+         if cost > limit then cost = limit end\n\
+         local level = level_at(pace, d, limit, window, now)\n\
+         if level < cost then\n\
+           local need = math.ceil((cost - level) * window / limit)\n\
+           if need > wait then wait = need end\n\
+         end\n\
+         spent[d] = level - cost\n\
+         if window > longest then longest = window end\n\
+       end\n\
+     end\n\
+     if not known then\n\
+       take_allowance(KEYS[1], KEYS[2], max)\n\
+       return {0, 0, ''}\n\
+     end\n\
+     if wait > 0 then return {4, math.max(1, math.min(wait, maxw)), ''} end\n\
+     take_allowance(KEYS[1], KEYS[2], max)\n\
+     for d, level in pairs(spent) do\n\
+       redis.call('HSET', pace, d .. 'v', string.format('%.3f', level), d .. 'a', string.format('%d', now))\n\
+     end\n\
+     redis.call('PEXPIRE', pace, math.floor(longest / 1000) + 1000)\n\
+     return {1, 0, ''}\n"
+);
+
+/// KEYS: pace. ARGV: max ms, the largest limit, then per dimension its
+/// limit, window µs and what is left (-1: not said). Shares each limit
+/// given, and lowers its level to what is left.
+pub(super) const LEARN: &str = pace_lua!(
+    "local pace = KEYS[1]\n\
+     clear_garbage(pace)\n\
+     local now = now_us()\n\
+     local maxw = tonumber(ARGV[1]) * 1000\n\
+     local units = tonumber(ARGV[2])\n\
+     local longest = 0\n\
+     for i, d in ipairs({'r', 't'}) do\n\
+       local b = 3 * i\n\
+       local limit = valid(tonumber(ARGV[b]), units)\n\
+       local window = valid(tonumber(ARGV[b + 1]), maxw)\n\
+       local remaining = tonumber(ARGV[b + 2]) or -1\n\
+       if limit > 0 and window > 0 then\n\
+         local level = level_at(pace, d, limit, window, now)\n\
+         if remaining == remaining and remaining >= 0 and remaining < level then level = remaining end\n\
+         redis.call('HSET', pace, d .. 'l', string.format('%d', limit), d .. 'w', string.format('%d', window),\n\
+           d .. 'v', string.format('%.3f', level), d .. 'a', string.format('%d', now))\n\
+         if window > longest then longest = window end\n\
+       end\n\
+     end\n\
+     if longest > 0 then redis.call('PEXPIRE', pace, math.floor(longest / 1000) + 1000) end\n\
+     return 1\n"
+);
+
+/// What [`ADMIT`] said, as `{code, value, reason}`.
+pub(super) enum Admitted {
+    Held(i64, Vec<u8>),
+    ProbeOut,
+    Local,
+    Go,
+    Ready(Duration),
+}
+
+impl Admitted {
+    pub(super) fn of((code, value, reason): (i64, i64, Vec<u8>)) -> Admitted {
+        match code {
+            1 => Admitted::Go,
+            2 => Admitted::Held(value, reason),
+            3 => Admitted::ProbeOut,
+            4 => {
+                let micros = u64::try_from(value).unwrap_or(1).max(1);
+                Admitted::Ready(Duration::from_micros(micros).min(MAX_HOLD))
+            }
+            _ => Admitted::Local,
+        }
+    }
+}
+
+/// A limit, cost or remaining as the scripts take it: cut to [`MAX_UNITS`].
+pub(super) fn units(n: u64) -> u64 {
+    n.min(MAX_UNITS)
+}
+
+/// A window in whole microseconds, at most [`MAX_HOLD`].
+pub(super) fn micros(d: Duration) -> u64 {
+    u64::try_from(d.min(MAX_HOLD).as_micros()).unwrap_or(u64::MAX)
+}
+
+/// The arguments of one dimension of [`ADMIT`].
+pub(super) fn spend_args(spend: &Spend) -> [u64; 3] {
+    [units(spend.limit), micros(spend.window), units(spend.cost)]
+}
+
+/// The arguments of one dimension of [`LEARN`] (what is left: -1 if not said).
+pub(super) fn reading_args(reading: &Reading) -> [i64; 3] {
+    let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    [
+        signed(units(reading.limit)),
+        signed(micros(reading.window)),
+        reading.remaining.map_or(-1, |r| signed(units(r))),
+    ]
+}
