@@ -11,7 +11,12 @@
 //! A response's reading ([`LEARN`]) shares the limit and window the
 //! process paces with, and lowers the level to what the server says is
 //! left (never raises it: the server counted that response's request, not
-//! the attempts admitted since).
+//! the attempts admitted since). Every process paces with the shared limit
+//! and window once there is one (its own until then): a process that has
+//! seen few responses guesses a window long (a rolling window's first
+//! reading looks like a slow refill), and the shortest window read for a
+//! limit is the fleet's (each reading bounds it from above, as in the
+//! process's own reading of its responses); a new limit replaces it.
 //!
 //! A field another program wrote (no number, negative, beyond the bounds)
 //! reads as absent: a bucket with no level is whole, one with no limit
@@ -59,8 +64,9 @@ macro_rules! pace_lua {
 }
 
 /// KEYS: hold, allowance, probe, pace. ARGV: max ms, token, lease ms, then
-/// per dimension (requests, tokens) its limit, window µs and cost, and
-/// the largest limit. Returns `{code, value, reason}`: `{2, left ms,
+/// per dimension (requests, tokens) its limit, window µs and cost (the
+/// shared limit and window come first: these count while there are none),
+/// and the largest limit. Returns `{code, value, reason}`: `{2, left ms,
 /// reason}` held; `{3}` another token's probe is out; `{0}` go, no bucket
 /// known (paced in the process); `{1}` go, every cost spent; `{4, µs}`
 /// ready in that long, nothing spent. The allowance is taken as
@@ -107,12 +113,12 @@ pub(super) const ADMIT: &str = pace_lua!(
      local spent = {}\n\
      for i, d in ipairs({'r', 't'}) do\n\
        local b = 1 + 3 * i\n\
-       local limit = valid(tonumber(ARGV[b]), units)\n\
-       local window = valid(tonumber(ARGV[b + 1]), maxw)\n\
+       local limit = valid(tonumber(redis.call('HGET', pace, d .. 'l')), units)\n\
+       local window = valid(tonumber(redis.call('HGET', pace, d .. 'w')), maxw)\n\
        local cost = valid(tonumber(ARGV[b + 2]), units)\n\
        if limit == 0 or window == 0 then\n\
-         limit = valid(tonumber(redis.call('HGET', pace, d .. 'l')), units)\n\
-         window = valid(tonumber(redis.call('HGET', pace, d .. 'w')), maxw)\n\
+         limit = valid(tonumber(ARGV[b]), units)\n\
+         window = valid(tonumber(ARGV[b + 1]), maxw)\n\
        end\n\
        if limit > 0 and window > 0 and cost > 0 then\n\
          known = true\n\
@@ -141,7 +147,8 @@ pub(super) const ADMIT: &str = pace_lua!(
 
 /// KEYS: pace. ARGV: max ms, the largest limit, then per dimension its
 /// limit, window µs and what is left (-1: not said). Shares each limit
-/// given, and lowers its level to what is left.
+/// given (with the shortest window read for it), and lowers its level to
+/// what is left.
 pub(super) const LEARN: &str = pace_lua!(
     "local pace = KEYS[1]\n\
      clear_garbage(pace)\n\
@@ -155,6 +162,9 @@ pub(super) const LEARN: &str = pace_lua!(
        local window = valid(tonumber(ARGV[b + 1]), maxw)\n\
        local remaining = tonumber(ARGV[b + 2]) or -1\n\
        if limit > 0 and window > 0 then\n\
+         local shared = valid(tonumber(redis.call('HGET', pace, d .. 'w')), maxw)\n\
+         local same = valid(tonumber(redis.call('HGET', pace, d .. 'l')), units) == limit\n\
+         if same and shared > 0 and shared < window then window = shared end\n\
          local level = level_at(pace, d, limit, window, now)\n\
          if remaining == remaining and remaining >= 0 and remaining < level then level = remaining end\n\
          redis.call('HSET', pace, d .. 'l', string.format('%d', limit), d .. 'w', string.format('%d', window),\n\
