@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::bucket::Bucket;
+use super::cold::Scout;
 use super::pace::{COST_UNKNOWN, Charge};
 use super::{Admission, Held, HoldReason, Patience, Reading, Spend, Store, Upstream};
 use crate::events::WaitReason;
@@ -62,10 +63,10 @@ impl Upstream {
         }
     }
 
-    /// The attempt's turn at a store: while the store knows no limit and
-    /// this process is cold, its cold start first (its scout goes; the
-    /// others ask the store again after the scout's news, when it may know
-    /// them), then the store's pace.
+    /// The attempt's turn at a store: while this process is cold, its cold
+    /// start first (its scout asks the store, which counts what it spends
+    /// while no limit is known; the others ask after the scout's news,
+    /// when the store may know the limits), then the store's pace.
     pub(super) async fn fleet_turn(
         &self,
         store: &Arc<dyn Store>,
@@ -73,23 +74,38 @@ impl Upstream {
         patience: Patience,
         cost: u32,
     ) -> Result<FleetPace, Held> {
-        let mut waited = None;
-        let first = match first {
+        let (mut scout, waited, first) = match first {
             Some(Admission::Local) | None if self.shared.pacer.cold.load(Ordering::Acquire) => {
-                let (mut scout, reason) = self.cold_start().await;
-                if scout.armed {
-                    return Ok(FleetPace::Spent(Charge {
-                        scout: core::mem::take(&mut scout.armed),
-                        reason,
-                        ..Charge::default()
-                    }));
-                }
-                waited = reason;
-                None
+                let (scout, reason) = self.cold_start().await;
+                (scout, reason, None)
             }
-            first => first,
+            first => (Scout::none(self), None, first),
         };
-        self.fleet_pace(store, first, patience, cost, waited).await
+        let paced = self
+            .fleet_pace(store, first, patience, cost, waited)
+            .await?;
+        if !scout.armed {
+            return Ok(paced);
+        }
+        // The scout goes, paced by the store if it knows a limit (another
+        // process's scout came back first), else as this process's scout;
+        // the others wait for its news. Held, it passes its turn (dropped).
+        let scouting = core::mem::take(&mut scout.armed);
+        Ok(match paced {
+            FleetPace::Local => FleetPace::Spent(Charge {
+                scout: scouting,
+                reason: waited,
+                ..Charge::default()
+            }),
+            FleetPace::Spent(mut charge) => {
+                charge.scout = scouting;
+                FleetPace::Spent(charge)
+            }
+            FleetPace::Held => {
+                scout.armed = scouting;
+                FleetPace::Held
+            }
+        })
     }
 
     /// The attempt's pace at the store: `first` the store's answer already

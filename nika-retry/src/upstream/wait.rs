@@ -294,13 +294,16 @@ impl Upstream {
 
     /// Takes the store's hold into the local state (and, if it is not
     /// held, one from the store's allowance); a store that fails or is slow
-    /// is passed over. Unless the upstream is held here, the attempt's
-    /// cost is spent in the store's buckets in the same step: the
-    /// admission, if it was.
+    /// is passed over. Unless the upstream is held here or cold, the
+    /// attempt's cost is spent in the store's buckets in the same step:
+    /// the admission, if it was.
     async fn ask(&self, store: &Arc<dyn Store>, cost: u32) -> Option<Admission> {
         let held_here = self.lock().until.is_some_and(|u| u > Instant::now());
-        let spend = if held_here {
-            // Its cost would be spent before the hold ends: not spent now.
+        // Held here, its cost would be spent before the hold ends; cold,
+        // it waits for its scout first (or is the scout, which asks again):
+        // not spent now.
+        let later = held_here || self.shared.pacer.cold.load(Ordering::Acquire);
+        let spend = if later {
             [Spend::default(); 2]
         } else {
             self.spends(cost)
@@ -312,7 +315,7 @@ impl Upstream {
                 self.locked(|state| state.hold(now, left, reason));
                 None
             }
-            admission => (!held_here).then_some(admission),
+            admission => (!later).then_some(admission),
         }
     }
 }

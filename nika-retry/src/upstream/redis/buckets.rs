@@ -33,7 +33,12 @@ pub(super) const MAX_UNITS: u64 = 1 << 50;
 
 /// The helpers of both scripts. `valid(x, max)`: `x` if a number in
 /// `(0, max]`, else 0. `level_at(hash, d, limit, window, now)`: dimension
-/// `d`'s level at `now`, refilled since it was counted, at most `limit`.
+/// `d`'s level at `now`, refilled since it was counted, at most `limit`;
+/// a bucket with no level yet holds its limit less what attempts spent
+/// while no limit was known (`p`, since `pf`), if they started within
+/// its window: a fleet's cold start sends one scout per process before
+/// any response says what is left, and a process's first burst after its
+/// scout's answer would not count the others'.
 macro_rules! pace_lua {
     ($body:literal) => {
         lua!(
@@ -44,7 +49,14 @@ macro_rules! pace_lua {
             "local function level_at(hash, d, limit, window, now)\n",
             "  local v = tonumber(redis.call('HGET', hash, d .. 'v'))\n",
             "  local a = tonumber(redis.call('HGET', hash, d .. 'a'))\n",
-            "  if v == nil or a == nil or v ~= v or a ~= a or v < 0 then return limit end\n",
+            "  if v == nil or a == nil or v ~= v or a ~= a or v < 0 then\n",
+            "    local p = valid(tonumber(redis.call('HGET', hash, d .. 'p')), math.huge)\n",
+            "    local pf = tonumber(redis.call('HGET', hash, d .. 'pf'))\n",
+            "    if p > 0 and pf ~= nil and pf == pf and pf <= now and now - pf < window then\n",
+            "      return math.max(0, limit - p)\n",
+            "    end\n",
+            "    return limit\n",
+            "  end\n",
             "  if a > now then a = now end\n",
             "  local level = v + (now - a) * limit / window\n",
             "  if level > limit then level = limit end\n",
@@ -92,6 +104,20 @@ pub(super) const ADMIT: &str = pace_lua!(
          redis.call('SET', allowance, string.format('%d', n - 1), 'KEEPTTL')\n\
        end\n\
      end\n\
+     local function add_pending(hash, unpaced, now)\n\
+       local added = false\n\
+       for d, cost in pairs(unpaced) do\n\
+         local p = valid(tonumber(redis.call('HGET', hash, d .. 'p')), math.huge)\n\
+         local pf = tonumber(redis.call('HGET', hash, d .. 'pf'))\n\
+         if pf == nil or pf ~= pf or pf > now or now - pf > 60000000 then\n\
+           p = 0\n\
+           pf = now\n\
+         end\n\
+         redis.call('HSET', hash, d .. 'p', string.format('%.3f', p + cost), d .. 'pf', string.format('%d', pf))\n\
+         added = true\n\
+       end\n\
+       if added and redis.call('PTTL', hash) < 60000 then redis.call('PEXPIRE', hash, 60000) end\n\
+     end\n\
      local max = tonumber(ARGV[1])\n\
      local left = hold_left(KEYS[1], max)\n\
      if left > 0 then return {2, left, redis.call('GET', KEYS[1])} end\n\
@@ -111,6 +137,7 @@ pub(super) const ADMIT: &str = pace_lua!(
      local wait = 0\n\
      local longest = 0\n\
      local spent = {}\n\
+     local unpaced = {}\n\
      for i, d in ipairs({'r', 't'}) do\n\
        local b = 1 + 3 * i\n\
        local limit = valid(tonumber(redis.call('HGET', pace, d .. 'l')), units)\n\
@@ -130,10 +157,13 @@ pub(super) const ADMIT: &str = pace_lua!(
          end\n\
          spent[d] = level - cost\n\
          if window > longest then longest = window end\n\
+       elseif cost > 0 then\n\
+         unpaced[d] = cost\n\
        end\n\
      end\n\
      if not known then\n\
        take_allowance(KEYS[1], KEYS[2], max)\n\
+       add_pending(pace, unpaced, now)\n\
        return {0, 0, ''}\n\
      end\n\
      if wait > 0 then return {4, math.max(1, math.min(wait, maxw)), ''} end\n\
@@ -142,6 +172,7 @@ pub(super) const ADMIT: &str = pace_lua!(
        redis.call('HSET', pace, d .. 'v', string.format('%.3f', level), d .. 'a', string.format('%d', now))\n\
      end\n\
      redis.call('PEXPIRE', pace, math.floor(longest / 1000) + 1000)\n\
+     add_pending(pace, unpaced, now)\n\
      return {1, 0, ''}\n"
 );
 
