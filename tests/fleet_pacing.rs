@@ -352,3 +352,40 @@ async fn redis_killed_mid_run_fails_no_call() {
     })
     .await;
 }
+
+/// A process whose last call was a probe exits as soon as that call
+/// returns, before its store's writer sent the probe's outcome: its store,
+/// dropped, gives the lease back, so that no other process waits out
+/// `PROBE_LEASE` (5 s) for a probe that is over.
+#[tokio::test]
+async fn a_store_dropped_right_after_its_probe_gives_the_lease_back() {
+    bounded(async {
+        let redis = RedisServer::start();
+        let b = store(&redis).await;
+        for released in [true, false] {
+            // Neither a lease nor a released probe's word left by the last round.
+            let _: () = raw(&redis)
+                .del(format!("nika-retry:upstream:{{{UP}}}:probe"))
+                .unwrap();
+            let a = store(&redis).await;
+            assert_eq!(
+                a.probe(UP, 1).await.unwrap(),
+                nika_retry::upstream::ProbeTurn::Go
+            );
+            assert_eq!(
+                b.probe(UP, 2).await.unwrap(),
+                nika_retry::upstream::ProbeTurn::Wait,
+                "a's probe is out"
+            );
+            // Its outcome queued; the process ends before the writer runs.
+            a.probed(UP, 1, released);
+            drop(a);
+            assert_eq!(
+                b.probe(UP, 2).await.unwrap(),
+                nika_retry::upstream::ProbeTurn::Go,
+                "given back (released: {released})"
+            );
+        }
+    })
+    .await;
+}

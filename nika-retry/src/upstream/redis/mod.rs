@@ -3,6 +3,7 @@
 
 mod buckets;
 mod health;
+mod lent;
 mod scripts;
 
 use core::fmt;
@@ -99,6 +100,9 @@ struct Inner {
     /// ([`RedisStore::with_wait`]; its clones share it).
     wait: AtomicU64,
     scripts: Scripts,
+    /// The client, for the leases given back when the store is dropped.
+    client: Client,
+    lent: lent::Lent,
 }
 
 struct Scripts {
@@ -221,7 +225,7 @@ impl RedisStore {
             .set_connection_timeout(Some(FIRST_ANSWER))
             .set_response_timeout(Some(FIRST_ANSWER))
             .set_max_delay(Duration::from_secs(1));
-        let connection = ConnectionManager::new_lazy_with_config(client, config)
+        let connection = ConnectionManager::new_lazy_with_config(client.clone(), config)
             .map_err(|e| io::Error::other(format!("no connection manager ({:?})", e.kind())))?;
         let (writes, queue) = mpsc::channel(QUEUED_WRITES);
         let store = RedisStore {
@@ -232,6 +236,8 @@ impl RedisStore {
                 secret,
                 writes,
                 wait: AtomicU64::new(millis(STORE_WAIT) * 1_000_000),
+                client,
+                lent: lent::Lent::default(),
                 scripts: Scripts {
                     held_for: Script::new(scripts::HELD_FOR),
                     hold: Script::new(scripts::HOLD),
@@ -414,7 +420,17 @@ async fn writer(inner: std::sync::Weak<Inner>, mut queue: mpsc::Receiver<(Write,
     while let Some((write, made)) = queue.recv().await {
         while let Some(now) = write.after(made.elapsed()) {
             let Some(store) = inner.upgrade() else { return };
-            if store.write(now).await.is_ok() || !write.kept() {
+            let probed = match &now {
+                Write::Probed(keys, token, _) => Some((keys.probe.clone(), *token)),
+                _ => None,
+            };
+            if store.write(now).await.is_ok() {
+                if let Some((probe, token)) = probed {
+                    store.lent.given_back(&probe, token);
+                }
+                break;
+            }
+            if !write.kept() {
                 break;
             }
             drop(store);
@@ -493,7 +509,7 @@ impl Store for RedisStore {
             let mut connection = inner.connection.clone();
             let mut script = inner.scripts.probe.key(keys.hold);
             let request = script
-                .key(keys.probe)
+                .key(&keys.probe)
                 .arg(token.to_string())
                 .arg(millis(PROBE_LEASE))
                 .arg(millis(MAX_HOLD))
@@ -504,14 +520,18 @@ impl Store for RedisStore {
                     Some((left, reason)) => ProbeTurn::Held(left, reason),
                     None => ProbeTurn::Go,
                 },
-                _ => ProbeTurn::Go,
+                _ => {
+                    inner.lent.taken(&keys.probe, token);
+                    ProbeTurn::Go
+                }
             })
         })
     }
 
     fn probed(&self, upstream: &str, token: u64, released: bool) {
-        self.inner
-            .send(Write::Probed(Keys::of(upstream), token, released));
+        let keys = Keys::of(upstream);
+        self.inner.lent.ended(&keys.probe, token, released);
+        self.inner.send(Write::Probed(keys, token, released));
     }
 
     fn admit<'a>(
@@ -558,6 +578,17 @@ impl Store for RedisStore {
 
     fn wait(&self) -> Duration {
         self.inner.wait()
+    }
+}
+
+impl Drop for Inner {
+    /// The last clone of the store is dropped: the probes' leases whose
+    /// outcome its writer did not send yet are given back now (blocking,
+    /// at most the store's wait per round trip).
+    fn drop(&mut self) {
+        let wait = self.wait();
+        self.lent
+            .give_back_all(&self.client, &self.scripts.probed, wait);
     }
 }
 
