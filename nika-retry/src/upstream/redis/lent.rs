@@ -17,11 +17,13 @@ use super::millis;
 
 /// Per probe key: the token whose lease it may be, and whether its probe
 /// was released (`None`: not over yet).
+type Leases = HashMap<Vec<u8>, (u64, Option<bool>)>;
+
 #[derive(Default)]
-pub(super) struct Lent(Mutex<HashMap<Vec<u8>, (u64, Option<bool>)>>);
+pub(super) struct Lent(Mutex<Leases>);
 
 impl Lent {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, (u64, Option<bool>)>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, Leases> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
