@@ -49,9 +49,20 @@ const QUEUED_WRITES: usize = 1024;
 ///   expires at its reset; the attempt that takes the last one holds the
 ///   upstream until then;
 /// - `…:probe`: the probe's turn, a lease (`SET NX PX`) of
-///   [`PROBE_LEASE`]: a probe whose process crashed holds nobody longer.
+///   [`PROBE_LEASE`]: a probe whose process crashed holds nobody longer;
+///   a store dropped before it sent its probe's outcome gives the lease
+///   back then (a blocking round trip of at most its wait);
+/// - `…:pace`: the fleet's pacing buckets, a hash: per dimension
+///   (requests, tokens) its limit and window, shared by every process as
+///   soon as one learns them from the headers or declares them, and its
+///   level counted on the server's clock (`TIME`). Every attempt spends
+///   every dimension's cost in the same script that reads the hold, or
+///   learns when the buckets will hold it ([`Store::admit`]); what a
+///   response says is left lowers the level ([`Store::learned`]), so the
+///   whole fleet stays under one limit.
 ///
-/// Every attempt asks the server (one round trip, a script); there is no
+/// Every attempt asks the server (one round trip, a script: the hold, the
+/// probe's turn, the allowance and the buckets at once); there is no
 /// cache that could let a held attempt start. A key another program wrote
 /// (the wrong type, a value that is no number, no expiry, longer than
 /// [`MAX_HOLD`]) is deleted as garbage, never obeyed.
@@ -59,7 +70,8 @@ const QUEUED_WRITES: usize = 1024;
 /// **Never a hostage.** A call to the server waits at most [`STORE_WAIT`]
 /// (or what [`with_wait`](RedisStore::with_wait) says); a server down, slow
 /// or restarting is passed over and the upstream goes on with its
-/// in-process state. The first failure of an outage is one warning
+/// in-process state (its own holds, and its own pacing buckets with the
+/// limits it read from its responses). The first failure of an outage is one warning
 /// (a `tracing` event at `WARN`, target `nika_retry`); meanwhile the server
 /// is asked again every half second, and the first answer ends the outage.
 /// The connection manager reconnects by itself. A hold or a probe's
