@@ -296,10 +296,10 @@ fn quota(kind: Kind) -> Config {
 
 /// The goals' fan-out through the fleet (50 calls of 200 tokens over 4
 /// processes, 3 000 tokens per 2 s): the buckets in Redis keep the fleet
-/// under one limit. Measured (BENCHMARKS.md, "Fleet pacing"): 51–56
-/// requests; before the buckets were shared, 85–87. Asserted with room
-/// for a loaded machine's store passed over now and then (each process
-/// then paces alone for that attempt).
+/// under one limit. Measured (BENCHMARKS.md, "Fleet pacing"): 50
+/// requests in every run on this server; before the buckets were shared,
+/// 85–87. Asserted with room for a loaded machine: 4 more, and 5 more per
+/// store passed over at least once (its process then paces alone).
 #[tokio::test]
 async fn four_processes_share_one_limit_through_redis() {
     bounded(async {
@@ -309,7 +309,7 @@ async fn four_processes_share_one_limit_through_redis() {
         let counts = server.counts();
         assert_eq!(failed, 0, "{counts:?}");
         assert_eq!(counts.admitted, CALLS as usize, "{counts:?}");
-        let bound = 60 + 5 * outages as usize;
+        let bound = 54 + 5 * outages as usize;
         assert!(
             counts.requests <= bound,
             "{} requests for {CALLS} calls (at most {bound}; {outages} outages): {counts:?}",
