@@ -389,3 +389,51 @@ async fn a_store_dropped_right_after_its_probe_gives_the_lease_back() {
     })
     .await;
 }
+
+/// A reading whose reset is much later than a refill of what is missing
+/// would take (1 of 4 per 2 s missing, whole again in 2 s: a refill would
+/// take 0.5 s) marks the limit as a window: from then on the admissions of
+/// the last window (and a twentieth) are counted, and nothing frees before
+/// the oldest leaves it, where a refilled bucket would let one go every
+/// half second.
+#[tokio::test]
+async fn a_limit_read_as_a_window_frees_nothing_until_its_oldest_admission_leaves() {
+    bounded(async {
+        let redis = RedisServer::start();
+        let (a, b) = (store(&redis).await, store(&redis).await);
+        let window = Duration::from_secs(2);
+        a.learned(
+            UP,
+            [
+                Reading::new(4, window, Some(3)).with_reset(window),
+                Reading::default(),
+            ],
+        );
+        for _ in 0..100 {
+            let win: Option<String> = raw(&redis).hget(pace_key(UP), "rwin").unwrap();
+            if win.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let started = std::time::Instant::now();
+        for store in [&a, &b, &a, &b] {
+            assert_eq!(
+                store.admit(UP, 1, four_per_2s()).await.unwrap(),
+                Admission::Go
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        match b.admit(UP, 2, four_per_2s()).await.unwrap() {
+            Admission::Ready(after) => {
+                let frees = started.elapsed() + after;
+                assert!(
+                    frees >= Duration::from_millis(2000) && frees <= Duration::from_millis(2400),
+                    "the oldest leaves after {frees:?}"
+                );
+            }
+            other => panic!("a window's 5th of 4 went: {other:?}"),
+        }
+    })
+    .await;
+}

@@ -181,7 +181,13 @@ impl Upstream {
         }
         let pacer = &self.shared.pacer;
         let reading = |bucket: &Bucket, fields: &LimitFields| match bucket.get() {
-            Some((limit, window, _)) => Reading::new(limit, window, fields.remaining),
+            Some((limit, window, _)) => {
+                let reading = Reading::new(limit, window, fields.remaining);
+                match fields.reset {
+                    Some(reset) => reading.with_reset(reset),
+                    None => reading,
+                }
+            }
             None => Reading::default(),
         };
         store.learned(

@@ -84,6 +84,10 @@ pub struct Reading {
     pub window: Duration,
     /// What the server said is left, if it did.
     pub remaining: Option<u64>,
+    /// When the server said the limit is whole again, if it did: a reset
+    /// much later than a continuous refill of what is missing would take
+    /// tells a window that frees nothing before it moves.
+    pub reset: Option<Duration>,
 }
 
 impl Reading {
@@ -93,6 +97,25 @@ impl Reading {
             limit,
             window,
             remaining,
+            reset: None,
+        }
+    }
+
+    /// This reading, whole again in `reset`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Reading;
+    ///
+    /// let tokens = Reading::new(3_000, Duration::from_secs(2), Some(2_800))
+    ///     .with_reset(Duration::from_secs(2));
+    /// assert_eq!(tokens.reset, Some(Duration::from_secs(2)));
+    /// ```
+    #[must_use]
+    pub fn with_reset(self, reset: Duration) -> Reading {
+        Reading {
+            reset: Some(reset),
+            ..self
         }
     }
 }

@@ -294,15 +294,20 @@ impl Upstream {
 
     /// Takes the store's hold into the local state (and, if it is not
     /// held, one from the store's allowance); a store that fails or is slow
-    /// is passed over. Unless the upstream is held here or cold, the
-    /// attempt's cost is spent in the store's buckets in the same step:
-    /// the admission, if it was.
+    /// is passed over. Unless the upstream is held here, the attempt's
+    /// cost is spent in the store's buckets in the same step: the
+    /// admission, if it was. A cold upstream asks after its cold start
+    /// ([`fleet_turn`](Upstream::fleet_turn)).
     async fn ask(&self, store: &Arc<dyn Store>, cost: u32) -> Option<Admission> {
         let held_here = self.lock().until.is_some_and(|u| u > Instant::now());
-        // Held here, its cost would be spent before the hold ends; cold,
-        // it waits for its scout first (or is the scout, which asks again):
-        // not spent now.
-        let later = held_here || self.shared.pacer.cold.load(Ordering::Acquire);
+        if !held_here && self.shared.pacer.cold.load(Ordering::Acquire) {
+            // Cold: the store is asked after the cold start (its scout at
+            // once, the others after its news), once per attempt.
+            return None;
+        }
+        // Held here, its cost would be spent before the hold ends: not
+        // spent now.
+        let later = held_here;
         let spend = if later {
             [Spend::default(); 2]
         } else {

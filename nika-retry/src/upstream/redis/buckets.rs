@@ -18,6 +18,19 @@
 //! limit is the fleet's (each reading bounds it from above, as in the
 //! process's own reading of its responses); a new limit replaces it.
 //!
+//! A bucket refills continuously, as OpenAI documents its limits; a
+//! server that counts by windows (rolling or fixed) frees nothing until
+//! its window moves. A reading whose reset is more than twice (and 50 ms)
+//! later than a refill of what is missing would take marks the dimension
+//! as windowed (`win`, for good), and its longest reset (`rr`) as its
+//! window: its attempts are then admitted by a log of the fleet's
+//! admissions (`…:log:requests`, `…:log:tokens`, sorted sets of
+//! `cost:seq` scored by the admission's microsecond), each counting for
+//! the window and a twentieth (the time a request takes to reach the
+//! server's count), where the bucket would let one go every refill. The
+//! logs are kept from the first admission (the scouts' included), so that
+//! a dimension read as windowed late still has its window's history.
+//!
 //! A field another program wrote (no number, negative, beyond the bounds)
 //! reads as absent: a bucket with no level is whole, one with no limit
 //! paces nothing.
@@ -75,7 +88,8 @@ macro_rules! pace_lua {
     };
 }
 
-/// KEYS: hold, allowance, probe, pace. ARGV: max ms, token, lease ms, then
+/// KEYS: hold, allowance, probe, pace, the requests' log, the tokens'
+/// log. ARGV: max ms, token, lease ms, then
 /// per dimension (requests, tokens) its limit, window µs and cost (the
 /// shared limit and window come first: these count while there are none),
 /// and the largest limit. Returns `{code, value, reason}`: `{2, left ms,
@@ -106,7 +120,11 @@ pub(super) const ADMIT: &str = pace_lua!(
      end\n\
      local function add_pending(hash, unpaced, now)\n\
        local added = false\n\
-       for d, cost in pairs(unpaced) do\n\
+       for d, entry in pairs(unpaced) do\n\
+         local cost = entry[1]\n\
+         local seq = redis.call('HINCRBY', hash, 'seq', 1)\n\
+         redis.call('ZADD', entry[2], now, string.format('%d:%d', cost, seq))\n\
+         if redis.call('PTTL', entry[2]) < 60000 then redis.call('PEXPIRE', entry[2], 60000) end\n\
          local p = valid(tonumber(redis.call('HGET', hash, d .. 'p')), math.huge)\n\
          local pf = tonumber(redis.call('HGET', hash, d .. 'pf'))\n\
          if pf == nil or pf ~= pf or pf > now or now - pf > 60000000 then\n\
@@ -117,6 +135,38 @@ pub(super) const ADMIT: &str = pace_lua!(
          added = true\n\
        end\n\
        if added and redis.call('PTTL', hash) < 60000 then redis.call('PEXPIRE', hash, 60000) end\n\
+     end\n\
+     local function log_span(window)\n\
+       return window + math.floor(window / 20)\n\
+     end\n\
+     local function log_cost(member)\n\
+       return tonumber(string.match(member, '^(%d+):')) or 0\n\
+     end\n\
+     local function log_wait(hash, log, d, limit, window, cost, now)\n\
+       local t = redis.call('TYPE', log)['ok']\n\
+       if t ~= 'zset' then\n\
+         if t ~= 'none' then redis.call('DEL', log) end\n\
+         return 0\n\
+       end\n\
+       local longest = valid(tonumber(redis.call('HGET', hash, d .. 'rr')), window)\n\
+       if longest > 0 then window = longest end\n\
+       local span = log_span(window)\n\
+       redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%d', now - span))\n\
+       if redis.call('HGET', hash, d .. 'win') ~= '1' then return 0 end\n\
+       if redis.call('ZCARD', log) > 10000 then return 0 end\n\
+       local entries = redis.call('ZRANGE', log, 0, -1, 'WITHSCORES')\n\
+       local used = 0\n\
+       for k = 1, #entries, 2 do used = used + log_cost(entries[k]) end\n\
+       local excess = used + cost - limit\n\
+       if excess <= 0 then return 0 end\n\
+       for k = 1, #entries, 2 do\n\
+         excess = excess - log_cost(entries[k])\n\
+         if excess <= 0 then\n\
+           local at = tonumber(entries[k + 1]) or now\n\
+           return math.max(1, at + span - now)\n\
+         end\n\
+       end\n\
+       return span\n\
      end\n\
      local max = tonumber(ARGV[1])\n\
      local left = hold_left(KEYS[1], max)\n\
@@ -138,6 +188,7 @@ pub(super) const ADMIT: &str = pace_lua!(
      local longest = 0\n\
      local spent = {}\n\
      local unpaced = {}\n\
+     local logs = {}
      for i, d in ipairs({'r', 't'}) do\n\
        local b = 1 + 3 * i\n\
        local limit = valid(tonumber(redis.call('HGET', pace, d .. 'l')), units)\n\
@@ -151,14 +202,18 @@ pub(super) const ADMIT: &str = pace_lua!(
          known = true\n\
          if cost > limit then cost = limit end\n\
          local level = level_at(pace, d, limit, window, now)\n\
-         if level < cost then\n\
+         local windowed = redis.call('HGET', pace, d .. 'win') == '1'\n\
+         if level < cost and not windowed then\n\
            local need = math.ceil((cost - level) * window / limit)\n\
            if need > wait then wait = need end\n\
          end\n\
-         spent[d] = level - cost\n\
+         local logged = log_wait(pace, KEYS[4 + i], d, limit, window, cost, now)\n\
+         if logged > wait then wait = logged end\n\
+         logs[i] = {cost, window}\n\
+         spent[d] = math.max(0, level - cost)\n\
          if window > longest then longest = window end\n\
        elseif cost > 0 then\n\
-         unpaced[d] = cost\n\
+         unpaced[d] = {cost, KEYS[4 + i]}\n\
        end\n\
      end\n\
      if not known then\n\
@@ -168,7 +223,12 @@ pub(super) const ADMIT: &str = pace_lua!(
      end\n\
      if wait > 0 then return {4, math.max(1, math.min(wait, maxw)), ''} end\n\
      take_allowance(KEYS[1], KEYS[2], max)\n\
-     for d, level in pairs(spent) do\n\
+     for i, entry in pairs(logs) do\n\
+       local seq = redis.call('HINCRBY', pace, 'seq', 1)\n\
+       redis.call('ZADD', KEYS[4 + i], now, string.format('%d:%d', entry[1], seq))\n\
+       redis.call('PEXPIRE', KEYS[4 + i], math.floor(log_span(entry[2]) / 1000) + 1000)\n\
+     end\n\
+     for d, level in pairs(spent) do
        redis.call('HSET', pace, d .. 'v', string.format('%.3f', level), d .. 'a', string.format('%d', now))\n\
      end\n\
      redis.call('PEXPIRE', pace, math.floor(longest / 1000) + 1000)\n\
@@ -177,9 +237,9 @@ pub(super) const ADMIT: &str = pace_lua!(
 );
 
 /// KEYS: pace. ARGV: max ms, the largest limit, then per dimension its
-/// limit, window µs and what is left (-1: not said). Shares each limit
-/// given (with the shortest window read for it), and lowers its level to
-/// what is left.
+/// limit, window µs, what is left and its reset in µs (-1: not said).
+/// Shares each limit given (with the shortest window read for it), lowers
+/// its level to what is left, and marks it windowed if its reset says so.
 pub(super) const LEARN: &str = pace_lua!(
     "local pace = KEYS[1]\n\
      clear_garbage(pace)\n\
@@ -188,16 +248,25 @@ pub(super) const LEARN: &str = pace_lua!(
      local units = tonumber(ARGV[2])\n\
      local longest = 0\n\
      for i, d in ipairs({'r', 't'}) do\n\
-       local b = 3 * i\n\
+       local b = 4 * i - 1\n\
        local limit = valid(tonumber(ARGV[b]), units)\n\
        local window = valid(tonumber(ARGV[b + 1]), maxw)\n\
        local remaining = tonumber(ARGV[b + 2]) or -1\n\
+       local reset = tonumber(ARGV[b + 3]) or -1
        if limit > 0 and window > 0 then\n\
          local shared = valid(tonumber(redis.call('HGET', pace, d .. 'w')), maxw)\n\
          local same = valid(tonumber(redis.call('HGET', pace, d .. 'l')), units) == limit\n\
          if same and shared > 0 and shared < window then window = shared end\n\
          local level = level_at(pace, d, limit, window, now)\n\
          if remaining == remaining and remaining >= 0 and remaining < level then level = remaining end\n\
+         if remaining == remaining and remaining >= 0 and remaining < limit and reset == reset and reset > 0 then\n\
+           local refill = (limit - remaining) * window / limit\n\
+           if reset > 2 * refill + 50000 then redis.call('HSET', pace, d .. 'win', '1') end\n\
+         end\n\
+         if reset == reset and reset > 0 and reset <= maxw then\n\
+           local longest = valid(tonumber(redis.call('HGET', pace, d .. 'rr')), maxw)\n\
+           if reset > longest then redis.call('HSET', pace, d .. 'rr', string.format('%d', reset)) end\n\
+         end\n\
          redis.call('HSET', pace, d .. 'l', string.format('%d', limit), d .. 'w', string.format('%d', window),\n\
            d .. 'v', string.format('%.3f', level), d .. 'a', string.format('%d', now))\n\
          if window > longest then longest = window end\n\
@@ -246,12 +315,14 @@ pub(super) fn spend_args(spend: &Spend) -> [u64; 3] {
     [units(spend.limit), micros(spend.window), units(spend.cost)]
 }
 
-/// The arguments of one dimension of [`LEARN`] (what is left: -1 if not said).
-pub(super) fn reading_args(reading: &Reading) -> [i64; 3] {
+/// The arguments of one dimension of [`LEARN`] (what is left and its
+/// reset: -1 if not said).
+pub(super) fn reading_args(reading: &Reading) -> [i64; 4] {
     let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     [
         signed(units(reading.limit)),
         signed(micros(reading.window)),
         reading.remaining.map_or(-1, |r| signed(units(r))),
+        reading.reset.map_or(-1, |r| signed(micros(r))),
     ]
 }

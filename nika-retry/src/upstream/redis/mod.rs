@@ -561,6 +561,7 @@ impl Store for RedisStore {
                 .key(keys.allowance)
                 .key(keys.probe)
                 .key(keys.pace)
+                .key(&keys.logs[..])
                 .arg(millis(MAX_HOLD))
                 .arg(token.to_string())
                 .arg(millis(PROBE_LEASE))

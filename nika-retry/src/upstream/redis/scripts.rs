@@ -24,6 +24,9 @@ pub(super) struct Keys {
     pub(super) probe: Vec<u8>,
     /// The pacing buckets, a hash (`buckets.rs`).
     pub(super) pace: Vec<u8>,
+    /// Per dimension (requests, tokens) the admissions of the last window,
+    /// a sorted set (`buckets.rs`).
+    pub(super) logs: [Vec<u8>; 2],
 }
 
 impl Keys {
@@ -43,6 +46,7 @@ impl Keys {
             allowance: key(b"allowance"),
             probe: key(b"probe"),
             pace: key(b"pace"),
+            logs: [key(b"log:requests"), key(b"log:tokens")],
         }
     }
 }
