@@ -36,9 +36,11 @@
 //! paces nothing.
 
 use core::time::Duration;
+use std::io;
 
-use super::scripts::lua;
-use crate::upstream::{MAX_HOLD, Reading, Spend};
+use super::scripts::{Keys, lua};
+use super::{Inner, millis};
+use crate::upstream::{Admission, HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, Reading, Spend};
 
 /// The largest limit or cost sent to the server: past it a Lua number
 /// (a double) no longer counts units exactly. Larger values are cut to it.
@@ -276,8 +278,62 @@ pub(super) const LEARN: &str = pace_lua!(
      return 1\n"
 );
 
+impl Inner {
+    /// [`Store::admit`](crate::upstream::Store::admit): one [`ADMIT`].
+    pub(super) async fn admit(
+        &self,
+        upstream: &str,
+        token: u64,
+        spend: [Spend; 2],
+    ) -> io::Result<Admission> {
+        let keys = Keys::of(upstream);
+        let mut connection = self.connection.clone();
+        let mut script = self.scripts.admit.key(keys.hold);
+        let request = script
+            .key(keys.allowance)
+            .key(keys.probe)
+            .key(keys.pace)
+            .key(&keys.logs[..])
+            .arg(millis(MAX_HOLD))
+            .arg(token.to_string())
+            .arg(millis(PROBE_LEASE))
+            .arg(&spend_args(&spend[0])[..])
+            .arg(&spend_args(&spend[1])[..])
+            .arg(MAX_UNITS)
+            .invoke_async::<(i64, i64, Vec<u8>)>(&mut connection);
+        Ok(match Admitted::of(self.call(request).await?) {
+            Admitted::Held(left, reason) => match Inner::held(left, &reason) {
+                Some((left, reason)) => Admission::Held(left, reason),
+                None => Admission::Local,
+            },
+            Admitted::ProbeOut => Admission::Held(PROBE_OUT, HoldReason::ServerHint),
+            Admitted::Local => Admission::Local,
+            Admitted::Go => Admission::Go,
+            Admitted::Ready(after) => Admission::Ready(after),
+        })
+    }
+
+    /// A response's readings ([`Store::learned`](crate::upstream::Store::learned)),
+    /// sent by the writer: one [`LEARN`].
+    pub(super) async fn learn(
+        &self,
+        keys: Keys,
+        [requests, tokens]: [Reading; 2],
+    ) -> io::Result<()> {
+        let mut connection = self.connection.clone();
+        let mut script = self.scripts.learn.key(keys.pace);
+        let request = script
+            .arg(millis(MAX_HOLD))
+            .arg(MAX_UNITS)
+            .arg(&reading_args(&requests)[..])
+            .arg(&reading_args(&tokens)[..])
+            .invoke_async::<i64>(&mut connection);
+        self.call(request).await.map(drop)
+    }
+}
+
 /// What [`ADMIT`] said, as `{code, value, reason}`.
-pub(super) enum Admitted {
+enum Admitted {
     Held(i64, Vec<u8>),
     ProbeOut,
     Local,
@@ -286,7 +342,7 @@ pub(super) enum Admitted {
 }
 
 impl Admitted {
-    pub(super) fn of((code, value, reason): (i64, i64, Vec<u8>)) -> Admitted {
+    fn of((code, value, reason): (i64, i64, Vec<u8>)) -> Admitted {
         match code {
             1 => Admitted::Go,
             2 => Admitted::Held(value, reason),

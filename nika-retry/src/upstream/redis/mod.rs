@@ -23,7 +23,6 @@ use super::{
     Admission, HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend,
     Store, StoreFuture,
 };
-use buckets::Admitted;
 use health::Health;
 use scripts::{Keys, reason_of, reason_text};
 
@@ -398,16 +397,7 @@ impl Inner {
                     .invoke_async::<i64>(&mut connection);
                 self.call(request).await.map(drop)
             }
-            Write::Learned(keys, [requests, tokens]) => {
-                let mut script = self.scripts.learn.key(keys.pace);
-                let request = script
-                    .arg(max)
-                    .arg(buckets::MAX_UNITS)
-                    .arg(&buckets::reading_args(&requests)[..])
-                    .arg(&buckets::reading_args(&tokens)[..])
-                    .invoke_async::<i64>(&mut connection);
-                self.call(request).await.map(drop)
-            }
+            Write::Learned(keys, readings) => self.learn(keys, readings).await,
         }
     }
 
@@ -552,34 +542,7 @@ impl Store for RedisStore {
         token: u64,
         spend: [Spend; 2],
     ) -> StoreFuture<'a, Admission> {
-        Box::pin(async move {
-            let inner = &self.inner;
-            let keys = Keys::of(upstream);
-            let mut connection = inner.connection.clone();
-            let mut script = inner.scripts.admit.key(keys.hold);
-            let request = script
-                .key(keys.allowance)
-                .key(keys.probe)
-                .key(keys.pace)
-                .key(&keys.logs[..])
-                .arg(millis(MAX_HOLD))
-                .arg(token.to_string())
-                .arg(millis(PROBE_LEASE))
-                .arg(&buckets::spend_args(&spend[0])[..])
-                .arg(&buckets::spend_args(&spend[1])[..])
-                .arg(buckets::MAX_UNITS)
-                .invoke_async::<(i64, i64, Vec<u8>)>(&mut connection);
-            Ok(match Admitted::of(inner.call(request).await?) {
-                Admitted::Held(left, reason) => match Inner::held(left, &reason) {
-                    Some((left, reason)) => Admission::Held(left, reason),
-                    None => Admission::Local,
-                },
-                Admitted::ProbeOut => Admission::Held(PROBE_OUT, HoldReason::ServerHint),
-                Admitted::Local => Admission::Local,
-                Admitted::Go => Admission::Go,
-                Admitted::Ready(after) => Admission::Ready(after),
-            })
-        })
+        Box::pin(self.inner.admit(upstream, token, spend))
     }
 
     fn learned(&self, upstream: &str, readings: [Reading; 2]) {
