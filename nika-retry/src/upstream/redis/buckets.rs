@@ -27,7 +27,8 @@
 //! admissions (`…:log:requests`, `…:log:tokens`, sorted sets of
 //! `cost:seq` scored by the admission's microsecond), each counting for
 //! the window and a twentieth (the time a request takes to reach the
-//! server's count), where the bucket would let one go every refill. The
+//! server's count), where the bucket would let one go every refill. A log
+//! of more than 10 000 admissions is not read (the bucket paces then). The
 //! logs are kept from the first admission (the scouts' included), so that
 //! a dimension read as windowed late still has its window's history.
 //!
@@ -146,29 +147,32 @@ pub(super) const ADMIT: &str = pace_lua!(
      end\n\
      local function log_wait(hash, log, d, limit, window, cost, now)\n\
        local t = redis.call('TYPE', log)['ok']\n\
-       if t ~= 'zset' then\n\
-         if t ~= 'none' then redis.call('DEL', log) end\n\
-         return 0\n\
+       if t ~= 'zset' and t ~= 'none' then\n\
+         redis.call('DEL', log)\n\
+         t = 'none'\n\
        end\n\
        local longest = valid(tonumber(redis.call('HGET', hash, d .. 'rr')), window)\n\
        if longest > 0 then window = longest end\n\
        local span = log_span(window)\n\
-       redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%d', now - span))\n\
-       if redis.call('HGET', hash, d .. 'win') ~= '1' then return 0 end\n\
-       if redis.call('ZCARD', log) > 10000 then return 0 end\n\
+       if t == 'zset' then\n\
+         redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%d', now - span))\n\
+       end\n\
+       if redis.call('HGET', hash, d .. 'win') ~= '1' then return 0, false end\n\
+       if t == 'none' then return 0, true end\n\
+       if redis.call('ZCARD', log) > 10000 then return 0, false end\n\
        local entries = redis.call('ZRANGE', log, 0, -1, 'WITHSCORES')\n\
        local used = 0\n\
        for k = 1, #entries, 2 do used = used + log_cost(entries[k]) end\n\
        local excess = used + cost - limit\n\
-       if excess <= 0 then return 0 end\n\
+       if excess <= 0 then return 0, true end\n\
        for k = 1, #entries, 2 do\n\
          excess = excess - log_cost(entries[k])\n\
          if excess <= 0 then\n\
            local at = tonumber(entries[k + 1]) or now\n\
-           return math.max(1, at + span - now)\n\
+           return math.max(1, at + span - now), true\n\
          end\n\
        end\n\
-       return span\n\
+       return span, true\n\
      end\n\
      local max = tonumber(ARGV[1])\n\
      local left = hold_left(KEYS[1], max)\n\
@@ -204,13 +208,12 @@ pub(super) const ADMIT: &str = pace_lua!(
          known = true\n\
          if cost > limit then cost = limit end\n\
          local level = level_at(pace, d, limit, window, now)\n\
-         local windowed = redis.call('HGET', pace, d .. 'win') == '1'\n\
+         local logged, windowed = log_wait(pace, KEYS[4 + i], d, limit, window, cost, now)\n\
+         if logged > wait then wait = logged end\n\
          if level < cost and not windowed then\n\
            local need = math.ceil((cost - level) * window / limit)\n\
            if need > wait then wait = need end\n\
          end\n\
-         local logged = log_wait(pace, KEYS[4 + i], d, limit, window, cost, now)\n\
-         if logged > wait then wait = logged end\n\
          logs[i] = {cost, window}\n\
          spent[d] = math.max(0, level - cost)\n\
          if window > longest then longest = window end\n\
