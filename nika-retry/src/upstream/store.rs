@@ -146,8 +146,10 @@ pub enum Admission {
 /// a store that fails or takes longer than [`STORE_WAIT`] is passed over for
 /// that attempt, and the upstream goes on with its own in-process state.
 ///
-/// The methods past [`hold`](Store::hold) share the allowance and the
-/// probe's turn; their defaults share neither (each process keeps its own).
+/// The methods past [`hold`](Store::hold) share the allowance, the
+/// probe's turn and the pacing buckets ([`admit`](Store::admit),
+/// [`learned`](Store::learned)); their defaults share none of them (each
+/// process keeps its own).
 ///
 /// ```
 /// use std::time::Duration;
