@@ -90,6 +90,26 @@ impl Provider {
         self.send().await
     }
 
+    /// A completion of `body` (a quota server's prompt) through the
+    /// upstream, each attempt spending the prompt's tokens; every answer's
+    /// rate-limit headers go to the upstream.
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, or [`Error::Held`].
+    #[retry(layer = "provider", upstream = self.upstream, cost = crate::fault::quota::tokens_of(body))]
+    pub async fn complete(&self, body: &str) -> Result<String, Error> {
+        let response = self
+            .client
+            .post(&self.url)
+            .body(body.to_owned())
+            .send()
+            .await
+            .map_err(|e| Error::Transport(e.to_string()))?;
+        self.upstream.observe(response.headers());
+        Self::answer(response).await
+    }
+
     /// One request.
     async fn send(&self) -> Result<String, Error> {
         let response = self
@@ -98,6 +118,11 @@ impl Provider {
             .send()
             .await
             .map_err(|e| Error::Transport(e.to_string()))?;
+        Self::answer(response).await
+    }
+
+    /// A response's text, or its status classified.
+    async fn answer(response: reqwest::Response) -> Result<String, Error> {
         if response.status().is_success() {
             return response
                 .text()

@@ -98,7 +98,7 @@ pub fn worker(job: &str) -> i32 {
     println!("ready");
     let mut go = String::new();
     let _ = std::io::stdin().read_line(&mut go);
-    let all = (0..calls).map(|_| provider.shared(body));
+    let all = (0..calls).map(|_| provider.shared_cost(body));
     let results = runtime.block_on(futures_util::future::join_all(all));
     println!("done {}", results.iter().filter(|r| r.is_err()).count());
     0

@@ -138,7 +138,10 @@
 // - `upstream/`: the state calls against one upstream share (`state`: holds,
 //   the probe, the breaker; `wait`: a turn's wait), its pacing (`quota`,
 //   `bucket` a dimension's GCRA bucket, `pace` the pacer, `cold`, `adaptive`,
-//   `limits` the snapshot), and its stores (`store`, `redis/`).
+//   `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
+//   the hold, allowance and probe, `buckets` the fleet's pacing buckets,
+//   `lent` the leases given back on drop, `health`); `fleet`: an
+//   attempt's pace at a store that keeps the buckets.
 // - `run/`: what generated code drives: `Site` (the fn's const); `Call<D>`
 //   (`call.rs`: each poll of an attempt, `Attempt`), `D` its time limits'
 //   share (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt

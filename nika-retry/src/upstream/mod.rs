@@ -59,6 +59,7 @@
 mod adaptive;
 mod bucket;
 mod cold;
+mod fleet;
 mod held;
 mod limits;
 mod pace;
@@ -90,7 +91,10 @@ pub use quota::Quota;
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
 pub use state::MAX_HOLD;
-pub use store::{InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, STORE_WAIT, Store, StoreFuture};
+pub use store::{
+    Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
+    StoreFuture,
+};
 pub(crate) use wait::{Patience, Turn};
 
 use crate::events::UpstreamEvent;
@@ -182,6 +186,8 @@ struct Shared {
     store: Option<Arc<dyn Store>>,
     /// This state's name for its probe's turn in a store.
     token: u64,
+    /// The waiters for a refill of the store's buckets, in arrival order.
+    fleet_queue: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -197,6 +203,7 @@ impl Shared {
             released: Notify::new(),
             store,
             token: fastrand::u64(..),
+            fleet_queue: tokio::sync::Mutex::new(()),
         }
     }
 }
@@ -256,7 +263,9 @@ impl Upstream {
     /// ```
     pub fn observe<H: Headers + ?Sized>(&self, headers: &H) {
         let wall = std::time::SystemTime::now();
-        let paced = self.learn(&http::rate_limit_fields(headers, wall));
+        let fields = http::rate_limit_fields(headers, wall);
+        let paced = self.learn(&fields);
+        self.share_learned(&fields);
         let Some(limits) = http::rate_limits(headers, wall) else {
             return;
         };

@@ -29,6 +29,114 @@ pub enum ProbeTurn {
     Held(Duration, HoldReason),
 }
 
+/// One dimension of an attempt at a store that keeps the pacing buckets
+/// ([`Store::admit`]): the limit and window this process knows (a limit of
+/// 0: none known here, the store paces with the fleet's if it has one), and
+/// what the attempt spends of it. Index 0 of an attempt's array is the
+/// requests, 1 the tokens.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::upstream::Spend;
+///
+/// let tokens = Spend::new(3_000, Duration::from_secs(2), 200);
+/// assert_eq!((tokens.limit, tokens.cost), (3_000, 200));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spend {
+    /// The limit this process knows, in units of the dimension (0: none).
+    pub limit: u64,
+    /// The window the limit refills over.
+    pub window: Duration,
+    /// What the attempt spends of it (0: nothing, the dimension is not paced).
+    pub cost: u64,
+}
+
+impl Spend {
+    /// `cost` of a limit of `limit` per `window`.
+    pub fn new(limit: u64, window: Duration, cost: u64) -> Spend {
+        Spend {
+            limit,
+            window,
+            cost,
+        }
+    }
+}
+
+/// What a response said of one dimension, for a store that keeps the
+/// pacing buckets ([`Store::learned`]): the limit and window the upstream
+/// paces with (declared or learned), and what the server said is left.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::upstream::Reading;
+///
+/// let requests = Reading::new(20, Duration::from_secs(2), Some(19));
+/// assert_eq!(requests.remaining, Some(19));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// The limit (0: none known, the reading says nothing).
+    pub limit: u64,
+    /// The window it refills over.
+    pub window: Duration,
+    /// What the server said is left, if it did.
+    pub remaining: Option<u64>,
+    /// When the server said the limit is whole again, if it did: a reset
+    /// much later than a continuous refill of what is missing would take
+    /// tells a window that frees nothing before it moves.
+    pub reset: Option<Duration>,
+}
+
+impl Reading {
+    /// A limit of `limit` per `window`, `remaining` of it left.
+    pub fn new(limit: u64, window: Duration, remaining: Option<u64>) -> Reading {
+        Reading {
+            limit,
+            window,
+            remaining,
+            reset: None,
+        }
+    }
+
+    /// This reading, whole again in `reset`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Reading;
+    ///
+    /// let tokens = Reading::new(3_000, Duration::from_secs(2), Some(2_800))
+    ///     .with_reset(Duration::from_secs(2));
+    /// assert_eq!(tokens.reset, Some(Duration::from_secs(2)));
+    /// ```
+    #[must_use]
+    pub fn with_reset(self, reset: Duration) -> Reading {
+        Reading {
+            reset: Some(reset),
+            ..self
+        }
+    }
+}
+
+/// A store's answer to an attempt about to start ([`Store::admit`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Held (as [`Store::attempt`] says): the attempt does not start.
+    Held(Duration, HoldReason),
+    /// Not held, and the store keeps no buckets for it (none it knows a
+    /// limit of): the upstream paces the attempt in this process.
+    Local,
+    /// The store's buckets held every dimension's cost and spent it: the
+    /// attempt starts now.
+    Go,
+    /// A bucket lacks the cost; it will hold it in this long. Nothing was
+    /// spent: the attempt asks again then.
+    Ready(Duration),
+}
+
 /// Keeps the state of upstreams where several [`Upstream`](super::Upstream)s
 /// see it: every process of a fleet, on a shared server.
 ///
@@ -38,8 +146,10 @@ pub enum ProbeTurn {
 /// a store that fails or takes longer than [`STORE_WAIT`] is passed over for
 /// that attempt, and the upstream goes on with its own in-process state.
 ///
-/// The methods past [`hold`](Store::hold) share the allowance and the
-/// probe's turn; their defaults share neither (each process keeps its own).
+/// The methods past [`hold`](Store::hold) share the allowance, the
+/// probe's turn and the pacing buckets ([`admit`](Store::admit),
+/// [`learned`](Store::learned)); their defaults share none of them (each
+/// process keeps its own).
 ///
 /// ```
 /// use std::time::Duration;
@@ -112,6 +222,51 @@ pub trait Store: fmt::Debug + Send + Sync + 'static {
     /// others go), else it passes its turn on. Never blocks.
     fn probed(&self, upstream: &str, token: u64, released: bool) {
         let _ = (upstream, token, released);
+    }
+
+    /// [`attempt`](Store::attempt), and then, for a store that keeps the
+    /// pacing buckets of a fleet, the buckets in the same step: every
+    /// dimension's cost spent at once ([`Admission::Go`]), or when they
+    /// will hold it ([`Admission::Ready`], nothing spent, the allowance
+    /// not taken). `spend[0]` is the requests, `spend[1]` the tokens.
+    ///
+    /// The default keeps no buckets: the hold as [`attempt`](Store::attempt)
+    /// says, else [`Admission::Local`] (the upstream paces in its process).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::{Admission, InProcess, Spend, Store};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let store = InProcess::default();
+    /// let spend = [Spend::new(20, Duration::from_secs(2), 1), Spend::default()];
+    /// // The in-process store leaves pacing to each upstream.
+    /// assert_eq!(store.admit("openai/gpt-4o", 1, spend).await.unwrap(), Admission::Local);
+    /// # }
+    /// ```
+    fn admit<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+        spend: [Spend; 2],
+    ) -> StoreFuture<'a, Admission> {
+        let _ = spend;
+        Box::pin(async move {
+            Ok(match self.attempt(upstream, token).await? {
+                Some((left, reason)) => Admission::Held(left, reason),
+                None => Admission::Local,
+            })
+        })
+    }
+
+    /// A response of `upstream` said this of its limits (`readings[0]` the
+    /// requests, `[1]` the tokens): a store that keeps the buckets shares
+    /// the limits, so that every process paces with them, and lowers its
+    /// buckets to what the server says is left. Never blocks. The default
+    /// does nothing.
+    fn learned(&self, upstream: &str, readings: [Reading; 2]) {
+        let _ = (upstream, readings);
     }
 
     /// The longest an attempt waits for this store before it goes on with

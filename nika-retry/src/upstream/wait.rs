@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
+use super::fleet::FleetPace;
 use super::pace::{COST_UNKNOWN, Charge, Pending};
 use super::state::Step;
-use super::{Held, HoldReason, ProbeTurn, Store, Upstream};
+use super::{Admission, Held, HoldReason, ProbeTurn, Spend, Store, Upstream};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::time::Nanos;
@@ -149,14 +150,23 @@ impl Upstream {
     ) -> Result<Turn<'_>, Held> {
         let start = Instant::now();
         loop {
-            let mut turn = if self.shared.guarded.load(Ordering::Acquire) {
-                self.hold_wait(patience).await?
+            let (mut turn, admission) = if self.shared.guarded.load(Ordering::Acquire) {
+                self.hold_wait(patience, cost).await?
             } else {
-                Turn::idle(self)
+                (Turn::idle(self), None)
             };
             turn.cost = cost;
             let held = turn.waited.get().is_some_and(|w| !w.is_zero());
-            if self.shared.pacing.load(Ordering::Acquire) {
+            let fleet = match &self.shared.store {
+                Some(store) => self.fleet_turn(store, admission, patience, cost).await?,
+                None => FleetPace::Local,
+            };
+            match fleet {
+                FleetPace::Held => continue,
+                FleetPace::Spent(charge) => turn.charge = charge,
+                FleetPace::Local => {}
+            }
+            if matches!(fleet, FleetPace::Local) && self.shared.pacing.load(Ordering::Acquire) {
                 // Dropped on `Held`: a probe's turn passes on.
                 let charge = self.pace(cost, patience, reserved.take()).await?;
                 if charge.reason.is_some() && self.lock().until.is_some_and(|u| u > Instant::now())
@@ -178,13 +188,20 @@ impl Upstream {
         }
     }
 
+    /// The wait for the hold's end, and the store's admission asked last
+    /// if it still stands (the attempt goes at once after it).
     #[cold]
-    async fn hold_wait(&self, patience: Patience) -> Result<Turn<'_>, Held> {
+    async fn hold_wait(
+        &self,
+        patience: Patience,
+        cost: u32,
+    ) -> Result<(Turn<'_>, Option<Admission>), Held> {
         let start = Instant::now();
         loop {
-            if let Some(store) = &self.shared.store {
-                self.ask(store).await;
-            }
+            let admission = match &self.shared.store {
+                Some(store) => self.ask(store, cost).await,
+                None => None,
+            };
             let mut released = pin!(self.shared.released.notified());
             let now = Instant::now();
             let (step, grown) = {
@@ -220,7 +237,7 @@ impl Upstream {
             };
             self.after_hold(grown);
             match step {
-                Step::Go => return Ok(self.turn(false, start)),
+                Step::Go => return Ok((self.turn(false, start), admission)),
                 Step::Probe { until } => {
                     // Owned from here: a probe dropped while it sleeps passes its turn.
                     let mut turn = self.turn(true, start);
@@ -251,7 +268,7 @@ impl Upstream {
                         continue;
                     }
                     turn.waited = Nanos::new(Some(start.elapsed()));
-                    return Ok(turn);
+                    return Ok((turn, None));
                 }
                 Step::Wait { .. } => {
                     released.await;
@@ -300,17 +317,33 @@ impl Upstream {
 
     /// Takes the store's hold into the local state (and, if it is not
     /// held, one from the store's allowance); a store that fails or is slow
-    /// is passed over.
-    async fn ask(&self, store: &Arc<dyn Store>) {
-        let asked = tokio::time::timeout(
-            store.wait(),
-            store.attempt(&self.shared.name, self.shared.token),
-        )
-        .await;
-        if let Ok(Ok(Some((left, reason)))) = asked {
-            let now = Instant::now();
-            // No event: the process that set the hold in the store sent it.
-            self.locked(|state| state.hold(now, left, reason));
+    /// is passed over. Unless the upstream is held here, the attempt's
+    /// cost is spent in the store's buckets in the same step: the
+    /// admission, if it was. A cold upstream asks after its cold start
+    /// ([`fleet_turn`](Upstream::fleet_turn)).
+    async fn ask(&self, store: &Arc<dyn Store>, cost: u32) -> Option<Admission> {
+        let held_here = self.lock().until.is_some_and(|u| u > Instant::now());
+        if !held_here && self.shared.pacer.cold.load(Ordering::Acquire) {
+            // Cold: the store is asked after the cold start (its scout at
+            // once, the others after its news), once per attempt.
+            return None;
+        }
+        // Held here, its cost would be spent before the hold ends: not
+        // spent now.
+        let later = held_here;
+        let spend = if later {
+            [Spend::default(); 2]
+        } else {
+            self.spends(cost)
+        };
+        match self.admission(store, spend).await {
+            Admission::Held(left, reason) => {
+                let now = Instant::now();
+                // No event: the process that set the hold in the store sent it.
+                self.locked(|state| state.hold(now, left, reason));
+                None
+            }
+            admission => (!later).then_some(admission),
         }
     }
 }

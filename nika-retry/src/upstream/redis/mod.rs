@@ -1,7 +1,9 @@
 //! [`RedisStore`]: an upstream's hold, allowance and probe's turn in Redis,
 //! shared by every process of a fleet.
 
+mod buckets;
 mod health;
+mod lent;
 mod scripts;
 
 use core::fmt;
@@ -18,7 +20,8 @@ use tokio::time::Instant;
 
 use super::store::RELEASED_FOR;
 use super::{
-    HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, ProbeTurn, STORE_WAIT, Store, StoreFuture,
+    Admission, HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend,
+    Store, StoreFuture,
 };
 use health::Health;
 use scripts::{Keys, reason_of, reason_text};
@@ -45,9 +48,20 @@ const QUEUED_WRITES: usize = 1024;
 ///   expires at its reset; the attempt that takes the last one holds the
 ///   upstream until then;
 /// - `…:probe`: the probe's turn, a lease (`SET NX PX`) of
-///   [`PROBE_LEASE`]: a probe whose process crashed holds nobody longer.
+///   [`PROBE_LEASE`]: a probe whose process crashed holds nobody longer;
+///   a store dropped before it sent its probe's outcome gives the lease
+///   back then (a blocking round trip of at most its wait);
+/// - `…:pace`: the fleet's pacing buckets, a hash: per dimension
+///   (requests, tokens) its limit and window, shared by every process as
+///   soon as one learns them from the headers or declares them, and its
+///   level counted on the server's clock (`TIME`). Every attempt spends
+///   every dimension's cost in the same script that reads the hold, or
+///   learns when the buckets will hold it ([`Store::admit`]); what a
+///   response says is left lowers the level ([`Store::learned`]), so the
+///   whole fleet stays under one limit.
 ///
-/// Every attempt asks the server (one round trip, a script); there is no
+/// Every attempt asks the server (one round trip, a script: the hold, the
+/// probe's turn, the allowance and the buckets at once); there is no
 /// cache that could let a held attempt start. A key another program wrote
 /// (the wrong type, a value that is no number, no expiry, longer than
 /// [`MAX_HOLD`]) is deleted as garbage, never obeyed.
@@ -55,7 +69,8 @@ const QUEUED_WRITES: usize = 1024;
 /// **Never a hostage.** A call to the server waits at most [`STORE_WAIT`]
 /// (or what [`with_wait`](RedisStore::with_wait) says); a server down, slow
 /// or restarting is passed over and the upstream goes on with its
-/// in-process state. The first failure of an outage is one warning
+/// in-process state (its own holds, and its own pacing buckets with the
+/// limits it read from its responses). The first failure of an outage is one warning
 /// (a `tracing` event at `WARN`, target `nika_retry`); meanwhile the server
 /// is asked again every half second, and the first answer ends the outage.
 /// The connection manager reconnects by itself. A hold or a probe's
@@ -96,6 +111,9 @@ struct Inner {
     /// ([`RedisStore::with_wait`]; its clones share it).
     wait: AtomicU64,
     scripts: Scripts,
+    /// The client, for the leases given back when the store is dropped.
+    client: Client,
+    lent: lent::Lent,
 }
 
 struct Scripts {
@@ -104,6 +122,8 @@ struct Scripts {
     attempt: Script,
     probe: Script,
     probed: Script,
+    admit: Script,
+    learn: Script,
 }
 
 /// A write sent in the background, in order.
@@ -111,6 +131,8 @@ enum Write {
     Hold(Keys, Duration, HoldReason),
     Allow(Keys, u32, Duration),
     Probed(Keys, u64, bool),
+    /// A response's reading of the limits ([`Store::learned`]).
+    Learned(Keys, [Reading; 2]),
 }
 
 /// How long the writer waits before it sends again a hold or a probe's
@@ -135,6 +157,8 @@ impl Write {
                 left(PROBE_LEASE)?;
                 Write::Probed(keys.clone(), *token, *released)
             }
+            // A reading's level is only lowered: late, it still holds.
+            Write::Learned(keys, readings) => Write::Learned(keys.clone(), *readings),
         })
     }
 
@@ -143,7 +167,7 @@ impl Write {
     /// outcome (else its lease holds every other process until it expires).
     /// An allowance is not: the next response brings a fresh one.
     fn kept(&self) -> bool {
-        !matches!(self, Write::Allow(..))
+        !matches!(self, Write::Allow(..) | Write::Learned(..))
     }
 }
 
@@ -212,7 +236,7 @@ impl RedisStore {
             .set_connection_timeout(Some(FIRST_ANSWER))
             .set_response_timeout(Some(FIRST_ANSWER))
             .set_max_delay(Duration::from_secs(1));
-        let connection = ConnectionManager::new_lazy_with_config(client, config)
+        let connection = ConnectionManager::new_lazy_with_config(client.clone(), config)
             .map_err(|e| io::Error::other(format!("no connection manager ({:?})", e.kind())))?;
         let (writes, queue) = mpsc::channel(QUEUED_WRITES);
         let store = RedisStore {
@@ -223,12 +247,16 @@ impl RedisStore {
                 secret,
                 writes,
                 wait: AtomicU64::new(millis(STORE_WAIT) * 1_000_000),
+                client,
+                lent: lent::Lent::default(),
                 scripts: Scripts {
                     held_for: Script::new(scripts::HELD_FOR),
                     hold: Script::new(scripts::HOLD),
                     attempt: Script::new(scripts::ATTEMPT),
                     probe: Script::new(scripts::PROBE),
                     probed: Script::new(scripts::PROBED),
+                    admit: Script::new(buckets::ADMIT),
+                    learn: Script::new(buckets::LEARN),
                 },
             }),
         };
@@ -369,6 +397,7 @@ impl Inner {
                     .invoke_async::<i64>(&mut connection);
                 self.call(request).await.map(drop)
             }
+            Write::Learned(keys, readings) => self.learn(keys, readings).await,
         }
     }
 
@@ -393,7 +422,17 @@ async fn writer(inner: std::sync::Weak<Inner>, mut queue: mpsc::Receiver<(Write,
     while let Some((write, made)) = queue.recv().await {
         while let Some(now) = write.after(made.elapsed()) {
             let Some(store) = inner.upgrade() else { return };
-            if store.write(now).await.is_ok() || !write.kept() {
+            let probed = match &now {
+                Write::Probed(keys, token, _) => Some((keys.probe.clone(), *token)),
+                _ => None,
+            };
+            if store.write(now).await.is_ok() {
+                if let Some((probe, token)) = probed {
+                    store.lent.given_back(&probe, token);
+                }
+                break;
+            }
+            if !write.kept() {
                 break;
             }
             drop(store);
@@ -472,7 +511,7 @@ impl Store for RedisStore {
             let mut connection = inner.connection.clone();
             let mut script = inner.scripts.probe.key(keys.hold);
             let request = script
-                .key(keys.probe)
+                .key(&keys.probe)
                 .arg(token.to_string())
                 .arg(millis(PROBE_LEASE))
                 .arg(millis(MAX_HOLD))
@@ -483,18 +522,49 @@ impl Store for RedisStore {
                     Some((left, reason)) => ProbeTurn::Held(left, reason),
                     None => ProbeTurn::Go,
                 },
-                _ => ProbeTurn::Go,
+                _ => {
+                    inner.lent.taken(&keys.probe, token);
+                    ProbeTurn::Go
+                }
             })
         })
     }
 
     fn probed(&self, upstream: &str, token: u64, released: bool) {
-        self.inner
-            .send(Write::Probed(Keys::of(upstream), token, released));
+        let keys = Keys::of(upstream);
+        self.inner.lent.ended(&keys.probe, token, released);
+        self.inner.send(Write::Probed(keys, token, released));
+    }
+
+    fn admit<'a>(
+        &'a self,
+        upstream: &'a str,
+        token: u64,
+        spend: [Spend; 2],
+    ) -> StoreFuture<'a, Admission> {
+        Box::pin(self.inner.admit(upstream, token, spend))
+    }
+
+    fn learned(&self, upstream: &str, readings: [Reading; 2]) {
+        if readings.iter().any(|r| r.limit > 0 && !r.window.is_zero()) {
+            self.inner
+                .send(Write::Learned(Keys::of(upstream), readings));
+        }
     }
 
     fn wait(&self) -> Duration {
         self.inner.wait()
+    }
+}
+
+impl Drop for Inner {
+    /// The last clone of the store is dropped: the probes' leases whose
+    /// outcome its writer did not send yet are given back now (blocking,
+    /// at most the store's wait per round trip).
+    fn drop(&mut self) {
+        let wait = self.wait();
+        self.lent
+            .give_back_all(&self.client, &self.scripts.probed, wait);
     }
 }
 

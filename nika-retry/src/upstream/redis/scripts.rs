@@ -22,6 +22,11 @@ pub(super) struct Keys {
     pub(super) hold: Vec<u8>,
     pub(super) allowance: Vec<u8>,
     pub(super) probe: Vec<u8>,
+    /// The pacing buckets, a hash (`buckets.rs`).
+    pub(super) pace: Vec<u8>,
+    /// Per dimension (requests, tokens) the admissions of the last window,
+    /// a sorted set (`buckets.rs`).
+    pub(super) logs: [Vec<u8>; 2],
 }
 
 impl Keys {
@@ -40,6 +45,8 @@ impl Keys {
             hold: key(b"hold"),
             allowance: key(b"allowance"),
             probe: key(b"probe"),
+            pace: key(b"pace"),
+            logs: [key(b"log:requests"), key(b"log:tokens")],
         }
     }
 }
@@ -75,7 +82,7 @@ pub(super) fn reason_of(text: &[u8]) -> HoldReason {
 /// `hold_left(key, max)`: what is left of the hold at `key` in ms (0 if
 /// none), garbage deleted.
 macro_rules! lua {
-    ($body:literal) => {
+    ($($body:literal),+) => {
         concat!(
             "local function hold_left(key, max)\n",
             "  local t = redis.call('TYPE', key)['ok']\n",
@@ -86,10 +93,12 @@ macro_rules! lua {
             "  if left < 0 then return 0 end\n",
             "  return left\n",
             "end\n",
-            $body
+            $($body),+
         )
     };
 }
+
+pub(super) use lua;
 
 /// KEYS: hold. ARGV: max ms. Returns `{left ms, reason}`.
 pub(super) const HELD_FOR: &str = lua!(

@@ -1,0 +1,201 @@
+//! An attempt's pace at a store that keeps the fleet's buckets
+//! ([`Store::admit`]): what it spends, the store's answer, the wait for a
+//! refill; and what a response's headers tell the store of the limits
+//! ([`Store::learned`]).
+//!
+//! A store that keeps no buckets, fails or is slow answers
+//! [`Admission::Local`]: the attempt is paced in this process, as without
+//! a store.
+
+use core::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::time::Instant;
+
+use super::bucket::Bucket;
+use super::cold::Scout;
+use super::pace::{COST_UNKNOWN, Charge};
+use super::{Admission, Held, HoldReason, Patience, Reading, Spend, Store, Upstream};
+use crate::events::WaitReason;
+use crate::http::{LimitFields, RateLimitFields};
+
+/// How an attempt was paced by the store.
+pub(super) enum FleetPace {
+    /// The store keeps no buckets for it (or did not answer): the pacer of
+    /// this process paces it.
+    Local,
+    /// The store spent its cost (or it is this process's scout): it
+    /// starts, with why it waited, if it did.
+    Spent(Charge),
+    /// Held in the store meanwhile (taken into the local state): it waits
+    /// for the hold again.
+    Held,
+}
+
+impl Upstream {
+    /// What an attempt of cost `cost` spends, per dimension, with the
+    /// limits this process knows (a limit of 0: the store's, if any).
+    pub(super) fn spends(&self, cost: u32) -> [Spend; 2] {
+        let pacer = &self.shared.pacer;
+        let tokens = match cost {
+            COST_UNKNOWN => pacer.mean_cost().unwrap_or(0),
+            cost => u64::from(cost),
+        };
+        let spend = |bucket: &Bucket, cost: u64| match bucket.get() {
+            Some((limit, window, _)) => Spend::new(limit, window, cost),
+            None => Spend::new(0, Duration::ZERO, cost),
+        };
+        [spend(&pacer.requests, 1), spend(&pacer.tokens, tokens)]
+    }
+
+    /// The store's admission of an attempt spending `spend`, at most the
+    /// store's wait: a failure or no answer is [`Admission::Local`].
+    pub(super) async fn admission(&self, store: &Arc<dyn Store>, spend: [Spend; 2]) -> Admission {
+        let asked = tokio::time::timeout(
+            store.wait(),
+            store.admit(&self.shared.name, self.shared.token, spend),
+        )
+        .await;
+        match asked {
+            Ok(Ok(admission)) => admission,
+            _ => Admission::Local,
+        }
+    }
+
+    /// The attempt's turn at a store: while this process is cold, its cold
+    /// start first (its scout asks the store, which counts what it spends
+    /// while no limit is known; the others ask after the scout's news,
+    /// when the store may know the limits), then the store's pace.
+    pub(super) async fn fleet_turn(
+        &self,
+        store: &Arc<dyn Store>,
+        first: Option<Admission>,
+        patience: Patience,
+        cost: u32,
+    ) -> Result<FleetPace, Held> {
+        let (mut scout, waited, first) = match first {
+            Some(Admission::Local) | None if self.shared.pacer.cold.load(Ordering::Acquire) => {
+                let (scout, reason) = self.cold_start().await;
+                (scout, reason, None)
+            }
+            first => (Scout::none(self), None, first),
+        };
+        let paced = self
+            .fleet_pace(store, first, patience, cost, waited)
+            .await?;
+        if !scout.armed {
+            return Ok(paced);
+        }
+        // The scout goes, paced by the store if it knows a limit (another
+        // process's scout came back first), else as this process's scout;
+        // the others wait for its news. Held, it passes its turn (dropped).
+        let scouting = core::mem::take(&mut scout.armed);
+        Ok(match paced {
+            FleetPace::Local => FleetPace::Spent(Charge {
+                scout: scouting,
+                reason: waited,
+                ..Charge::default()
+            }),
+            FleetPace::Spent(mut charge) => {
+                charge.scout = scouting;
+                FleetPace::Spent(charge)
+            }
+            FleetPace::Held => {
+                scout.armed = scouting;
+                FleetPace::Held
+            }
+        })
+    }
+
+    /// The attempt's pace at the store: `first` the store's answer already
+    /// had, if any. While a bucket lacks the cost the attempt sleeps until
+    /// it holds it and asks again; the waiters of this process ask in
+    /// arrival order, one at a time, so that a refill wakes one of them.
+    /// A wait past the call's deadline is `Held` at once. `waited`: why
+    /// the attempt waited already (its cold start).
+    async fn fleet_pace(
+        &self,
+        store: &Arc<dyn Store>,
+        first: Option<Admission>,
+        patience: Patience,
+        cost: u32,
+        waited: Option<WaitReason>,
+    ) -> Result<FleetPace, Held> {
+        let mut next = first;
+        let mut queue = None;
+        let mut reason = waited;
+        loop {
+            let admission = match next.take() {
+                Some(admission) => admission,
+                None => self.admission(store, self.spends(cost)).await,
+            };
+            let after = match admission {
+                Admission::Go => {
+                    return Ok(FleetPace::Spent(Charge {
+                        reason,
+                        ..Charge::default()
+                    }));
+                }
+                Admission::Held(left, why) => {
+                    let now = Instant::now();
+                    // No event: the process that set the hold in the store sent it.
+                    self.locked(|state| state.hold(now, left, why));
+                    return Ok(FleetPace::Held);
+                }
+                Admission::Ready(after) => after,
+                _ => return Ok(FleetPace::Local),
+            };
+            let now = Instant::now();
+            if patience.deadline.is_some_and(|d| now + after > d) {
+                return Err(Held::new(
+                    self.shared.name.clone(),
+                    after,
+                    HoldReason::RateLimitHeaders,
+                ));
+            }
+            reason = Some(WaitReason::Paced);
+            if queue.is_none() {
+                match self.shared.fleet_queue.try_lock() {
+                    Ok(first) => queue = Some(first),
+                    Err(_) => {
+                        // Behind this process's other waiters: its turn
+                        // comes later, the store's answer is stale by then.
+                        queue = Some(self.shared.fleet_queue.lock().await);
+                        continue;
+                    }
+                }
+            }
+            tokio::time::sleep(after).await;
+        }
+    }
+
+    /// A response's reading of the limits, shared with the store: the
+    /// limits this process paces with, and what the server says is left.
+    pub(super) fn share_learned(&self, fields: &RateLimitFields) {
+        let Some(store) = &self.shared.store else {
+            return;
+        };
+        if !fields.requests.any() && !fields.tokens.any() {
+            return;
+        }
+        let pacer = &self.shared.pacer;
+        let reading = |bucket: &Bucket, fields: &LimitFields| match bucket.get() {
+            Some((limit, window, _)) => {
+                let reading = Reading::new(limit, window, fields.remaining);
+                match fields.reset {
+                    Some(reset) => reading.with_reset(reset),
+                    None => reading,
+                }
+            }
+            None => Reading::default(),
+        };
+        store.learned(
+            &self.shared.name,
+            [
+                reading(&pacer.requests, &fields.requests),
+                reading(&pacer.tokens, &fields.tokens),
+            ],
+        );
+    }
+}
