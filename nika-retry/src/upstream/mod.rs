@@ -68,6 +68,7 @@ mod redis;
 mod state;
 mod store;
 mod wait;
+mod window;
 
 use core::fmt;
 use core::time::Duration;
@@ -256,10 +257,17 @@ impl Upstream {
     /// ```
     pub fn observe<H: Headers + ?Sized>(&self, headers: &H) {
         let wall = std::time::SystemTime::now();
-        let paced = self.learn(&http::rate_limit_fields(headers, wall));
+        let fields = http::rate_limit_fields(headers, wall);
+        let paced = self.learn(&fields);
         let Some(limits) = http::rate_limits(headers, wall) else {
             return;
         };
+        if limits.remaining == 0 && self.paces_spent(&fields, limits.reset) {
+            // None left of a dimension the pacer spends: it plans the next
+            // attempt by what that dimension's server frees, sooner than
+            // the reset when the server refills.
+            return;
+        }
         self.shared.pacer.heard.store(true, Ordering::Relaxed);
         self.shared.pacer.warm();
         self.publish_pacing();

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::adaptive::{self, Adaptive};
-use super::bucket::{Bucket, LimitSource, Reserved};
+use super::bucket::{self, Bucket, LimitSource, Reserved};
 use super::cold::Scout;
 use super::state::MAX_HOLD;
 use super::{Held, HoldReason, Patience, Upstream};
@@ -44,6 +44,9 @@ pub(super) struct Pacer {
     /// A response's headers said something of a limit: its 429s are not
     /// the adaptive rate's.
     pub(super) heard: AtomicBool,
+    /// A reading said that the server counts by window, not by refill:
+    /// each dimension keeps a log from its next reading.
+    windowed: AtomicBool,
     /// No limit known yet: one scout goes, the others wait for it.
     pub(super) cold: AtomicBool,
     cold_max: AtomicU64,
@@ -76,6 +79,11 @@ struct Window {
     refill: Option<Duration>,
     /// The same from the readings with 1 missing, until there are others.
     refill_one: Option<Duration>,
+    /// The longest window that a continuous refill would explain, from
+    /// each reading: a refill's window lies between the two.
+    refill_low: Duration,
+    /// A reading no continuous refill explains: the server counts by window.
+    windowed: bool,
 }
 
 impl Window {
@@ -98,18 +106,39 @@ impl Window {
             let reset = reset.min(MAX_HOLD);
             self.longest_reset = self.longest_reset.max(reset);
             let missing = remaining.map_or(0, |r| l.saturating_sub(r));
-            let refill = |m: u64| {
+            let over = |reset: Duration, m: u64| {
                 let ns = reset.as_nanos() * u128::from(l) / u128::from(m);
                 Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD)
             };
+            let refill = |m: u64| over(reset, m);
+            if missing > 0 {
+                // Whole in `reset` less the millisecond it was rounded up
+                // by, with at most `missing` missing: at least this window.
+                let low = over(reset.saturating_sub(Duration::from_millis(1)), missing);
+                self.refill_low = self.refill_low.max(low);
+            }
             match missing {
                 0 => {}
                 1 => {
                     self.refill_one = Some(self.refill_one.map_or(refill(1), |r| r.min(refill(1))))
                 }
                 m => {
-                    self.refill = Some(self.refill.map_or(refill(m - 1), |r| r.min(refill(m - 1))))
+                    let r = refill(m - 1);
+                    self.refill = Some(self.refill.map_or(r, |old| old.min(r)));
+                    // A refill whole in `reset` spends at most `reset` per
+                    // `m - 1` of the limit; a window (rolling or fixed) is
+                    // whole sooner, as its end comes nearer, than a refill
+                    // at the rate its longest reset says. The margin: a
+                    // reset rounded up to the millisecond.
+                    let margin = self.longest_reset / 128 + Duration::from_millis(2);
+                    self.windowed |= r + margin < self.longest_reset;
                 }
+            }
+            // Two readings no single refill explains (a server writes its
+            // headers as it admits: a rolling window's reset is its window
+            // whatever is missing).
+            if let Some(high) = self.refill.filter(|&r| r < MAX_HOLD) {
+                self.windowed |= self.refill_low > high + high / 64;
             }
         }
         match self.refill.or(self.refill_one) {
@@ -150,12 +179,8 @@ pub(super) struct Pending<'p> {
 
 impl Pending<'_> {
     fn at(&self) -> u64 {
-        [self.requests, self.tokens]
-            .iter()
-            .flatten()
-            .map(|r| r.at)
-            .max()
-            .unwrap_or(0)
+        let at = |bucket: &Bucket, r: &Option<Reserved>| r.map_or(0, |r| bucket.at(&r));
+        at(&self.pacer.requests, &self.requests).max(at(&self.pacer.tokens, &self.tokens))
     }
 
     /// Whether every reservation was counted at its bucket's current rate.
@@ -168,11 +193,13 @@ impl Pending<'_> {
     fn start(mut self) -> Charge {
         let requests = self.requests.take();
         let tokens = self.tokens.take();
+        let windowed = [requests, tokens].iter().flatten().any(|r| r.id != 0);
+        let now = if windowed { self.pacer.now() } else { 0 };
         if let Some(r) = requests {
-            self.pacer.requests.start(r);
+            self.pacer.requests.start(r, now);
         }
         if let Some(t) = tokens {
-            self.pacer.tokens.start(t);
+            self.pacer.tokens.start(t, now);
         }
         Charge {
             request: requests.is_some(),
@@ -202,6 +229,7 @@ impl Default for Pacer {
             tokens: Bucket::default(),
             mean_cost: AtomicU64::new(0),
             heard: AtomicBool::new(false),
+            windowed: AtomicBool::new(false),
             cold: AtomicBool::new(true),
             cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
             learn: Mutex::default(),
@@ -296,14 +324,18 @@ impl Pacer {
     /// Takes what a response's headers say of the limits in.
     pub(super) fn learn(&self, fields: &RateLimitFields) {
         let now = self.now();
-        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = {
+        let (requests, tokens, windows) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
-            (
-                Self::learn_one(&self.requests, &mut learn.requests, &fields.requests),
-                Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens),
-            )
+            let requests = Self::learn_one(&self.requests, &mut learn.requests, &fields.requests);
+            let tokens = Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens);
+            (requests, tokens, [learn.requests, learn.tokens])
         };
+        if windows.iter().any(|w| w.windowed) {
+            self.windowed.store(true, Ordering::Relaxed);
+        }
+        let windowed = self.windowed.load(Ordering::Relaxed);
+        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = (requests, tokens);
         if let (Some(r), Some(t)) = (requests, tokens)
             && r > 0
             && t > 0
@@ -325,16 +357,40 @@ impl Pacer {
             .in_flight()
             .checked_div(self.requests.in_flight())
             .unwrap_or(0);
+        let dimensions = [
+            (
+                &self.requests,
+                &fields.requests,
+                own_requests,
+                rebuild_requests,
+            ),
+            (&self.tokens, &fields.tokens, own_tokens, rebuild_tokens),
+        ];
         let mut rebuilt = false;
-        if let Some(remaining) = fields.requests.remaining {
-            self.requests
-                .correct(now, remaining, own_requests, rebuild_requests);
-            rebuilt |= rebuild_requests;
-        }
-        if let Some(remaining) = fields.tokens.remaining {
-            self.tokens
-                .correct(now, remaining, own_tokens, rebuild_tokens);
-            rebuilt |= rebuild_tokens;
+        for ((bucket, fields, own, rebuild), window) in dimensions.into_iter().zip(windows) {
+            let Some(remaining) = fields.remaining else {
+                continue;
+            };
+            if !windowed {
+                bucket.correct(now, remaining, own, rebuild);
+                rebuilt |= rebuild;
+                continue;
+            }
+            let Some((_, w, _)) = bucket.get() else {
+                continue;
+            };
+            // Counted for the longest reset seen (a window is at least
+            // that long), or the window read; and a margin for the way
+            // there, which a reset read after the response does not see.
+            let w = if window.longest_reset.is_zero() {
+                w
+            } else {
+                window.longest_reset
+            };
+            let ns = |d: Duration| u64::try_from(d.min(MAX_HOLD).as_nanos()).unwrap_or(u64::MAX);
+            let whole_at = now.saturating_add(ns(fields.reset.unwrap_or(w)));
+            let w = ns(w);
+            rebuilt |= bucket.read_window(now, remaining, own, whole_at, w + bucket::transit(w));
         }
         if rebuilt {
             // Their instants were counted at the old rate: they reserve again.
@@ -373,6 +429,27 @@ impl Upstream {
             self.publish_pacing();
         }
         pacer.requests.known()
+    }
+
+    /// Whether the dimensions a response says are spent (none left, the
+    /// longest whole again in `reset`) are all paced by their buckets.
+    pub(super) fn paces_spent(&self, fields: &RateLimitFields, reset: Duration) -> bool {
+        let pacer = &self.shared.pacer;
+        let dimensions = [
+            (&pacer.requests, &fields.requests),
+            (&pacer.tokens, &fields.tokens),
+        ];
+        let mut longest = None;
+        for (bucket, fields) in dimensions {
+            if fields.remaining == Some(0) {
+                if !bucket.known() {
+                    return false;
+                }
+                longest = longest.max(fields.reset);
+            }
+        }
+        // The hold's reset is one of these (another dialect's may not be).
+        longest.is_some_and(|l| l + Duration::from_millis(1) >= reset)
     }
 
     /// An attempt that charged `charge` ended (`succeeded`, or not).
@@ -446,13 +523,14 @@ impl Upstream {
     }
 
     /// The pacer's part of an attempt's wait: the cold start's, then its
-    /// buckets'. Returns the charge, and the reason it waited if it did.
+    /// buckets'. Returns the charge, and the reason it waited if it did;
+    /// `None` if the upstream was held meanwhile (nothing charged).
     pub(super) async fn pace(
         &self,
         cost: u32,
         patience: Patience,
         reserved: Option<Pending<'_>>,
-    ) -> Result<Charge, Held> {
+    ) -> Result<Option<Charge>, Held> {
         let pacer = &self.shared.pacer;
         let (mut scout, mut reason) = match reserved {
             // Reserved while the upstream was warm.
@@ -498,10 +576,16 @@ impl Upstream {
             }
             pending = Some(p);
         };
+        if reason.is_some() && self.lock().until.is_some_and(|u| u > Instant::now()) {
+            // Held while it was paced: its place goes back unspent (a
+            // window's log would count it sent), and it waits again.
+            drop(pending);
+            return Ok(None);
+        }
         let mut charge = pending.start();
         charge.scout = core::mem::take(&mut scout.armed);
         charge.reason = reason;
-        Ok(charge)
+        Ok(Some(charge))
     }
 }
 
@@ -555,10 +639,13 @@ mod tests {
 
     /// The bench's rolling window: its first reading (1 of 20 spent, whole
     /// in 2 s) reads as a 40 s refill, the waiters reserve at 2 s apiece;
-    /// the next reading says 2 s. Before the fix they kept their instants
-    /// (the 5th 10 s away; 50 calls took 70 s where 6 s were allowed).
+    /// the next reading (19 spent, whole in 2 s) is one no refill explains
+    /// with the first. Before the fix they kept their instants (the 5th 10 s
+    /// away; 50 calls took 70 s where 6 s were allowed); then they followed
+    /// a 2 s refill, one each 100 ms, and met the window's 429s. Now one
+    /// goes, the other four when the window's 19 leave it.
     #[tokio::test(start_paused = true)]
-    async fn waiters_reserved_at_a_first_guess_follow_the_rate_learned_after() {
+    async fn waiters_reserved_at_a_first_guess_follow_the_window_learned_after() {
         let upstream = Upstream::new("u").with_cold_start(Duration::ZERO);
         upstream.observe(&requests("19")[..]);
         let first = upstream.limits().requests.expect("learned");
@@ -582,13 +669,17 @@ mod tests {
         upstream.observe(&requests("1")[..]);
         let learned = upstream.limits().requests.unwrap();
         assert!(learned.window < Duration::from_millis(2300), "{learned:?}");
+        let mut starts = Vec::new();
         for waiter in waiters {
-            let started = waiter.await.unwrap() - start;
-            assert!(
-                started < Duration::from_secs(1),
-                "started after {started:?}"
-            );
+            starts.push(waiter.await.unwrap() - start);
         }
+        starts.sort();
+        let ms = |n: u64| Duration::from_millis(n);
+        assert!(starts[0] <= ms(10), "the one left, at once: {starts:?}");
+        assert!(
+            starts[1..].iter().all(|&s| s >= ms(2010) && s <= ms(2100)),
+            "the rest as the window frees, not a refill's 100 ms apart: {starts:?}"
+        );
         assert_eq!(
             upstream.limits().requests.unwrap().in_flight,
             0,

@@ -135,13 +135,10 @@ impl Upstream {
             let held = turn.waited.get().is_some_and(|w| !w.is_zero());
             if self.shared.pacing.load(Ordering::Acquire) {
                 // Dropped on `Held`: a probe's turn passes on.
-                let charge = self.pace(cost, patience, reserved.take()).await?;
-                if charge.reason.is_some() && self.lock().until.is_some_and(|u| u > Instant::now())
-                {
-                    // Held while it was paced: its place goes back, it waits again.
-                    self.end_charge(charge, false);
+                let Some(charge) = self.pace(cost, patience, reserved.take()).await? else {
+                    // Held while it was paced: its place went back, it waits again.
                     continue;
-                }
+                };
                 turn.charge = charge;
             }
             if held && turn.charge.reason.is_none() {
