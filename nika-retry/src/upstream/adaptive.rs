@@ -5,7 +5,7 @@
 //! that rate and beyond, until the next one.
 
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use tokio::time::Instant;
@@ -24,6 +24,9 @@ const BUCKET: f64 = 0.5;
 #[derive(Debug)]
 pub(super) struct Adaptive {
     on: AtomicBool,
+    /// Bumped at each decrease (never 0 once on): the attempts admitted
+    /// since carry it.
+    generation: AtomicU8,
     /// Attempts sent through the upstream, counted while they pass.
     sends: AtomicU64,
     state: Mutex<Rates>,
@@ -70,8 +73,12 @@ impl Rates {
             && let Some((start, before)) = self.bucket
         {
             // No half-second measured yet (a burst's first 429): what was
-            // sent since the count began, over at least 100 ms.
-            let elapsed = now.saturating_duration_since(start).as_secs_f64().max(0.1);
+            // sent since the count began, over the half-second it falls in
+            // (a burst sent in a few milliseconds is no rate of thousands).
+            let elapsed = now
+                .saturating_duration_since(start)
+                .as_secs_f64()
+                .max(BUCKET);
             self.measured = sends.saturating_sub(before) as f64 / elapsed;
         }
         let sent = if self.throttled.is_some() {
@@ -109,6 +116,7 @@ impl Adaptive {
     pub(super) fn new(now: Instant) -> Adaptive {
         Adaptive {
             on: AtomicBool::new(false),
+            generation: AtomicU8::new(0),
             sends: AtomicU64::new(0),
             state: Mutex::new(Rates {
                 bucket: Some((now, 0)),
@@ -127,15 +135,31 @@ impl Adaptive {
         self.sends.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A 429 without rate-limit headers: turns the rate on (or lowers it).
-    /// Returns the rate in force, per second.
-    pub(super) fn throttled(&self, now: Instant) -> f64 {
+    /// The generation of the rate in force (0: off).
+    #[inline(always)]
+    pub(super) fn generation(&self) -> u8 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// A 429 without rate-limit headers, of an attempt admitted at the
+    /// rate of `generation`: turns the rate on, or lowers it, once per
+    /// congestion: the 429s of attempts admitted before the last decrease
+    /// were sent at the rate it already lowered (a burst's 49 would
+    /// otherwise take it down 49 times, to one attempt every 2 s). Returns
+    /// the rate in force, per second, if it changed.
+    pub(super) fn throttled(&self, now: Instant, generation: u8) -> Option<f64> {
         let mut rates = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = self.generation();
+        if current != 0 && generation != current {
+            return None;
+        }
         let sends = self.sends.load(Ordering::Relaxed);
         rates.measure(now, sends);
         rates.throttled(now, sends);
+        self.generation
+            .store(current.checked_add(1).unwrap_or(1), Ordering::Relaxed);
         self.on.store(true, Ordering::Relaxed);
-        rates.rate
+        Some(rates.rate)
     }
 
     /// A success while the rate is on: the rate in force after it.
@@ -233,10 +257,11 @@ mod tests {
             bucket: Some((start, 0)),
             ..Rates::default()
         };
-        // 50 sent in the first 200 ms, before any half-second was measured.
+        // 50 sent in the first 200 ms, before any half-second was measured:
+        // 50 in the half-second it falls in.
         r.throttled(at(start, 0.2), 50);
-        assert!((r.measured - 250.0).abs() < 1e-6, "{}", r.measured);
-        assert!((r.rate - 175.0).abs() < 1e-6, "{}", r.rate);
+        assert!((r.measured - 100.0).abs() < 1e-6, "{}", r.measured);
+        assert!((r.rate - 70.0).abs() < 1e-6, "{}", r.rate);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! that somebody else took the refill.
 
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::state::MAX_HOLD;
@@ -74,7 +74,7 @@ pub(super) struct Bucket {
     /// Bumped when the estimate is rebuilt from a new limit or window: a
     /// reservation of an older generation waits no longer for its instant,
     /// which was counted at the old rate, and reserves again.
-    generation: AtomicU64,
+    generation: AtomicU32,
     /// A declared limit: headers may lower it, never raise it (0: none).
     declared: AtomicU64,
     declared_window: AtomicU64,
@@ -96,9 +96,11 @@ pub(super) struct Reserved {
     /// Its cost, in flight until it ends.
     pub(super) cost: u64,
     /// The bucket's generation when it was made.
-    generation: u64,
-    /// Its entry in a windowed dimension's log (0: a refill's reservation).
-    pub(super) id: u64,
+    generation: u32,
+    /// Its entry in a windowed dimension's log (0: a refill's
+    /// reservation). 32 bits, as the generation: a reservation sits in the
+    /// future of every call that waits for its pacer.
+    pub(super) id: u32,
 }
 
 impl Bucket {

@@ -158,6 +158,10 @@ pub(crate) struct Charge {
     pub(super) scout: bool,
     /// Why its call waited, if it did.
     pub(super) reason: Option<WaitReason>,
+    /// The adaptive rate's generation it was admitted at (0: off): a 429
+    /// of an attempt admitted before the last decrease does not lower
+    /// the rate again.
+    pub(super) rate: u8,
     /// Tokens.
     pub(super) tokens: u32,
 }
@@ -205,6 +209,7 @@ impl Pending<'_> {
             request: requests.is_some(),
             scout: false,
             reason: None,
+            rate: self.pacer.adaptive.generation(),
             tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
         }
     }
@@ -467,7 +472,7 @@ impl Upstream {
 
     /// A failed attempt: a 429 from an upstream whose responses never said
     /// anything of their limits turns the adaptive rate on, or lowers it.
-    pub(super) fn adapt(&self, failure: Failure, now: Instant) {
+    pub(super) fn adapt(&self, failure: Failure, now: Instant, rate: u8) {
         let pacer = &self.shared.pacer;
         if pacer.heard.load(Ordering::Relaxed) {
             return;
@@ -484,8 +489,9 @@ impl Upstream {
         {
             return;
         }
-        let rate = pacer.adaptive.throttled(now);
-        self.adapt_rate(rate);
+        if let Some(rate) = pacer.adaptive.throttled(now, rate) {
+            self.adapt_rate(rate);
+        }
     }
 
     fn adapt_rate(&self, rate: f64) {

@@ -80,9 +80,19 @@ impl Log {
     }
 
     fn id(&mut self) -> u64 {
-        let id = self.next_id;
-        self.next_id += 1;
+        let mut id = self.next_id;
+        if id as u32 == 0 {
+            // 0 is a refill's reservation.
+            id += 1;
+        }
+        self.next_id = id + 1;
         id
+    }
+
+    /// The entry whose id ends in `id`'s 32 bits.
+    fn find_short(&self, id: u32) -> Option<usize> {
+        let back = (self.next_id as u32).wrapping_sub(id);
+        self.find(self.next_id.checked_sub(u64::from(back))?)
     }
 
     pub(super) fn set_window(&mut self, window: u64) {
@@ -90,8 +100,9 @@ impl Log {
     }
 
     /// Reserves `cost` (of a dimension limited to `limit`) for an attempt
-    /// arriving at `now`: its id and its instant, after the waiters before it.
-    pub(super) fn reserve(&mut self, now: u64, cost: u64, limit: u64) -> (u64, u64) {
+    /// arriving at `now`: its id (never 0) and its instant, after the
+    /// waiters before it.
+    pub(super) fn reserve(&mut self, now: u64, cost: u64, limit: u64) -> (u32, u64) {
         self.prune(now);
         if self.entries.len() >= MAX_ENTRIES {
             self.merge_oldest();
@@ -105,19 +116,21 @@ impl Log {
             started: false,
         });
         self.schedule(now, limit);
-        (id, self.planned(id).unwrap_or(now))
+        let at = self.find(id).map_or(now, |i| self.entries[i].sent);
+        // The low bits: every entry alive is among the last 2^32 made.
+        (id as u32, at)
     }
 
     /// A waiting reservation's instant, as planned now (`None`: it is not
     /// in the log, or has started).
-    pub(super) fn planned(&self, id: u64) -> Option<u64> {
-        let e = self.find(id).map(|i| self.entries[i])?;
+    pub(super) fn planned(&self, id: u32) -> Option<u64> {
+        let e = self.find_short(id).map(|i| self.entries[i])?;
         (!e.started).then_some(e.sent)
     }
 
     /// The reservation's attempt starts at `now`: it counts from then.
-    pub(super) fn start(&mut self, id: u64, now: u64, limit: u64) {
-        let Some(i) = self.find(id) else { return };
+    pub(super) fn start(&mut self, id: u32, now: u64, limit: u64) {
+        let Some(i) = self.find_short(id) else { return };
         let e = &mut self.entries[i];
         let late = now > e.sent;
         e.started = true;
@@ -131,8 +144,8 @@ impl Log {
 
     /// A reservation whose attempt never started: out of the log (those
     /// after it keep their instants).
-    pub(super) fn give_back(&mut self, id: u64) {
-        if let Some(i) = self.find(id) {
+    pub(super) fn give_back(&mut self, id: u32) {
+        if let Some(i) = self.find_short(id) {
             self.entries.remove(i);
         }
     }
@@ -282,6 +295,18 @@ mod tests {
         assert_eq!(log.planned(b), Some(4500 * MS));
         log.give_back(b);
         assert_eq!(log.planned(b), None);
+    }
+
+    #[test]
+    fn ids_are_found_by_their_low_bits_across_the_wrap() {
+        let mut log = fresh();
+        log.next_id = u64::from(u32::MAX) - 1;
+        let ids: Vec<u32> = (0..4).map(|_| log.reserve(0, 1, 3000).0).collect();
+        assert_eq!(ids, [u32::MAX - 1, u32::MAX, 1, 2], "never 0");
+        for (i, id) in ids.into_iter().enumerate() {
+            assert_eq!(log.planned(id), Some(0), "{i}");
+        }
+        assert_eq!(log.planned(3), None);
     }
 
     #[test]
