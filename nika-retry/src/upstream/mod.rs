@@ -58,11 +58,13 @@
 
 mod adaptive;
 mod bucket;
+mod charge;
 mod cold;
 mod held;
 mod limits;
 mod pace;
 mod quota;
+mod reading;
 #[cfg(feature = "redis")]
 mod redis;
 mod state;

@@ -16,8 +16,10 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::adaptive::{self, Adaptive};
-use super::bucket::{self, Bucket, LimitSource, Reserved};
+use super::bucket::{self, Bucket, LimitSource};
+pub(crate) use super::charge::{Charge, Pending};
 use super::cold::Scout;
+use super::reading::Window;
 use super::state::MAX_HOLD;
 use super::{Held, HoldReason, Patience, Upstream};
 use crate::ErrorCategory;
@@ -27,10 +29,6 @@ use crate::http::{LimitFields, RateLimitFields};
 
 /// The default of [`Upstream::with_cold_start`].
 const COLD_START: Duration = Duration::from_secs(1);
-
-/// The window assumed for a limit whose headers say nothing of it (OpenAI
-/// and Anthropic count per minute).
-const MINUTE: Duration = Duration::from_secs(60);
 
 /// A call that gave no `cost`: its attempts spend the mean learned.
 pub(crate) const COST_UNKNOWN: u32 = u32::MAX;
@@ -67,163 +65,6 @@ struct Learn {
     tokens: Window,
     /// When the scout's wait ends, once a scout is out.
     scout: Option<Instant>,
-}
-
-/// What responses have said of a dimension's window.
-#[derive(Default, Clone, Copy)]
-struct Window {
-    /// The longest reset seen: a window is at least that long.
-    longest_reset: Duration,
-    /// The shortest window that a continuous refill would explain, from
-    /// readings with 2 or more missing.
-    refill: Option<Duration>,
-    /// The same from the readings with 1 missing, until there are others.
-    refill_one: Option<Duration>,
-    /// The longest window that a continuous refill would explain, from
-    /// each reading: a refill's window lies between the two.
-    refill_low: Duration,
-    /// A reading no continuous refill explains: the server counts by window.
-    windowed: bool,
-}
-
-impl Window {
-    /// Takes a reading (limit `l`, `remaining`, `reset`) in: the window it
-    /// suggests. A continuous refill whole in `reset` with `l - remaining`
-    /// missing refills over `reset · l / (l - remaining)`; a fixed or
-    /// rolling window resets within its window. The larger of the two
-    /// estimates is the window, the refill's the smallest seen, so that a
-    /// window counted from its start, which makes it look long, is soon
-    /// corrected.
-    ///
-    /// A refilling server rounds what is left down (19.9 reads 19), so
-    /// that `m` missing may be as little as `m - 1` and a bit: the refill
-    /// read is the longest the reading allows, `reset · l / (m - 1)`, or a
-    /// requests window of 2 s reads as 1.4 s and its 429s follow. A
-    /// reading of 1 missing bounds nothing that way; it counts (as `m`)
-    /// until a reading of more comes.
-    fn read(&mut self, l: u64, remaining: Option<u64>, reset: Option<Duration>) -> Duration {
-        if let Some(reset) = reset.filter(|r| !r.is_zero()) {
-            let reset = reset.min(MAX_HOLD);
-            self.longest_reset = self.longest_reset.max(reset);
-            let missing = remaining.map_or(0, |r| l.saturating_sub(r));
-            let over = |reset: Duration, m: u64| {
-                let ns = reset.as_nanos() * u128::from(l) / u128::from(m);
-                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD)
-            };
-            let refill = |m: u64| over(reset, m);
-            if missing > 0 {
-                // Whole in `reset` less the millisecond it was rounded up
-                // by, with at most `missing` missing: at least this window.
-                let low = over(reset.saturating_sub(Duration::from_millis(1)), missing);
-                self.refill_low = self.refill_low.max(low);
-            }
-            match missing {
-                0 => {}
-                1 => {
-                    self.refill_one = Some(self.refill_one.map_or(refill(1), |r| r.min(refill(1))))
-                }
-                m => {
-                    let r = refill(m - 1);
-                    self.refill = Some(self.refill.map_or(r, |old| old.min(r)));
-                    // A refill whole in `reset` spends at most `reset` per
-                    // `m - 1` of the limit; a window (rolling or fixed) is
-                    // whole sooner, as its end comes nearer, than a refill
-                    // at the rate its longest reset says. The margin: a
-                    // reset rounded up to the millisecond.
-                    let margin = self.longest_reset / 128 + Duration::from_millis(2);
-                    self.windowed |= r + margin < self.longest_reset;
-                }
-            }
-            // Two readings no single refill explains (a server writes its
-            // headers as it admits: a rolling window's reset is its window
-            // whatever is missing).
-            if let Some(high) = self.refill.filter(|&r| r < MAX_HOLD) {
-                self.windowed |= self.refill_low > high + high / 64;
-            }
-        }
-        match self.refill.or(self.refill_one) {
-            Some(refill) => refill.max(self.longest_reset),
-            // Until a refill is seen: a minute, unless a reset says longer.
-            None => self.longest_reset.max(MINUTE),
-        }
-    }
-}
-
-/// What a turn has charged the pacer, given back when its attempt ends.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Charge {
-    /// One request.
-    pub(super) request: bool,
-    /// Its scout's turn: the others wait for its news.
-    pub(super) scout: bool,
-    /// Why its call waited, if it did.
-    pub(super) reason: Option<WaitReason>,
-    /// The adaptive rate's generation it was admitted at (0: off): a 429
-    /// of an attempt admitted before the last decrease does not lower
-    /// the rate again.
-    pub(super) rate: u8,
-    /// Tokens.
-    pub(super) tokens: u32,
-}
-
-impl Charge {
-    /// Whether the attempt's end tells the pacer anything.
-    #[inline(always)]
-    pub(super) fn is_empty(&self) -> bool {
-        !self.request && !self.scout && self.tokens == 0
-    }
-}
-
-/// An admission's reservations, given back if it never starts.
-pub(super) struct Pending<'p> {
-    pacer: &'p Pacer,
-    requests: Option<Reserved>,
-    tokens: Option<Reserved>,
-}
-
-impl Pending<'_> {
-    fn at(&self) -> u64 {
-        let at = |bucket: &Bucket, r: &Option<Reserved>| r.map_or(0, |r| bucket.at(&r));
-        at(&self.pacer.requests, &self.requests).max(at(&self.pacer.tokens, &self.tokens))
-    }
-
-    /// Whether every reservation was counted at its bucket's current rate.
-    fn current(&self) -> bool {
-        let current = |bucket: &Bucket, r: &Option<Reserved>| r.is_none_or(|r| bucket.current(&r));
-        current(&self.pacer.requests, &self.requests) && current(&self.pacer.tokens, &self.tokens)
-    }
-
-    /// The attempt starts: its cost stays in flight until it ends.
-    fn start(mut self) -> Charge {
-        let requests = self.requests.take();
-        let tokens = self.tokens.take();
-        let windowed = [requests, tokens].iter().flatten().any(|r| r.id != 0);
-        let now = if windowed { self.pacer.now() } else { 0 };
-        if let Some(r) = requests {
-            self.pacer.requests.start(r, now);
-        }
-        if let Some(t) = tokens {
-            self.pacer.tokens.start(t, now);
-        }
-        Charge {
-            request: requests.is_some(),
-            scout: false,
-            reason: None,
-            rate: self.pacer.adaptive.generation(),
-            tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
-        }
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if let Some(r) = self.requests.take() {
-            self.pacer.requests.give_back(r);
-        }
-        if let Some(t) = self.tokens.take() {
-            self.pacer.tokens.give_back(t);
-        }
-    }
 }
 
 impl Default for Pacer {
@@ -599,37 +440,6 @@ impl Upstream {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_continuous_refill_is_read_from_one_response() {
-        let mut w = Window::default();
-        let read = w.read(20, Some(19), Some(Duration::from_millis(100)));
-        assert_eq!(read, Duration::from_secs(2));
-    }
-
-    #[test]
-    fn a_fixed_window_seen_from_its_start_is_corrected_by_later_responses() {
-        let mut w = Window::default();
-        // 2 s windows: 1 spent at its start, then 10 halfway through.
-        let first = w.read(20, Some(19), Some(Duration::from_secs(2)));
-        assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
-        let later = w.read(20, Some(10), Some(Duration::from_secs(1)));
-        assert_eq!(
-            later.as_millis(),
-            2222,
-            "1 s for 9 and a bit: at most 20/9 s"
-        );
-        let end = w.read(20, Some(0), Some(Duration::from_millis(100)));
-        assert_eq!(end.as_millis(), 2000, "never below the longest reset");
-    }
-
-    #[test]
-    fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
-        // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
-        let mut w = Window::default();
-        let read = w.read(20, Some(18), Some(Duration::from_millis(110)));
-        assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
-    }
-
     const PATIENT: Patience = Patience {
         cap: Duration::from_secs(60),
         deadline: None,
@@ -701,12 +511,5 @@ mod tests {
             turns.push(turn);
         }
         turns
-    }
-
-    #[test]
-    fn a_reading_without_reset_assumes_a_minute() {
-        let mut w = Window::default();
-        assert_eq!(w.read(500, Some(499), None), MINUTE);
-        assert_eq!(w.read(500, None, Some(Duration::MAX)), MAX_HOLD);
     }
 }
