@@ -264,6 +264,31 @@ mod tests {
         assert!((r.rate - 70.0).abs() < 1e-6, "{}", r.rate);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_bursts_429s_lower_the_rate_once_and_later_ones_again() {
+        let start = Instant::now();
+        let a = Adaptive::new(start);
+        for _ in 0..50 {
+            a.sent();
+        }
+        let later = at(start, 0.1);
+        // The burst's 35 429s, its attempts admitted while the rate was off.
+        let first = a.throttled(later, 0).expect("turned on");
+        assert!(
+            (first - 70.0).abs() < 1e-6,
+            "β of 50 in the half-second: {first}"
+        );
+        for _ in 0..34 {
+            assert_eq!(a.throttled(later, 0), None, "the same congestion");
+        }
+        let generation = a.generation();
+        assert_eq!(generation, 1);
+        // An attempt admitted at the lowered rate meets one: lowered again.
+        let second = a.throttled(at(start, 1.0), generation).expect("lowered");
+        assert!(second < first, "{second} < {first}");
+        assert_eq!(a.throttled(at(start, 1.0), generation), None);
+    }
+
     #[test]
     fn rates_as_buckets() {
         assert_eq!(as_bucket(14.0), (14, Duration::from_secs(1)));

@@ -79,6 +79,10 @@ pub(super) struct Bucket {
     declared: AtomicU64,
     declared_window: AtomicU64,
     source: AtomicU8,
+    /// The margin learned from 429s met where the bucket had room (0:
+    /// none yet), in nanoseconds: the requests take longer to reach the
+    /// server than the default margin allows.
+    missed: AtomicU64,
     /// The server counts by window: admissions go through `log`.
     windowed: AtomicBool,
     log: Mutex<Option<Log>>,
@@ -155,13 +159,20 @@ impl Bucket {
         };
         self.waiting.fetch_add(cost, Ordering::Relaxed);
         let mut at = new.saturating_sub(window);
-        if at > now && self.source.load(Ordering::Relaxed) == LimitSource::Declared.to_u8() {
+        if at > now {
             // The server's refill runs from when the requests before reached
             // it, a little after they left (the first of a burst the
             // latest): a waiter goes that much after the refill it waits
             // for. (A learned estimate is corrected by what the server said
-            // as it admitted, read a generation later: later already.)
-            at = at.saturating_add(transit(window));
+            // as it admitted, read a generation later: later already,
+            // until a 429 says otherwise.)
+            let declared = self.source.load(Ordering::Relaxed) == LimitSource::Declared.to_u8();
+            let missed = self.missed.load(Ordering::Relaxed);
+            at = at.saturating_add(if declared {
+                self.margin(window)
+            } else {
+                missed
+            });
         }
         Some(Reserved {
             at,
@@ -171,6 +182,28 @@ impl Bucket {
             generation,
             id: 0,
         })
+    }
+
+    /// The margin kept for a request's way to the server: a fortieth of
+    /// the window (at most 40 ms), or what 429s taught.
+    pub(super) fn margin(&self, window: u64) -> u64 {
+        transit(window).max(self.missed.load(Ordering::Relaxed))
+    }
+
+    /// An attempt it admitted met a 429 all the same (not a rate adapted
+    /// to 429s): its requests reach the server later than the margin
+    /// allows. The margin doubles, up to an eighth of the window.
+    pub(super) fn missed(&self) {
+        let window = self.window.load(Ordering::Relaxed);
+        if self.source.load(Ordering::Relaxed) == LimitSource::Adapted.to_u8() || window == 0 {
+            return;
+        }
+        let old = self.missed.load(Ordering::Relaxed);
+        let grown = old
+            .saturating_mul(2)
+            .max(2 * transit(window))
+            .min(window / 8);
+        self.missed.store(grown.max(old), Ordering::Relaxed);
     }
 
     fn log(&self) -> MutexGuard<'_, Option<Log>> {
@@ -304,13 +337,16 @@ impl Bucket {
         } else {
             self.waiting.load(Ordering::Relaxed)
         };
-        let others = self
-            .in_flight
-            .load(Ordering::Relaxed)
-            .saturating_sub(own)
+        let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
+        // What the server counted and what is in flight besides (some of
+        // which it may have counted: at most the limit), then what the
+        // waiters reserved, which it cannot have: a correction that forgot
+        // them would let a newcomer start beside them.
+        let spent = (limit - remaining.min(limit))
+            .saturating_add(others)
+            .min(limit)
             .saturating_add(waiting);
-        let level = remaining.min(limit).saturating_sub(others);
-        let Some(missing) = self.span(limit - level) else {
+        let Some(missing) = self.span(spent) else {
             // Whole: the bucket is full now.
             self.tat.store(now, Ordering::Release);
             return;

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::adaptive::{self, Adaptive};
-use super::bucket::{self, Bucket, LimitSource};
+use super::bucket::{Bucket, LimitSource};
 pub(crate) use super::charge::{Charge, Pending};
 use super::cold::Scout;
 use super::reading::Window;
@@ -45,6 +45,11 @@ pub(super) struct Pacer {
     /// A reading said that the server counts by window, not by refill:
     /// each dimension keeps a log from its next reading.
     windowed: AtomicBool,
+    /// No response read yet: a declared quota's refill waits for one, as
+    /// a window that counts from its first admission gives nothing back
+    /// until it ends (until `first_until`, ns; `u64::MAX` not yet set).
+    news: AtomicBool,
+    first_until: AtomicU64,
     /// No limit known yet: one scout goes, the others wait for it.
     pub(super) cold: AtomicBool,
     cold_max: AtomicU64,
@@ -76,6 +81,8 @@ impl Default for Pacer {
             mean_cost: AtomicU64::new(0),
             heard: AtomicBool::new(false),
             windowed: AtomicBool::new(false),
+            news: AtomicBool::new(true),
+            first_until: AtomicU64::new(u64::MAX),
             cold: AtomicBool::new(true),
             cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
             learn: Mutex::default(),
@@ -128,8 +135,43 @@ impl Pacer {
         }
     }
 
+    /// Until the first response: a declared quota's waiters beyond its
+    /// burst wait for it (at most the cold start's max).
+    pub(super) fn unheard(&self) {
+        self.news.store(false, Ordering::Release);
+    }
+
+    /// A response was read, or an attempt ended: the waiters for it go.
+    pub(super) fn heard_back(&self) {
+        if !self.news.swap(true, Ordering::AcqRel) {
+            self.rebuilt.notify_waiters();
+        }
+    }
+
+    /// When a waiter whose instant is `at` may go: not before the first
+    /// response while none came.
+    fn after_news(&self, at: u64, now: u64) -> u64 {
+        if self.news.load(Ordering::Acquire) {
+            return at;
+        }
+        let max = self.cold_max.load(Ordering::Relaxed);
+        let _ = self.first_until.compare_exchange(
+            u64::MAX,
+            now.saturating_add(max),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        let until = self.first_until.load(Ordering::Acquire);
+        if until <= now {
+            self.heard_back();
+            return at;
+        }
+        at.max(until)
+    }
+
     /// An attempt that charged `charge` ended.
     pub(super) fn end(&self, charge: Charge) {
+        self.heard_back();
         if charge.request {
             self.requests.end(1);
         }
@@ -236,12 +278,14 @@ impl Pacer {
             let ns = |d: Duration| u64::try_from(d.min(MAX_HOLD).as_nanos()).unwrap_or(u64::MAX);
             let whole_at = now.saturating_add(ns(fields.reset.unwrap_or(w)));
             let w = ns(w);
-            rebuilt |= bucket.read_window(now, remaining, own, whole_at, w + bucket::transit(w));
+            rebuilt |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
         }
         if rebuilt {
             // Their instants were counted at the old rate: they reserve again.
             self.rebuilt.notify_waiters();
         }
+        // Last: the waiters for a first response find what it taught.
+        self.heard_back();
     }
 
     /// One dimension's reading: sets its limit; returns how much of it is
@@ -258,6 +302,17 @@ impl Pacer {
             Some(w) => w,
             None => window.read(limit, fields.remaining, fields.reset),
         };
+        if let Some((_, declared, LimitSource::Declared)) = bucket.get()
+            && let (Some(remaining), Some(reset)) = (fields.remaining, fields.reset)
+        {
+            // The window declared: one reading tells. A refill whole in
+            // `reset` misses `reset` of its refill; a window that misses
+            // fewer (by more than the one a rounding allows) counts by
+            // window, and is whole sooner only when it ends.
+            let refill = reset.as_secs_f64() / declared.as_secs_f64() * limit as f64;
+            let missing = limit.saturating_sub(remaining) as f64;
+            window.windowed |= refill > missing * 1.0625 + 2.0;
+        }
         let changed = bucket.set(limit, w, LimitSource::Learned);
         (fields.remaining.map(|r| limit.saturating_sub(r)), changed)
     }
@@ -313,8 +368,17 @@ impl Upstream {
 
     /// A failed attempt: a 429 from an upstream whose responses never said
     /// anything of their limits turns the adaptive rate on, or lowers it.
-    pub(super) fn adapt(&self, failure: Failure, now: Instant, rate: u8) {
+    pub(super) fn adapt(&self, failure: Failure, now: Instant, charge: Charge) {
         let pacer = &self.shared.pacer;
+        if failure.category == ErrorCategory::RateLimited {
+            // Admitted by the pacer and refused all the same.
+            if charge.request {
+                pacer.requests.missed();
+            }
+            if charge.tokens > 0 {
+                pacer.tokens.missed();
+            }
+        }
         if pacer.heard.load(Ordering::Relaxed) {
             return;
         }
@@ -330,7 +394,7 @@ impl Upstream {
         {
             return;
         }
-        if let Some(rate) = pacer.adaptive.throttled(now, rate) {
+        if let Some(rate) = pacer.adaptive.throttled(now, charge.rate) {
             self.adapt_rate(rate);
         }
     }
@@ -395,7 +459,7 @@ impl Upstream {
                 Some(p) if p.current() => p,
                 _ => pacer.reserve(pacer.at(now), cost),
             };
-            let at = pacer.instant(p.at());
+            let at = pacer.instant(pacer.after_news(p.at(), pacer.at(now)));
             if at <= now {
                 break p;
             }

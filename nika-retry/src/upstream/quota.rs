@@ -117,6 +117,9 @@ impl Upstream {
         }
         if pacer.requests.known() || pacer.tokens.known() {
             pacer.cold.store(false, Ordering::Relaxed);
+            // Its burst goes; its refill waits for the first response,
+            // which says whether the server refills at all.
+            pacer.unheard();
         }
         self.publish_pacing();
         self

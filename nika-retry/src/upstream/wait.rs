@@ -344,7 +344,7 @@ impl<'u> Turn<'u> {
         if failure.is_none() && self.success_ends() {
             return;
         }
-        let rate = self.charge.rate;
+        let charge = self.charge;
         if !self.charge.is_empty() {
             let charge = core::mem::take(&mut self.charge);
             self.upstream.end_charge(charge, failure.is_none());
@@ -356,7 +356,7 @@ impl<'u> Turn<'u> {
                 return;
             }
         }
-        self.settle_slow(failure, until, rate);
+        self.settle_slow(failure, until, charge);
     }
 
     /// Whether a success at this turn tells the upstream nothing: not a
@@ -369,14 +369,14 @@ impl<'u> Turn<'u> {
     }
 
     #[cold]
-    fn settle_slow(&mut self, failure: Option<Failure>, until: Option<Instant>, rate: u8) {
+    fn settle_slow(&mut self, failure: Option<Failure>, until: Option<Instant>, charge: Charge) {
         let upstream = self.upstream;
         let probe = core::mem::take(&mut self.probe);
         self.waited = Nanos::NONE;
         let now = Instant::now();
         let backoff = until.map(|until| until.saturating_duration_since(now));
         if let Some(failure) = failure {
-            upstream.adapt(failure, now, rate);
+            upstream.adapt(failure, now, charge);
         }
         let mut released = false;
         let grown = upstream.locked(|state| {
