@@ -321,7 +321,8 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
             .iter()
             .map(|r| r.duration_since(server.started()).as_millis())
             .collect();
-        eprintln!("{contender:?} {kind:?}: {counts:?}; 429s at {at:?} ms");
+        let ratio = makespan.as_secs_f64() / server.config().allows(CALLS, 200).as_secs_f64();
+        eprintln!("{contender:?} {kind:?} seed {seed}: {counts:?}, {ratio:.2}×; 429s at {at:?} ms");
     }
     let allows = server.config().allows(CALLS, tokens_of(&body));
     Outcome {

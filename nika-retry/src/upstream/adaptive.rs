@@ -73,12 +73,8 @@ impl Rates {
             && let Some((start, before)) = self.bucket
         {
             // No half-second measured yet (a burst's first 429): what was
-            // sent since the count began, over the half-second it falls in
-            // (a burst sent in a few milliseconds is no rate of thousands).
-            let elapsed = now
-                .saturating_duration_since(start)
-                .as_secs_f64()
-                .max(BUCKET);
+            // sent since the count began, over at least 100 ms.
+            let elapsed = now.saturating_duration_since(start).as_secs_f64().max(0.1);
             self.measured = sends.saturating_sub(before) as f64 / elapsed;
         }
         let sent = if self.throttled.is_some() {
@@ -257,11 +253,10 @@ mod tests {
             bucket: Some((start, 0)),
             ..Rates::default()
         };
-        // 50 sent in the first 200 ms, before any half-second was measured:
-        // 50 in the half-second it falls in.
+        // 50 sent in the first 200 ms, before any half-second was measured.
         r.throttled(at(start, 0.2), 50);
-        assert!((r.measured - 100.0).abs() < 1e-6, "{}", r.measured);
-        assert!((r.rate - 70.0).abs() < 1e-6, "{}", r.rate);
+        assert!((r.measured - 250.0).abs() < 1e-6, "{}", r.measured);
+        assert!((r.rate - 175.0).abs() < 1e-6, "{}", r.rate);
     }
 
     #[tokio::test(start_paused = true)]
@@ -274,10 +269,7 @@ mod tests {
         let later = at(start, 0.1);
         // The burst's 35 429s, its attempts admitted while the rate was off.
         let first = a.throttled(later, 0).expect("turned on");
-        assert!(
-            (first - 70.0).abs() < 1e-6,
-            "β of 50 in the half-second: {first}"
-        );
+        assert!((first - 350.0).abs() < 1e-6, "β of 50 in 100 ms: {first}");
         for _ in 0..34 {
             assert_eq!(a.throttled(later, 0), None, "the same congestion");
         }

@@ -124,14 +124,39 @@ impl Pacer {
 
     /// Reserves an attempt of a call whose cost is `cost`.
     fn reserve(&self, now: u64, cost: u32) -> Pending<'_> {
-        let tokens = match cost {
-            COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
-            cost => u64::from(cost),
-        };
         Pending {
             pacer: self,
             requests: self.requests.reserve(now, 1),
-            tokens: self.tokens.reserve(now, tokens),
+            tokens: self.tokens.reserve(now, self.tokens_of(cost)),
+        }
+    }
+
+    fn tokens_of(&self, cost: u32) -> u64 {
+        match cost {
+            COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
+            cost => u64::from(cost),
+        }
+    }
+
+    /// Reserves again what of `pending` is stale (a bucket rebuilt, an
+    /// entry no longer in its log, a dimension paced since), keeping the
+    /// rest: a reservation made again leaves a gap where it was, and the
+    /// others' places would move behind everyone reserved since.
+    fn refresh(&self, pending: &mut Pending<'_>, now: u64, cost: u32) {
+        let dimensions = [
+            (&self.requests, &mut pending.requests, 1),
+            (&self.tokens, &mut pending.tokens, self.tokens_of(cost)),
+        ];
+        for (bucket, slot, cost) in dimensions {
+            match *slot {
+                Some(r) if bucket.current(&r) => {}
+                old => {
+                    if let Some(r) = old {
+                        bucket.give_back(r);
+                    }
+                    *slot = bucket.reserve(now, cost);
+                }
+            }
         }
     }
 
@@ -448,18 +473,31 @@ impl Upstream {
             Some(_) => (Scout::none(self), None),
             None => self.cold_start().await,
         };
+        // Reserved beyond what the buckets held when it came (a refill's
+        // waiter, which a declared quota keeps until the first response).
+        let mut beyond = reserved.is_some();
         let mut pending = reserved;
         let pending = loop {
             let mut rebuilt = pin!(pacer.rebuilt.notified());
             rebuilt.as_mut().enable();
             let now = Instant::now();
             let p = match pending.take() {
+                Some(p) if p.current() => p,
                 // A reservation counted at an old rate is dropped (it gives
                 // nothing back to the rebuilt bucket) and made again.
-                Some(p) if p.current() => p,
-                _ => pacer.reserve(pacer.at(now), cost),
+                Some(mut p) => {
+                    pacer.refresh(&mut p, pacer.at(now), cost);
+                    p
+                }
+                None => pacer.reserve(pacer.at(now), cost),
             };
-            let at = pacer.instant(pacer.after_news(p.at(), pacer.at(now)));
+            let (at, now_ns) = (p.at(), pacer.at(now));
+            beyond |= at > now_ns;
+            let at = pacer.instant(if beyond {
+                pacer.after_news(at, now_ns)
+            } else {
+                at
+            });
             if at <= now {
                 break p;
             }
@@ -564,6 +602,35 @@ mod tests {
             upstream.limits().requests.unwrap().in_flight,
             0,
             "nothing left counted"
+        );
+    }
+
+    #[test]
+    fn a_stale_dimension_is_reserved_again_and_the_current_one_keeps_its_place() {
+        let pacer = Pacer::default();
+        let two = Duration::from_secs(2);
+        pacer.requests.set(20, two, LimitSource::Learned);
+        pacer.tokens.set(3000, two, LimitSource::Learned);
+        for _ in 0..15 {
+            let _ = pacer.reserve(0, 200).start();
+        }
+        let mut waiter = pacer.reserve(0, 200);
+        let _behind = pacer.reserve(0, 200);
+        let tokens = waiter.tokens.expect("tokens paced");
+        // The requests' rate changes: their reservations go stale.
+        assert!(
+            pacer
+                .requests
+                .set(20, Duration::from_secs(40), LimitSource::Learned)
+        );
+        pacer.requests.correct(0, 5, 0, true);
+        assert!(!waiter.current());
+        pacer.refresh(&mut waiter, 0, 200);
+        assert!(waiter.current());
+        assert_eq!(
+            waiter.tokens,
+            Some(tokens),
+            "not moved behind the one that came after it"
         );
     }
 
