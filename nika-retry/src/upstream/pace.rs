@@ -15,15 +15,13 @@ use std::sync::{Mutex, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::adaptive::{self, Adaptive};
+use super::adaptive::Adaptive;
 use super::bucket::{Bucket, LimitSource};
 pub(crate) use super::charge::{Charge, Pending};
 use super::cold::Scout;
 use super::reading::Window;
 use super::state::MAX_HOLD;
 use super::{Held, HoldReason, Patience, Upstream};
-use crate::ErrorCategory;
-use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
 
@@ -357,27 +355,6 @@ impl Upstream {
         pacer.requests.known()
     }
 
-    /// Whether the dimensions a response says are spent (none left, the
-    /// longest whole again in `reset`) are all paced by their buckets.
-    pub(super) fn paces_spent(&self, fields: &RateLimitFields, reset: Duration) -> bool {
-        let pacer = &self.shared.pacer;
-        let dimensions = [
-            (&pacer.requests, &fields.requests),
-            (&pacer.tokens, &fields.tokens),
-        ];
-        let mut longest = None;
-        for (bucket, fields) in dimensions {
-            if fields.remaining == Some(0) {
-                if !bucket.known() {
-                    return false;
-                }
-                longest = longest.max(fields.reset);
-            }
-        }
-        // The hold's reset is one of these (another dialect's may not be).
-        longest.is_some_and(|l| l + Duration::from_millis(1) >= reset)
-    }
-
     /// An attempt that charged `charge` ended (`succeeded`, or not).
     pub(super) fn end_charge(&self, charge: Charge, succeeded: bool) {
         let pacer = &self.shared.pacer;
@@ -389,48 +366,6 @@ impl Upstream {
         if succeeded && let Some(rate) = pacer.adaptive.succeeded(Instant::now()) {
             self.adapt_rate(rate);
         }
-    }
-
-    /// A failed attempt: a 429 from an upstream whose responses never said
-    /// anything of their limits turns the adaptive rate on, or lowers it.
-    pub(super) fn adapt(&self, failure: Failure, now: Instant, charge: Charge) {
-        let pacer = &self.shared.pacer;
-        if failure.category == ErrorCategory::RateLimited {
-            // Admitted by the pacer and refused all the same.
-            if charge.request {
-                pacer.requests.missed();
-            }
-            if charge.tokens > 0 {
-                pacer.tokens.missed();
-            }
-        }
-        if pacer.heard.load(Ordering::Relaxed) {
-            return;
-        }
-        if failure.category != ErrorCategory::RateLimited {
-            // The send rate, measured also before the first 429.
-            pacer.adaptive.measure(now);
-            return;
-        }
-        if pacer
-            .requests
-            .get()
-            .is_some_and(|(_, _, source)| source != LimitSource::Adapted)
-        {
-            return;
-        }
-        if let Some(rate) = pacer.adaptive.throttled(now, charge.rate) {
-            self.adapt_rate(rate);
-        }
-    }
-
-    fn adapt_rate(&self, rate: f64) {
-        let (limit, window) = adaptive::as_bucket(rate);
-        self.shared
-            .pacer
-            .requests
-            .set(limit, window, LimitSource::Adapted);
-        self.publish_pacing();
     }
 
     /// Publishes whether attempts must pass the pacer.
