@@ -171,11 +171,12 @@ async fn each_shape_waits_for_the_tokens_its_cost_says() {
 async fn a_call_that_costs_little_goes_at_once_where_a_costly_one_waits() {
     let client = Client::new();
     client.drain().await.unwrap();
-    // The bucket refills 1 token in 10 ms: a cost of 1 waits at most that.
+    // The bucket refills 1 token in 10 ms: a cost of 1 waits at most that,
+    // and the declared quota's margin for the way to the server (25 ms).
     let start = Instant::now();
     client.timed(1).await.unwrap();
     assert!(
-        start.elapsed() <= Duration::from_millis(10),
+        start.elapsed() <= Duration::from_millis(35),
         "{:?}",
         start.elapsed()
     );

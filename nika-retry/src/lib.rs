@@ -137,7 +137,9 @@
 //   parsing, and the reqwest connector over `connect`.
 // - `upstream/`: the state calls against one upstream share (`state`: holds,
 //   the probe, the breaker; `wait`: a turn's wait), its pacing (`quota`,
-//   `bucket` a dimension's GCRA bucket, `pace` the pacer, `cold`, `adaptive`,
+//   `bucket` a dimension's GCRA bucket, `window` its log when the server
+//   counts by window, `reading` what responses say of a window, `pace` the
+//   pacer, `charge` what an attempt charges it, `cold`, `adaptive`,
 //   `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
 //   the hold, allowance and probe, `buckets` the fleet's pacing buckets,
 //   `lent` the leases given back on drop, `health`); `fleet`: an

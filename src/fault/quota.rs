@@ -247,6 +247,7 @@ struct State {
     meter: Meter,
     counts: Counts,
     admissions: Vec<Admission>,
+    refusals: Vec<Instant>,
     concurrent: usize,
     /// splitmix64's state, for the generation times.
     random: u64,
@@ -265,6 +266,7 @@ impl QuotaServer {
                 meter: config.meter(started),
                 counts: Counts::default(),
                 admissions: Vec::new(),
+                refusals: Vec::new(),
                 concurrent: 0,
                 random: config.seed,
             }),
@@ -304,6 +306,11 @@ impl QuotaServer {
     /// The requests it admitted, in order.
     pub fn admissions(&self) -> Vec<Admission> {
         self.shared.lock().admissions.clone()
+    }
+
+    /// When it answered each `429`, in order.
+    pub fn refusals(&self) -> Vec<Instant> {
+        self.shared.lock().refusals.clone()
     }
 
     /// The most requests and the most tokens admitted in any span of one
@@ -364,6 +371,7 @@ impl Shared {
         let verdict = state.meter.take(now, tokens);
         if !verdict.admitted {
             state.counts.limited += 1;
+            state.refusals.push(now);
             state.counts.limited_by_tokens += usize::from(verdict.short[TOKENS]);
             state.counts.limited_by_requests += usize::from(verdict.short[REQUESTS]);
             return Some((verdict, Duration::ZERO));

@@ -5,10 +5,16 @@
 //! that rate and beyond, until the next one.
 
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use tokio::time::Instant;
+
+use super::Upstream;
+use super::bucket::LimitSource;
+use super::pace::Charge;
+use crate::ErrorCategory;
+use crate::engine::Failure;
 
 /// The share of the measured rate kept after a 429.
 const BETA: f64 = 0.7;
@@ -24,6 +30,9 @@ const BUCKET: f64 = 0.5;
 #[derive(Debug)]
 pub(super) struct Adaptive {
     on: AtomicBool,
+    /// Bumped at each decrease (never 0 once on): the attempts admitted
+    /// since carry it.
+    generation: AtomicU8,
     /// Attempts sent through the upstream, counted while they pass.
     sends: AtomicU64,
     state: Mutex<Rates>,
@@ -109,6 +118,7 @@ impl Adaptive {
     pub(super) fn new(now: Instant) -> Adaptive {
         Adaptive {
             on: AtomicBool::new(false),
+            generation: AtomicU8::new(0),
             sends: AtomicU64::new(0),
             state: Mutex::new(Rates {
                 bucket: Some((now, 0)),
@@ -127,15 +137,31 @@ impl Adaptive {
         self.sends.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A 429 without rate-limit headers: turns the rate on (or lowers it).
-    /// Returns the rate in force, per second.
-    pub(super) fn throttled(&self, now: Instant) -> f64 {
+    /// The generation of the rate in force (0: off).
+    #[inline(always)]
+    pub(super) fn generation(&self) -> u8 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// A 429 without rate-limit headers, of an attempt admitted at the
+    /// rate of `generation`: turns the rate on, or lowers it, once per
+    /// congestion: the 429s of attempts admitted before the last decrease
+    /// were sent at the rate it already lowered (a burst's 49 would
+    /// otherwise take it down 49 times, to one attempt every 2 s). Returns
+    /// the rate in force, per second, if it changed.
+    pub(super) fn throttled(&self, now: Instant, generation: u8) -> Option<f64> {
         let mut rates = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = self.generation();
+        if current != 0 && generation != current {
+            return None;
+        }
         let sends = self.sends.load(Ordering::Relaxed);
         rates.measure(now, sends);
         rates.throttled(now, sends);
+        self.generation
+            .store(current.checked_add(1).unwrap_or(1), Ordering::Relaxed);
         self.on.store(true, Ordering::Relaxed);
-        rates.rate
+        Some(rates.rate)
     }
 
     /// A success while the rate is on: the rate in force after it.
@@ -168,6 +194,50 @@ pub(super) fn as_bucket(rate: f64) -> (u64, Duration) {
     let limit = rate.floor().max(1.0);
     let window = Duration::try_from_secs_f64(limit / rate).unwrap_or(Duration::from_secs(2));
     (limit.min(u64::MAX as f64) as u64, window)
+}
+
+impl Upstream {
+    /// A failed attempt: a 429 from an upstream whose responses never said
+    /// anything of their limits turns the adaptive rate on, or lowers it.
+    pub(super) fn adapt(&self, failure: Failure, now: Instant, charge: Charge) {
+        let pacer = &self.shared.pacer;
+        if failure.category == ErrorCategory::RateLimited {
+            // Admitted by the pacer and refused all the same.
+            if charge.request {
+                pacer.requests.missed();
+            }
+            if charge.tokens > 0 {
+                pacer.tokens.missed();
+            }
+        }
+        if pacer.heard.load(Ordering::Relaxed) {
+            return;
+        }
+        if failure.category != ErrorCategory::RateLimited {
+            // The send rate, measured also before the first 429.
+            pacer.adaptive.measure(now);
+            return;
+        }
+        if pacer
+            .requests
+            .get()
+            .is_some_and(|(_, _, source)| source != LimitSource::Adapted)
+        {
+            return;
+        }
+        if let Some(rate) = pacer.adaptive.throttled(now, charge.rate) {
+            self.adapt_rate(rate);
+        }
+    }
+
+    pub(super) fn adapt_rate(&self, rate: f64) {
+        let (limit, window) = as_bucket(rate);
+        self.shared
+            .pacer
+            .requests
+            .set(limit, window, LimitSource::Adapted);
+        self.publish_pacing();
+    }
 }
 
 #[cfg(test)]
@@ -237,6 +307,28 @@ mod tests {
         r.throttled(at(start, 0.2), 50);
         assert!((r.measured - 250.0).abs() < 1e-6, "{}", r.measured);
         assert!((r.rate - 175.0).abs() < 1e-6, "{}", r.rate);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bursts_429s_lower_the_rate_once_and_later_ones_again() {
+        let start = Instant::now();
+        let a = Adaptive::new(start);
+        for _ in 0..50 {
+            a.sent();
+        }
+        let later = at(start, 0.1);
+        // The burst's 35 429s, its attempts admitted while the rate was off.
+        let first = a.throttled(later, 0).expect("turned on");
+        assert!((first - 350.0).abs() < 1e-6, "β of 50 in 100 ms: {first}");
+        for _ in 0..34 {
+            assert_eq!(a.throttled(later, 0), None, "the same congestion");
+        }
+        let generation = a.generation();
+        assert_eq!(generation, 1);
+        // An attempt admitted at the lowered rate meets one: lowered again.
+        let second = a.throttled(at(start, 1.0), generation).expect("lowered");
+        assert!(second < first, "{second} < {first}");
+        assert_eq!(a.throttled(at(start, 1.0), generation), None);
     }
 
     #[test]

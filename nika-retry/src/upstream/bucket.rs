@@ -10,9 +10,11 @@
 //! that somebody else took the refill.
 
 use core::time::Duration;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::state::MAX_HOLD;
+use super::window::Log;
 
 /// Where a dimension's limit comes from.
 ///
@@ -72,11 +74,18 @@ pub(super) struct Bucket {
     /// Bumped when the estimate is rebuilt from a new limit or window: a
     /// reservation of an older generation waits no longer for its instant,
     /// which was counted at the old rate, and reserves again.
-    generation: AtomicU64,
+    generation: AtomicU32,
     /// A declared limit: headers may lower it, never raise it (0: none).
     declared: AtomicU64,
     declared_window: AtomicU64,
     source: AtomicU8,
+    /// The margin learned from 429s met where the bucket had room (0:
+    /// none yet), in nanoseconds: the requests take longer to reach the
+    /// server than the default margin allows.
+    missed: AtomicU64,
+    /// The server counts by window: admissions go through `log`.
+    windowed: AtomicBool,
+    log: Mutex<Option<Log>>,
 }
 
 /// A reservation in a bucket.
@@ -91,7 +100,11 @@ pub(super) struct Reserved {
     /// Its cost, in flight until it ends.
     pub(super) cost: u64,
     /// The bucket's generation when it was made.
-    generation: u64,
+    generation: u32,
+    /// Its entry in a windowed dimension's log (0: a refill's
+    /// reservation). 32 bits, as the generation: a reservation sits in the
+    /// future of every call that waits for its pacer.
+    pub(super) id: u32,
 }
 
 impl Bucket {
@@ -118,6 +131,21 @@ impl Bucket {
         let span = self.span(cost)?;
         let window = self.window.load(Ordering::Relaxed);
         let generation = self.generation.load(Ordering::Acquire);
+        if self.windowed.load(Ordering::Acquire) {
+            let limit = self.limit.load(Ordering::Relaxed);
+            if let Some(log) = self.log().as_mut() {
+                let (id, at) = log.reserve(now, cost, limit);
+                self.waiting.fetch_add(cost, Ordering::Relaxed);
+                return Some(Reserved {
+                    at,
+                    span: 0,
+                    end: 0,
+                    cost,
+                    generation,
+                    id,
+                });
+            }
+        }
         let mut tat = self.tat.load(Ordering::Relaxed);
         let new = loop {
             let new = tat.max(now).saturating_add(span);
@@ -130,18 +158,84 @@ impl Bucket {
             }
         };
         self.waiting.fetch_add(cost, Ordering::Relaxed);
+        let mut at = new.saturating_sub(window);
+        if at > now {
+            // The server's refill runs from when the requests before reached
+            // it, a little after they left (the first of a burst the
+            // latest): a waiter goes that much after the refill it waits
+            // for. (A learned estimate is corrected by what the server said
+            // as it admitted, read a generation later: later already,
+            // until a 429 says otherwise.)
+            let declared = self.source.load(Ordering::Relaxed) == LimitSource::Declared.to_u8();
+            let missed = self.missed.load(Ordering::Relaxed);
+            at = at.saturating_add(if declared {
+                self.margin(window)
+            } else {
+                missed
+            });
+        }
         Some(Reserved {
-            at: new.saturating_sub(window),
+            at,
             span,
             end: new,
             cost,
             generation,
+            id: 0,
         })
+    }
+
+    /// The margin kept for a request's way to the server: a fortieth of
+    /// the window (at most 40 ms), or what 429s taught.
+    pub(super) fn margin(&self, window: u64) -> u64 {
+        transit(window).max(self.missed.load(Ordering::Relaxed))
+    }
+
+    /// An attempt it admitted met a 429 all the same (not a rate adapted
+    /// to 429s): its requests reach the server later than the margin
+    /// allows. The margin doubles, up to an eighth of the window.
+    pub(super) fn missed(&self) {
+        let window = self.window.load(Ordering::Relaxed);
+        if self.source.load(Ordering::Relaxed) == LimitSource::Adapted.to_u8() || window == 0 {
+            return;
+        }
+        let old = self.missed.load(Ordering::Relaxed);
+        let grown = old
+            .saturating_mul(2)
+            .max(2 * transit(window))
+            .min(window / 8);
+        self.missed.store(grown.max(old), Ordering::Relaxed);
+    }
+
+    fn log(&self) -> MutexGuard<'_, Option<Log>> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the server counts this dimension by window.
+    pub(super) fn windowed(&self) -> bool {
+        self.windowed.load(Ordering::Acquire)
+    }
+
+    /// When a reservation may start, as planned now (a windowed
+    /// dimension's plan moves as responses say more).
+    pub(super) fn at(&self, reserved: &Reserved) -> u64 {
+        if reserved.id == 0 {
+            return reserved.at;
+        }
+        self.log()
+            .as_ref()
+            .and_then(|log| log.planned(reserved.id))
+            .unwrap_or(reserved.at)
     }
 
     /// A reservation's attempt starts: its cost is in flight until it
     /// [`ends`](Bucket::end).
-    pub(super) fn start(&self, reserved: Reserved) {
+    pub(super) fn start(&self, reserved: Reserved, now: u64) {
+        if reserved.id != 0 {
+            let limit = self.limit.load(Ordering::Relaxed);
+            if let Some(log) = self.log().as_mut() {
+                log.start(reserved.id, now, limit);
+            }
+        }
         sub(&self.waiting, reserved.cost);
         self.in_flight.fetch_add(reserved.cost, Ordering::Relaxed);
     }
@@ -150,6 +244,11 @@ impl Bucket {
     /// (else its instant is stale: it reserves again).
     pub(super) fn current(&self, reserved: &Reserved) -> bool {
         self.generation.load(Ordering::Acquire) == reserved.generation
+            && (reserved.id == 0
+                || self
+                    .log()
+                    .as_ref()
+                    .is_some_and(|log| log.planned(reserved.id).is_some()))
     }
 
     /// A reservation whose attempt never started. The last one gives its
@@ -160,7 +259,11 @@ impl Bucket {
     /// A reservation of an older generation gives nothing back: the
     /// estimate was rebuilt without it.
     pub(super) fn give_back(&self, reserved: Reserved) {
-        if self.current(&reserved) {
+        if reserved.id != 0 {
+            if let Some(log) = self.log().as_mut() {
+                log.give_back(reserved.id);
+            }
+        } else if self.current(&reserved) {
             let _ = self.tat.compare_exchange(
                 reserved.end,
                 reserved.end.saturating_sub(reserved.span),
@@ -207,6 +310,10 @@ impl Bucket {
         self.window.store(window, Ordering::Relaxed);
         self.limit.store(limit, Ordering::Relaxed);
         self.source.store(source.to_u8(), Ordering::Relaxed);
+        if self.windowed() {
+            // A log does not plan by the rate: nothing goes stale.
+            return false;
+        }
         // The span of one unit, old against new (ns per unit, scaled by both limits).
         let old = u128::from(old_window) * u128::from(limit);
         let new = u128::from(window) * u128::from(old_limit);
@@ -221,7 +328,7 @@ impl Bucket {
     /// go stale: they reserve again at the new rate.
     pub(super) fn correct(&self, now: u64, remaining: u64, own: u64, rebuild: bool) {
         let limit = self.limit.load(Ordering::Relaxed);
-        if limit == 0 {
+        if limit == 0 || self.windowed() {
             return;
         }
         let waiting = if rebuild {
@@ -230,19 +337,56 @@ impl Bucket {
         } else {
             self.waiting.load(Ordering::Relaxed)
         };
-        let others = self
-            .in_flight
-            .load(Ordering::Relaxed)
-            .saturating_sub(own)
+        let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
+        // What the server counted and what is in flight besides (some of
+        // which it may have counted: at most the limit), then what the
+        // waiters reserved, which it cannot have: a correction that forgot
+        // them would let a newcomer start beside them.
+        let spent = (limit - remaining.min(limit))
+            .saturating_add(others)
+            .min(limit)
             .saturating_add(waiting);
-        let level = remaining.min(limit).saturating_sub(others);
-        let Some(missing) = self.span(limit - level) else {
+        let Some(missing) = self.span(spent) else {
             // Whole: the bucket is full now.
             self.tat.store(now, Ordering::Release);
             return;
         };
         self.tat
             .store(now.saturating_add(missing), Ordering::Release);
+    }
+
+    /// A response read at `now` of a dimension its server counts by window:
+    /// `remaining` left, whole at `whole_at`, `own` of what is in flight
+    /// its own attempt's; an attempt counts for `window` from when it
+    /// starts. The first such response turns the dimension's log on, with
+    /// what the server counted and everything else in flight spent until
+    /// `whole_at`; the waiters' reservations go stale (they reserve again
+    /// in it). Returns whether it did.
+    pub(super) fn read_window(
+        &self,
+        now: u64,
+        remaining: u64,
+        own: u64,
+        whole_at: u64,
+        window: u64,
+    ) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        if limit == 0 {
+            return false;
+        }
+        let mut log = self.log();
+        if let Some(log) = log.as_mut() {
+            log.set_window(window);
+            log.read(now, remaining, whole_at, limit);
+            return false;
+        }
+        let counted = limit.saturating_sub(remaining.min(limit));
+        let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
+        let spent = counted.saturating_add(others).min(limit);
+        *log = Some(Log::new(now, spent, whole_at, window));
+        self.windowed.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        true
     }
 
     /// What the bucket holds at `now` (a reservation ahead of it counts
@@ -252,6 +396,11 @@ impl Bucket {
         let window = self.window.load(Ordering::Relaxed);
         if limit == 0 || window == 0 {
             return 0;
+        }
+        if self.windowed()
+            && let Some(log) = self.log().as_ref()
+        {
+            return log.level(now, limit);
         }
         let debt = self.tat.load(Ordering::Relaxed).saturating_sub(now);
         let spent = u128::from(debt) * u128::from(limit) / u128::from(window);
@@ -281,6 +430,16 @@ impl Bucket {
     }
 }
 
+/// The most a request is assumed to take to reach its server, beyond a
+/// fortieth of the window.
+const TRANSIT_NS: u64 = 40_000_000;
+
+/// The margin kept for a request's way to the server, in a window of
+/// `window` nanoseconds.
+pub(super) fn transit(window: u64) -> u64 {
+    (window / 40).min(TRANSIT_NS)
+}
+
 /// Takes `cost` off a counter, never below zero.
 fn sub(counter: &AtomicU64, cost: u64) {
     let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
@@ -294,10 +453,36 @@ mod tests {
 
     const S: u64 = 1_000_000_000;
 
+    /// A learned bucket: its waiters go at the refill they wait for.
     fn bucket(limit: u64, window_s: u64) -> Bucket {
+        let b = Bucket::default();
+        b.set(limit, Duration::from_secs(window_s), LimitSource::Learned);
+        b
+    }
+
+    fn declared(limit: u64, window_s: u64) -> Bucket {
         let b = Bucket::default();
         b.set(limit, Duration::from_secs(window_s), LimitSource::Declared);
         b
+    }
+
+    #[test]
+    fn a_declared_buckets_waiters_keep_a_margin_for_the_way_to_the_server() {
+        let b = declared(20, 2);
+        for _ in 0..20 {
+            assert_eq!(b.reserve(0, 1).unwrap().at, 0, "the burst does not wait");
+        }
+        // A fortieth of the window, at most 40 ms, after each refill.
+        assert_eq!(b.reserve(0, 1).unwrap().at, S / 10 + 40_000_000);
+        assert_eq!(
+            b.reserve(0, 1).unwrap().at,
+            2 * S / 10 + 40_000_000,
+            "not summed"
+        );
+        let b = declared(1, 1);
+        b.reserve(0, 1).unwrap();
+        assert_eq!(b.reserve(0, 1).unwrap().at, S + 25_000_000);
+        assert_eq!(transit(u64::MAX), 40_000_000);
     }
 
     #[test]
@@ -332,8 +517,8 @@ mod tests {
             (2, 0),
             "reserved, not started"
         );
-        b.start(a);
-        b.start(c);
+        b.start(a, 0);
+        b.start(c, 0);
         assert_eq!((b.waiting(), b.in_flight()), (0, 2));
         // The server counted `a` (its response says 15 left); `c` is still out.
         b.correct(0, 15, 1, false);
@@ -409,7 +594,7 @@ mod tests {
 
     #[test]
     fn headers_lower_a_declared_limit_never_raise_it() {
-        let b = bucket(100, 60);
+        let b = declared(100, 60);
         b.set(1000, Duration::from_secs(60), LimitSource::Learned);
         assert_eq!(b.get().unwrap().0, 100);
         assert_eq!(b.get().unwrap().2, LimitSource::Declared);

@@ -58,17 +58,20 @@
 
 mod adaptive;
 mod bucket;
+mod charge;
 mod cold;
 mod fleet;
 mod held;
 mod limits;
 mod pace;
 mod quota;
+mod reading;
 #[cfg(feature = "redis")]
 mod redis;
 mod state;
 mod store;
 mod wait;
+mod window;
 
 use core::fmt;
 use core::time::Duration;
@@ -269,6 +272,12 @@ impl Upstream {
         let Some(limits) = http::rate_limits(headers, wall) else {
             return;
         };
+        if limits.remaining == 0 && self.paces_spent(&fields, limits.reset) {
+            // None left of a dimension the pacer spends: it plans the next
+            // attempt by what that dimension's server frees, sooner than
+            // the reset when the server refills.
+            return;
+        }
         self.shared.pacer.heard.store(true, Ordering::Relaxed);
         self.shared.pacer.warm();
         self.publish_pacing();

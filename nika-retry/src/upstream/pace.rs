@@ -15,22 +15,18 @@ use std::sync::{Mutex, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::adaptive::{self, Adaptive};
-use super::bucket::{Bucket, LimitSource, Reserved};
+use super::adaptive::Adaptive;
+use super::bucket::{Bucket, LimitSource};
+pub(crate) use super::charge::{Charge, Pending};
 use super::cold::Scout;
+use super::reading::Window;
 use super::state::MAX_HOLD;
 use super::{Held, HoldReason, Patience, Upstream};
-use crate::ErrorCategory;
-use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
 
 /// The default of [`Upstream::with_cold_start`].
 const COLD_START: Duration = Duration::from_secs(1);
-
-/// The window assumed for a limit whose headers say nothing of it (OpenAI
-/// and Anthropic count per minute).
-const MINUTE: Duration = Duration::from_secs(60);
 
 /// A call that gave no `cost`: its attempts spend the mean learned.
 pub(crate) const COST_UNKNOWN: u32 = u32::MAX;
@@ -44,6 +40,14 @@ pub(super) struct Pacer {
     /// A response's headers said something of a limit: its 429s are not
     /// the adaptive rate's.
     pub(super) heard: AtomicBool,
+    /// A reading said that the server counts by window, not by refill:
+    /// each dimension keeps a log from its next reading.
+    windowed: AtomicBool,
+    /// No response read yet: a declared quota's refill waits for one, as
+    /// a window that counts from its first admission gives nothing back
+    /// until it ends (until `first_until`, ns; `u64::MAX` not yet set).
+    news: AtomicBool,
+    first_until: AtomicU64,
     /// No limit known yet: one scout goes, the others wait for it.
     pub(super) cold: AtomicBool,
     cold_max: AtomicU64,
@@ -66,134 +70,6 @@ struct Learn {
     scout: Option<Instant>,
 }
 
-/// What responses have said of a dimension's window.
-#[derive(Default, Clone, Copy)]
-struct Window {
-    /// The longest reset seen: a window is at least that long.
-    longest_reset: Duration,
-    /// The shortest window that a continuous refill would explain, from
-    /// readings with 2 or more missing.
-    refill: Option<Duration>,
-    /// The same from the readings with 1 missing, until there are others.
-    refill_one: Option<Duration>,
-}
-
-impl Window {
-    /// Takes a reading (limit `l`, `remaining`, `reset`) in: the window it
-    /// suggests. A continuous refill whole in `reset` with `l - remaining`
-    /// missing refills over `reset · l / (l - remaining)`; a fixed or
-    /// rolling window resets within its window. The larger of the two
-    /// estimates is the window, the refill's the smallest seen, so that a
-    /// window counted from its start, which makes it look long, is soon
-    /// corrected.
-    ///
-    /// A refilling server rounds what is left down (19.9 reads 19), so
-    /// that `m` missing may be as little as `m - 1` and a bit: the refill
-    /// read is the longest the reading allows, `reset · l / (m - 1)`, or a
-    /// requests window of 2 s reads as 1.4 s and its 429s follow. A
-    /// reading of 1 missing bounds nothing that way; it counts (as `m`)
-    /// until a reading of more comes.
-    fn read(&mut self, l: u64, remaining: Option<u64>, reset: Option<Duration>) -> Duration {
-        if let Some(reset) = reset.filter(|r| !r.is_zero()) {
-            let reset = reset.min(MAX_HOLD);
-            self.longest_reset = self.longest_reset.max(reset);
-            let missing = remaining.map_or(0, |r| l.saturating_sub(r));
-            let refill = |m: u64| {
-                let ns = reset.as_nanos() * u128::from(l) / u128::from(m);
-                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD)
-            };
-            match missing {
-                0 => {}
-                1 => {
-                    self.refill_one = Some(self.refill_one.map_or(refill(1), |r| r.min(refill(1))))
-                }
-                m => {
-                    self.refill = Some(self.refill.map_or(refill(m - 1), |r| r.min(refill(m - 1))))
-                }
-            }
-        }
-        match self.refill.or(self.refill_one) {
-            Some(refill) => refill.max(self.longest_reset),
-            // Until a refill is seen: a minute, unless a reset says longer.
-            None => self.longest_reset.max(MINUTE),
-        }
-    }
-}
-
-/// What a turn has charged the pacer, given back when its attempt ends.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Charge {
-    /// One request.
-    pub(super) request: bool,
-    /// Its scout's turn: the others wait for its news.
-    pub(super) scout: bool,
-    /// Why its call waited, if it did.
-    pub(super) reason: Option<WaitReason>,
-    /// Tokens.
-    pub(super) tokens: u32,
-}
-
-impl Charge {
-    /// Whether the attempt's end tells the pacer anything.
-    #[inline(always)]
-    pub(super) fn is_empty(&self) -> bool {
-        !self.request && !self.scout && self.tokens == 0
-    }
-}
-
-/// An admission's reservations, given back if it never starts.
-pub(super) struct Pending<'p> {
-    pacer: &'p Pacer,
-    requests: Option<Reserved>,
-    tokens: Option<Reserved>,
-}
-
-impl Pending<'_> {
-    fn at(&self) -> u64 {
-        [self.requests, self.tokens]
-            .iter()
-            .flatten()
-            .map(|r| r.at)
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// Whether every reservation was counted at its bucket's current rate.
-    fn current(&self) -> bool {
-        let current = |bucket: &Bucket, r: &Option<Reserved>| r.is_none_or(|r| bucket.current(&r));
-        current(&self.pacer.requests, &self.requests) && current(&self.pacer.tokens, &self.tokens)
-    }
-
-    /// The attempt starts: its cost stays in flight until it ends.
-    fn start(mut self) -> Charge {
-        let requests = self.requests.take();
-        let tokens = self.tokens.take();
-        if let Some(r) = requests {
-            self.pacer.requests.start(r);
-        }
-        if let Some(t) = tokens {
-            self.pacer.tokens.start(t);
-        }
-        Charge {
-            request: requests.is_some(),
-            scout: false,
-            reason: None,
-            tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
-        }
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if let Some(r) = self.requests.take() {
-            self.pacer.requests.give_back(r);
-        }
-        if let Some(t) = self.tokens.take() {
-            self.pacer.tokens.give_back(t);
-        }
-    }
-}
-
 impl Default for Pacer {
     fn default() -> Pacer {
         let epoch = Instant::now();
@@ -202,6 +78,9 @@ impl Default for Pacer {
             tokens: Bucket::default(),
             mean_cost: AtomicU64::new(0),
             heard: AtomicBool::new(false),
+            windowed: AtomicBool::new(false),
+            news: AtomicBool::new(true),
+            first_until: AtomicU64::new(u64::MAX),
             cold: AtomicBool::new(true),
             cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
             learn: Mutex::default(),
@@ -243,19 +122,79 @@ impl Pacer {
 
     /// Reserves an attempt of a call whose cost is `cost`.
     fn reserve(&self, now: u64, cost: u32) -> Pending<'_> {
-        let tokens = match cost {
-            COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
-            cost => u64::from(cost),
-        };
         Pending {
             pacer: self,
             requests: self.requests.reserve(now, 1),
-            tokens: self.tokens.reserve(now, tokens),
+            tokens: self.tokens.reserve(now, self.tokens_of(cost)),
         }
+    }
+
+    fn tokens_of(&self, cost: u32) -> u64 {
+        match cost {
+            COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
+            cost => u64::from(cost),
+        }
+    }
+
+    /// Reserves again what of `pending` is stale (a bucket rebuilt, an
+    /// entry no longer in its log, a dimension paced since), keeping the
+    /// rest: a reservation made again leaves a gap where it was, and the
+    /// others' places would move behind everyone reserved since.
+    fn refresh(&self, pending: &mut Pending<'_>, now: u64, cost: u32) {
+        let dimensions = [
+            (&self.requests, &mut pending.requests, 1),
+            (&self.tokens, &mut pending.tokens, self.tokens_of(cost)),
+        ];
+        for (bucket, slot, cost) in dimensions {
+            match *slot {
+                Some(r) if bucket.current(&r) => {}
+                old => {
+                    if let Some(r) = old {
+                        bucket.give_back(r);
+                    }
+                    *slot = bucket.reserve(now, cost);
+                }
+            }
+        }
+    }
+
+    /// Until the first response: a declared quota's waiters beyond its
+    /// burst wait for it (at most the cold start's max).
+    pub(super) fn unheard(&self) {
+        self.news.store(false, Ordering::Release);
+    }
+
+    /// A response was read, or an attempt ended: the waiters for it go.
+    pub(super) fn heard_back(&self) {
+        if !self.news.swap(true, Ordering::AcqRel) {
+            self.rebuilt.notify_waiters();
+        }
+    }
+
+    /// When a waiter whose instant is `at` may go: not before the first
+    /// response while none came.
+    fn after_news(&self, at: u64, now: u64) -> u64 {
+        if self.news.load(Ordering::Acquire) {
+            return at;
+        }
+        let max = self.cold_max.load(Ordering::Relaxed);
+        let _ = self.first_until.compare_exchange(
+            u64::MAX,
+            now.saturating_add(max),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        let until = self.first_until.load(Ordering::Acquire);
+        if until <= now {
+            self.heard_back();
+            return at;
+        }
+        at.max(until)
     }
 
     /// An attempt that charged `charge` ended.
     pub(super) fn end(&self, charge: Charge) {
+        self.heard_back();
         if charge.request {
             self.requests.end(1);
         }
@@ -296,14 +235,18 @@ impl Pacer {
     /// Takes what a response's headers say of the limits in.
     pub(super) fn learn(&self, fields: &RateLimitFields) {
         let now = self.now();
-        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = {
+        let (requests, tokens, windows) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
-            (
-                Self::learn_one(&self.requests, &mut learn.requests, &fields.requests),
-                Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens),
-            )
+            let requests = Self::learn_one(&self.requests, &mut learn.requests, &fields.requests);
+            let tokens = Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens);
+            (requests, tokens, [learn.requests, learn.tokens])
         };
+        if windows.iter().any(|w| w.windowed) {
+            self.windowed.store(true, Ordering::Relaxed);
+        }
+        let windowed = self.windowed.load(Ordering::Relaxed);
+        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = (requests, tokens);
         if let (Some(r), Some(t)) = (requests, tokens)
             && r > 0
             && t > 0
@@ -325,21 +268,47 @@ impl Pacer {
             .in_flight()
             .checked_div(self.requests.in_flight())
             .unwrap_or(0);
+        let dimensions = [
+            (
+                &self.requests,
+                &fields.requests,
+                own_requests,
+                rebuild_requests,
+            ),
+            (&self.tokens, &fields.tokens, own_tokens, rebuild_tokens),
+        ];
         let mut rebuilt = false;
-        if let Some(remaining) = fields.requests.remaining {
-            self.requests
-                .correct(now, remaining, own_requests, rebuild_requests);
-            rebuilt |= rebuild_requests;
-        }
-        if let Some(remaining) = fields.tokens.remaining {
-            self.tokens
-                .correct(now, remaining, own_tokens, rebuild_tokens);
-            rebuilt |= rebuild_tokens;
+        for ((bucket, fields, own, rebuild), window) in dimensions.into_iter().zip(windows) {
+            let Some(remaining) = fields.remaining else {
+                continue;
+            };
+            if !windowed {
+                bucket.correct(now, remaining, own, rebuild);
+                rebuilt |= rebuild;
+                continue;
+            }
+            let Some((_, w, _)) = bucket.get() else {
+                continue;
+            };
+            // Counted for the longest reset seen (a window is at least
+            // that long), or the window read; and a margin for the way
+            // there, which a reset read after the response does not see.
+            let w = if window.longest_reset.is_zero() {
+                w
+            } else {
+                window.longest_reset
+            };
+            let ns = |d: Duration| u64::try_from(d.min(MAX_HOLD).as_nanos()).unwrap_or(u64::MAX);
+            let whole_at = now.saturating_add(ns(fields.reset.unwrap_or(w)));
+            let w = ns(w);
+            rebuilt |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
         }
         if rebuilt {
             // Their instants were counted at the old rate: they reserve again.
             self.rebuilt.notify_waiters();
         }
+        // Last: the waiters for a first response find what it taught.
+        self.heard_back();
     }
 
     /// One dimension's reading: sets its limit; returns how much of it is
@@ -356,6 +325,17 @@ impl Pacer {
             Some(w) => w,
             None => window.read(limit, fields.remaining, fields.reset),
         };
+        if let Some((_, declared, LimitSource::Declared)) = bucket.get()
+            && let (Some(remaining), Some(reset)) = (fields.remaining, fields.reset)
+        {
+            // The window declared: one reading tells. A refill whole in
+            // `reset` misses `reset` of its refill; a window that misses
+            // fewer (by more than the one a rounding allows) counts by
+            // window, and is whole sooner only when it ends.
+            let refill = reset.as_secs_f64() / declared.as_secs_f64() * limit as f64;
+            let missing = limit.saturating_sub(remaining) as f64;
+            window.windowed |= refill > missing * 1.0625 + 2.0;
+        }
         let changed = bucket.set(limit, w, LimitSource::Learned);
         (fields.remaining.map(|r| limit.saturating_sub(r)), changed)
     }
@@ -388,38 +368,6 @@ impl Upstream {
         }
     }
 
-    /// A failed attempt: a 429 from an upstream whose responses never said
-    /// anything of their limits turns the adaptive rate on, or lowers it.
-    pub(super) fn adapt(&self, failure: Failure, now: Instant) {
-        let pacer = &self.shared.pacer;
-        if pacer.heard.load(Ordering::Relaxed) {
-            return;
-        }
-        if failure.category != ErrorCategory::RateLimited {
-            // The send rate, measured also before the first 429.
-            pacer.adaptive.measure(now);
-            return;
-        }
-        if pacer
-            .requests
-            .get()
-            .is_some_and(|(_, _, source)| source != LimitSource::Adapted)
-        {
-            return;
-        }
-        let rate = pacer.adaptive.throttled(now);
-        self.adapt_rate(rate);
-    }
-
-    fn adapt_rate(&self, rate: f64) {
-        let (limit, window) = adaptive::as_bucket(rate);
-        self.shared
-            .pacer
-            .requests
-            .set(limit, window, LimitSource::Adapted);
-        self.publish_pacing();
-    }
-
     /// Publishes whether attempts must pass the pacer.
     pub(super) fn publish_pacing(&self) {
         let pacer = &self.shared.pacer;
@@ -446,31 +394,45 @@ impl Upstream {
     }
 
     /// The pacer's part of an attempt's wait: the cold start's, then its
-    /// buckets'. Returns the charge, and the reason it waited if it did.
+    /// buckets'. Returns the charge, and the reason it waited if it did;
+    /// `None` if the upstream was held meanwhile (nothing charged).
     pub(super) async fn pace(
         &self,
         cost: u32,
         patience: Patience,
         reserved: Option<Pending<'_>>,
-    ) -> Result<Charge, Held> {
+    ) -> Result<Option<Charge>, Held> {
         let pacer = &self.shared.pacer;
         let (mut scout, mut reason) = match reserved {
             // Reserved while the upstream was warm.
             Some(_) => (Scout::none(self), None),
             None => self.cold_start().await,
         };
+        // Reserved beyond what the buckets held when it came (a refill's
+        // waiter, which a declared quota keeps until the first response).
+        let mut beyond = reserved.is_some();
         let mut pending = reserved;
         let pending = loop {
             let mut rebuilt = pin!(pacer.rebuilt.notified());
             rebuilt.as_mut().enable();
             let now = Instant::now();
             let p = match pending.take() {
+                Some(p) if p.current() => p,
                 // A reservation counted at an old rate is dropped (it gives
                 // nothing back to the rebuilt bucket) and made again.
-                Some(p) if p.current() => p,
-                _ => pacer.reserve(pacer.at(now), cost),
+                Some(mut p) => {
+                    pacer.refresh(&mut p, pacer.at(now), cost);
+                    p
+                }
+                None => pacer.reserve(pacer.at(now), cost),
             };
-            let at = pacer.instant(p.at());
+            let (at, now_ns) = (p.at(), pacer.at(now));
+            beyond |= at > now_ns;
+            let at = pacer.instant(if beyond {
+                pacer.after_news(at, now_ns)
+            } else {
+                at
+            });
             if at <= now {
                 break p;
             }
@@ -498,47 +460,22 @@ impl Upstream {
             }
             pending = Some(p);
         };
+        if reason.is_some() && self.lock().until.is_some_and(|u| u > Instant::now()) {
+            // Held while it was paced: its place goes back unspent (a
+            // window's log would count it sent), and it waits again.
+            drop(pending);
+            return Ok(None);
+        }
         let mut charge = pending.start();
         charge.scout = core::mem::take(&mut scout.armed);
         charge.reason = reason;
-        Ok(charge)
+        Ok(Some(charge))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_continuous_refill_is_read_from_one_response() {
-        let mut w = Window::default();
-        let read = w.read(20, Some(19), Some(Duration::from_millis(100)));
-        assert_eq!(read, Duration::from_secs(2));
-    }
-
-    #[test]
-    fn a_fixed_window_seen_from_its_start_is_corrected_by_later_responses() {
-        let mut w = Window::default();
-        // 2 s windows: 1 spent at its start, then 10 halfway through.
-        let first = w.read(20, Some(19), Some(Duration::from_secs(2)));
-        assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
-        let later = w.read(20, Some(10), Some(Duration::from_secs(1)));
-        assert_eq!(
-            later.as_millis(),
-            2222,
-            "1 s for 9 and a bit: at most 20/9 s"
-        );
-        let end = w.read(20, Some(0), Some(Duration::from_millis(100)));
-        assert_eq!(end.as_millis(), 2000, "never below the longest reset");
-    }
-
-    #[test]
-    fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
-        // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
-        let mut w = Window::default();
-        let read = w.read(20, Some(18), Some(Duration::from_millis(110)));
-        assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
-    }
 
     const PATIENT: Patience = Patience {
         cap: Duration::from_secs(60),
@@ -555,10 +492,13 @@ mod tests {
 
     /// The bench's rolling window: its first reading (1 of 20 spent, whole
     /// in 2 s) reads as a 40 s refill, the waiters reserve at 2 s apiece;
-    /// the next reading says 2 s. Before the fix they kept their instants
-    /// (the 5th 10 s away; 50 calls took 70 s where 6 s were allowed).
+    /// the next reading (19 spent, whole in 2 s) is one no refill explains
+    /// with the first. Before the fix they kept their instants (the 5th 10 s
+    /// away; 50 calls took 70 s where 6 s were allowed); then they followed
+    /// a 2 s refill, one each 100 ms, and met the window's 429s. Now one
+    /// goes, the other four when the window's 19 leave it.
     #[tokio::test(start_paused = true)]
-    async fn waiters_reserved_at_a_first_guess_follow_the_rate_learned_after() {
+    async fn waiters_reserved_at_a_first_guess_follow_the_window_learned_after() {
         let upstream = Upstream::new("u").with_cold_start(Duration::ZERO);
         upstream.observe(&requests("19")[..]);
         let first = upstream.limits().requests.expect("learned");
@@ -582,17 +522,50 @@ mod tests {
         upstream.observe(&requests("1")[..]);
         let learned = upstream.limits().requests.unwrap();
         assert!(learned.window < Duration::from_millis(2300), "{learned:?}");
+        let mut starts = Vec::new();
         for waiter in waiters {
-            let started = waiter.await.unwrap() - start;
-            assert!(
-                started < Duration::from_secs(1),
-                "started after {started:?}"
-            );
+            starts.push(waiter.await.unwrap() - start);
         }
+        starts.sort();
+        let ms = |n: u64| Duration::from_millis(n);
+        assert!(starts[0] <= ms(10), "the one left, at once: {starts:?}");
+        assert!(
+            starts[1..].iter().all(|&s| s >= ms(2010) && s <= ms(2100)),
+            "the rest as the window frees, not a refill's 100 ms apart: {starts:?}"
+        );
         assert_eq!(
             upstream.limits().requests.unwrap().in_flight,
             0,
             "nothing left counted"
+        );
+    }
+
+    #[test]
+    fn a_stale_dimension_is_reserved_again_and_the_current_one_keeps_its_place() {
+        let pacer = Pacer::default();
+        let two = Duration::from_secs(2);
+        pacer.requests.set(20, two, LimitSource::Learned);
+        pacer.tokens.set(3000, two, LimitSource::Learned);
+        for _ in 0..15 {
+            let _ = pacer.reserve(0, 200).start();
+        }
+        let mut waiter = pacer.reserve(0, 200);
+        let _behind = pacer.reserve(0, 200);
+        let tokens = waiter.tokens.expect("tokens paced");
+        // The requests' rate changes: their reservations go stale.
+        assert!(
+            pacer
+                .requests
+                .set(20, Duration::from_secs(40), LimitSource::Learned)
+        );
+        pacer.requests.correct(0, 5, 0, true);
+        assert!(!waiter.current());
+        pacer.refresh(&mut waiter, 0, 200);
+        assert!(waiter.current());
+        assert_eq!(
+            waiter.tokens,
+            Some(tokens),
+            "not moved behind the one that came after it"
         );
     }
 
@@ -604,12 +577,5 @@ mod tests {
             turns.push(turn);
         }
         turns
-    }
-
-    #[test]
-    fn a_reading_without_reset_assumes_a_minute() {
-        let mut w = Window::default();
-        assert_eq!(w.read(500, Some(499), None), MINUTE);
-        assert_eq!(w.read(500, None, Some(Duration::MAX)), MAX_HOLD);
     }
 }

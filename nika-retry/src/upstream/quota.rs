@@ -88,7 +88,13 @@ impl Upstream {
     /// when every limited dimension holds its cost (one request; the
     /// call's `cost = …` of tokens), waiters served in arrival order.
     /// Rate-limit headers may lower a declared limit, never raise it. A
-    /// declared quota has no cold start.
+    /// declared quota has no cold start: it starts whole and its first
+    /// burst goes at once; the waiters beyond it wait for the first
+    /// response (at most the cold start's max), whose headers say whether
+    /// the server refills or counts by window (then a log of what was sent
+    /// paces them), and each goes a margin after the refill it waits for
+    /// (a fortieth of the window, at most 40 ms, doubled by a 429 up to an
+    /// eighth): the server's refill runs from when a request reaches it.
     ///
     /// ```
     /// use std::time::Duration;
@@ -117,6 +123,9 @@ impl Upstream {
         }
         if pacer.requests.known() || pacer.tokens.known() {
             pacer.cold.store(false, Ordering::Relaxed);
+            // Its burst goes; its refill waits for the first response,
+            // which says whether the server refills at all.
+            pacer.unheard();
         }
         self.publish_pacing();
         self

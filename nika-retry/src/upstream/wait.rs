@@ -168,13 +168,10 @@ impl Upstream {
             }
             if matches!(fleet, FleetPace::Local) && self.shared.pacing.load(Ordering::Acquire) {
                 // Dropped on `Held`: a probe's turn passes on.
-                let charge = self.pace(cost, patience, reserved.take()).await?;
-                if charge.reason.is_some() && self.lock().until.is_some_and(|u| u > Instant::now())
-                {
-                    // Held while it was paced: its place goes back, it waits again.
-                    self.end_charge(charge, false);
+                let Some(charge) = self.pace(cost, patience, reserved.take()).await? else {
+                    // Held while it was paced: its place went back, it waits again.
                     continue;
-                }
+                };
                 turn.charge = charge;
             }
             if held && turn.charge.reason.is_none() {
@@ -403,6 +400,7 @@ impl<'u> Turn<'u> {
         if failure.is_none() && self.success_ends() {
             return;
         }
+        let charge = self.charge;
         if !self.charge.is_empty() {
             let charge = core::mem::take(&mut self.charge);
             self.upstream.end_charge(charge, failure.is_none());
@@ -414,7 +412,7 @@ impl<'u> Turn<'u> {
                 return;
             }
         }
-        self.settle_slow(failure, until);
+        self.settle_slow(failure, until, charge);
     }
 
     /// Whether a success at this turn tells the upstream nothing: not a
@@ -427,14 +425,14 @@ impl<'u> Turn<'u> {
     }
 
     #[cold]
-    fn settle_slow(&mut self, failure: Option<Failure>, until: Option<Instant>) {
+    fn settle_slow(&mut self, failure: Option<Failure>, until: Option<Instant>, charge: Charge) {
         let upstream = self.upstream;
         let probe = core::mem::take(&mut self.probe);
         self.waited = Nanos::NONE;
         let now = Instant::now();
         let backoff = until.map(|until| until.saturating_duration_since(now));
         if let Some(failure) = failure {
-            upstream.adapt(failure, now);
+            upstream.adapt(failure, now, charge);
         }
         let mut released = false;
         let grown = upstream.locked(|state| {

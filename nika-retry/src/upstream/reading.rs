@@ -1,0 +1,215 @@
+//! What responses have said of one dimension's window: how long it is,
+//! and whether its server counts by continuous refill or by window.
+
+use core::time::Duration;
+
+use super::Upstream;
+use super::state::MAX_HOLD;
+use crate::http::RateLimitFields;
+
+/// The window assumed for a limit whose headers say nothing of it (OpenAI
+/// and Anthropic count per minute).
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// What responses have said of a dimension's window.
+#[derive(Default, Clone, Copy)]
+pub(super) struct Window {
+    /// The longest reset seen: a window is at least that long.
+    pub(super) longest_reset: Duration,
+    /// The shortest window that a continuous refill would explain, from
+    /// readings with 2 or more missing.
+    refill: Option<Duration>,
+    /// The same from the readings with 1 missing, until there are others.
+    refill_one: Option<Duration>,
+    /// The longest window that a continuous refill would explain, from
+    /// each reading: a refill's window lies between the two.
+    refill_low: Duration,
+    /// A reading no continuous refill explains: the server counts by window.
+    pub(super) windowed: bool,
+}
+
+impl Window {
+    /// Takes a reading (limit `l`, `remaining`, `reset`) in: the window it
+    /// suggests. A continuous refill whole in `reset` with `l - remaining`
+    /// missing refills over `reset · l / (l - remaining)`; a fixed or
+    /// rolling window resets within its window. The larger of the two
+    /// estimates is the window, the refill's the smallest seen, so that a
+    /// window counted from its start, which makes it look long, is soon
+    /// corrected.
+    ///
+    /// A refilling server rounds what is left down (19.9 reads 19), so
+    /// that `m` missing may be as little as `m - 1` and a bit: the refill
+    /// read is the longest the reading allows, `reset · l / (m - 1)`, or a
+    /// requests window of 2 s reads as 1.4 s and its 429s follow. A
+    /// reading of 1 missing bounds nothing that way; it counts (as `m`)
+    /// until a reading of more comes.
+    pub(super) fn read(
+        &mut self,
+        l: u64,
+        remaining: Option<u64>,
+        reset: Option<Duration>,
+    ) -> Duration {
+        if let Some(reset) = reset.filter(|r| !r.is_zero()) {
+            let reset = reset.min(MAX_HOLD);
+            self.longest_reset = self.longest_reset.max(reset);
+            let missing = remaining.map_or(0, |r| l.saturating_sub(r));
+            let over = |reset: Duration, m: u64| {
+                let ns = reset.as_nanos() * u128::from(l) / u128::from(m);
+                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD)
+            };
+            let refill = |m: u64| over(reset, m);
+            if missing > 0 {
+                // Whole in `reset` less the millisecond it was rounded up
+                // by, with at most `missing` missing: at least this window.
+                let low = over(reset.saturating_sub(Duration::from_millis(1)), missing);
+                self.refill_low = self.refill_low.max(low);
+            }
+            match missing {
+                0 => {}
+                1 => {
+                    self.refill_one = Some(self.refill_one.map_or(refill(1), |r| r.min(refill(1))))
+                }
+                m => {
+                    let r = refill(m - 1);
+                    self.refill = Some(self.refill.map_or(r, |old| old.min(r)));
+                    // A refill whole in `reset` spends at most `reset` per
+                    // `m - 1` of the limit; a window (rolling or fixed) is
+                    // whole sooner, as its end comes nearer, than a refill
+                    // at the rate its longest reset says. The margin: a
+                    // reset rounded up to the millisecond.
+                    let margin = self.longest_reset / 128 + Duration::from_millis(2);
+                    self.windowed |= r + margin < self.longest_reset;
+                }
+            }
+            // Two readings no single refill explains (a server writes its
+            // headers as it admits: a rolling window's reset is its window
+            // whatever is missing).
+            if let Some(high) = self.refill.filter(|&r| r < MAX_HOLD) {
+                self.windowed |= self.refill_low > high + high / 64;
+            }
+        }
+        match self.refill.or(self.refill_one) {
+            Some(refill) => refill.max(self.longest_reset),
+            // Until a refill is seen: a minute, unless a reset says longer.
+            None => self.longest_reset.max(MINUTE),
+        }
+    }
+}
+
+impl Upstream {
+    /// Whether the dimensions a response says are spent (none left, the
+    /// longest whole again in `reset`) are all paced by their buckets.
+    pub(super) fn paces_spent(&self, fields: &RateLimitFields, reset: Duration) -> bool {
+        let pacer = &self.shared.pacer;
+        let dimensions = [
+            (&pacer.requests, &fields.requests),
+            (&pacer.tokens, &fields.tokens),
+        ];
+        let mut longest = None;
+        for (bucket, fields) in dimensions {
+            if fields.remaining == Some(0) {
+                if !bucket.known() {
+                    return false;
+                }
+                longest = longest.max(fields.reset);
+            }
+        }
+        // The hold's reset is one of these (another dialect's may not be).
+        longest.is_some_and(|l| l + Duration::from_millis(1) >= reset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_continuous_refill_is_read_from_one_response() {
+        let mut w = Window::default();
+        let read = w.read(20, Some(19), Some(Duration::from_millis(100)));
+        assert_eq!(read, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_fixed_window_seen_from_its_start_is_corrected_by_later_responses() {
+        let mut w = Window::default();
+        // 2 s windows: 1 spent at its start, then 10 halfway through.
+        let first = w.read(20, Some(19), Some(Duration::from_secs(2)));
+        assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
+        let later = w.read(20, Some(10), Some(Duration::from_secs(1)));
+        assert_eq!(
+            later.as_millis(),
+            2222,
+            "1 s for 9 and a bit: at most 20/9 s"
+        );
+        let end = w.read(20, Some(0), Some(Duration::from_millis(100)));
+        assert_eq!(end.as_millis(), 2000, "never below the longest reset");
+    }
+
+    #[test]
+    fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
+        // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
+        let mut w = Window::default();
+        let read = w.read(20, Some(18), Some(Duration::from_millis(110)));
+        assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
+    }
+
+    #[test]
+    fn a_reading_without_reset_assumes_a_minute() {
+        let mut w = Window::default();
+        assert_eq!(w.read(500, Some(499), None), MINUTE);
+        assert_eq!(w.read(500, None, Some(Duration::MAX)), MAX_HOLD);
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_refill_server_is_never_read_as_a_window() {
+        // 3 000 per 2 s refilling at 1 500 a second, read as the server
+        // writes them (what is left rounded down, resets rounded up to the
+        // millisecond) as it admits 200 at a time, refilling between.
+        let mut w = Window::default();
+        let mut level = 3000.0_f64;
+        for i in 0..60 {
+            level = (level + 1500.0 * 0.037 * f64::from(i % 3)).min(3000.0) - 200.0;
+            if level < 0.0 {
+                level += 200.0;
+                continue;
+            }
+            let reset = Duration::from_secs_f64((3000.0 - level) / 1500.0);
+            let reset = Duration::from_millis(reset.as_nanos().div_ceil(1_000_000) as u64);
+            w.read(3000, Some(level as u64), Some(reset));
+            assert!(!w.windowed, "reading {i}: {level} left, whole in {reset:?}");
+        }
+    }
+
+    #[test]
+    fn a_rolling_window_is_read_from_two_readings_no_refill_explains() {
+        // Written as the server admits: the request just admitted leaves
+        // the window last, whole a window later whatever is missing.
+        let mut w = Window::default();
+        w.read(3000, Some(2800), Some(2000 * MS));
+        assert!(!w.windowed, "one reading: a 30 s refill, for all it says");
+        w.read(3000, Some(0), Some(2000 * MS));
+        assert!(
+            w.windowed,
+            "200 missing and 3 000 missing, both whole in 2 s"
+        );
+    }
+
+    #[test]
+    fn a_fixed_window_is_read_as_its_end_comes_nearer() {
+        let mut w = Window::default();
+        w.read(20, Some(19), Some(1900 * MS));
+        w.read(20, Some(5), Some(1850 * MS));
+        assert!(
+            w.windowed,
+            "15 missing and 1 missing, whole within 50 ms of each other"
+        );
+        // Read from a window's end: whole sooner than its refill allows.
+        let mut w = Window::default();
+        w.read(20, Some(0), Some(2000 * MS));
+        w.read(20, Some(0), Some(1000 * MS));
+        assert!(w.windowed, "all missing, whole in 2 s and then in 1 s");
+    }
+}

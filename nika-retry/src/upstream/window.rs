@@ -1,0 +1,322 @@
+//! A dimension whose server counts by window (a rolling window, or fixed
+//! windows) rather than by continuous refill: a log of what was sent and
+//! when each part is free again, so that an attempt starts when the
+//! window's spend allows it.
+//!
+//! A refilling estimate frees a little of the limit at every instant; a
+//! window frees nothing until what it counted leaves it (rolling) or it
+//! ends (fixed), and an attempt sent on the refill's word meets a 429. The
+//! log keeps each attempt sent (its cost, when it is free again) and the
+//! reservations of the attempts waiting, in arrival order. An attempt sent
+//! at `t` is free at `t` plus the window (and a margin for its way to the
+//! server): exact for a rolling window, and never early for a fixed one,
+//! whose boundary comes at most a window after it. Servers write their
+//! headers when they admit a request, its generation before the response
+//! is read: a response's reset cannot say when the attempts sent meanwhile
+//! are free, only what the server counted then, which a log that counts
+//! less takes in.
+//!
+//! The log is locked for each admission: only dimensions known to be
+//! counted by window keep one.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// The most entries kept: beyond it the two oldest sent are merged (the
+/// cost of both, free when the later is), which only ever frees later.
+const MAX_ENTRIES: usize = 1024;
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    id: u64,
+    /// When it was sent; for a waiting reservation, its planned instant.
+    sent: u64,
+    cost: u64,
+    /// When the server no longer counts it.
+    free_at: u64,
+    started: bool,
+}
+
+/// The log of one dimension. Times are the pacer's nanoseconds.
+#[derive(Debug)]
+pub(super) struct Log {
+    entries: VecDeque<Entry>,
+    next_id: u64,
+    /// How long an attempt counts from when it was sent: the longest
+    /// reset seen, and a margin for the request's way there.
+    window: u64,
+    /// Reused by each schedule: free instants and costs, earliest first.
+    heap: BinaryHeap<Reverse<(u64, u64)>>,
+}
+
+impl Log {
+    /// A log whose server counted `spent` at `now`, all of it free by
+    /// `whole_at`.
+    pub(super) fn new(now: u64, spent: u64, whole_at: u64, window: u64) -> Log {
+        let mut log = Log {
+            entries: VecDeque::new(),
+            next_id: 1,
+            window: window.max(1),
+            heap: BinaryHeap::new(),
+        };
+        log.phantom(now, spent, whole_at);
+        log
+    }
+
+    /// What the server counts that no attempt here explains (another
+    /// client, or what was sent before the log began).
+    fn phantom(&mut self, now: u64, cost: u64, free_at: u64) {
+        if cost == 0 || free_at <= now {
+            return;
+        }
+        let id = self.id();
+        self.entries.push_front(Entry {
+            id,
+            sent: now,
+            cost,
+            free_at,
+            started: true,
+        });
+    }
+
+    fn id(&mut self) -> u64 {
+        let mut id = self.next_id;
+        if id as u32 == 0 {
+            // 0 is a refill's reservation.
+            id += 1;
+        }
+        self.next_id = id + 1;
+        id
+    }
+
+    /// The entry whose id ends in `id`'s 32 bits.
+    fn find_short(&self, id: u32) -> Option<usize> {
+        let back = (self.next_id as u32).wrapping_sub(id);
+        self.find(self.next_id.checked_sub(u64::from(back))?)
+    }
+
+    pub(super) fn set_window(&mut self, window: u64) {
+        self.window = window.max(1);
+    }
+
+    /// Reserves `cost` (of a dimension limited to `limit`) for an attempt
+    /// arriving at `now`: its id (never 0) and its instant, after the
+    /// waiters before it.
+    pub(super) fn reserve(&mut self, now: u64, cost: u64, limit: u64) -> (u32, u64) {
+        self.prune(now);
+        if self.entries.len() >= MAX_ENTRIES {
+            self.merge_oldest();
+        }
+        let id = self.id();
+        self.entries.push_back(Entry {
+            id,
+            sent: now,
+            cost,
+            free_at: u64::MAX,
+            started: false,
+        });
+        self.schedule(now, limit);
+        let at = self.find(id).map_or(now, |i| self.entries[i].sent);
+        // The low bits: every entry alive is among the last 2^32 made.
+        (id as u32, at)
+    }
+
+    /// A waiting reservation's instant, as planned now (`None`: it is not
+    /// in the log, or has started).
+    pub(super) fn planned(&self, id: u32) -> Option<u64> {
+        let e = self.find_short(id).map(|i| self.entries[i])?;
+        (!e.started).then_some(e.sent)
+    }
+
+    /// The reservation's attempt starts at `now`: it counts from then.
+    pub(super) fn start(&mut self, id: u32, now: u64, limit: u64) {
+        let Some(i) = self.find_short(id) else { return };
+        let e = &mut self.entries[i];
+        let late = now > e.sent;
+        e.started = true;
+        e.sent = now;
+        e.free_at = now.saturating_add(self.window);
+        if late {
+            // Those planned after it counted it as sent earlier.
+            self.schedule(now, limit);
+        }
+    }
+
+    /// A reservation whose attempt never started: out of the log (those
+    /// after it keep their instants).
+    pub(super) fn give_back(&mut self, id: u32) {
+        if let Some(i) = self.find_short(id) {
+            self.entries.remove(i);
+        }
+    }
+
+    /// A response read at `now`: the server had `remaining` left when it
+    /// admitted the request (before `now`), all of it free by `whole_at`.
+    /// What it counted beyond everything the log counts (another client's
+    /// spend) is added, free then. What the log counts beyond the server
+    /// stays (an attempt that met a 429, say): which one the server did
+    /// not count is not known, and freeing one that it did would be early.
+    pub(super) fn read(&mut self, now: u64, remaining: u64, whole_at: u64, limit: u64) {
+        self.prune(now);
+        let counted: u64 = self
+            .entries
+            .iter()
+            .filter(|e| e.started)
+            .map(|e| e.cost)
+            .sum();
+        let spent = limit.saturating_sub(remaining.min(limit));
+        if spent > counted {
+            self.phantom(now, spent - counted, whole_at);
+            self.schedule(now, limit);
+        }
+    }
+
+    /// What is left at `now` (waiting reservations spent).
+    pub(super) fn level(&self, now: u64, limit: u64) -> u64 {
+        let spent: u64 = self
+            .entries
+            .iter()
+            .filter(|e| e.free_at > now)
+            .map(|e| e.cost)
+            .sum();
+        limit.saturating_sub(spent)
+    }
+
+    fn find(&self, id: u64) -> Option<usize> {
+        self.entries.binary_search_by_key(&id, |e| e.id).ok()
+    }
+
+    fn prune(&mut self, now: u64) {
+        self.entries.retain(|e| !e.started || e.free_at > now);
+    }
+
+    fn merge_oldest(&mut self) {
+        let mut started = self.entries.iter().enumerate().filter(|(_, e)| e.started);
+        let (Some((a, _)), Some((b, _))) = (started.next(), started.next()) else {
+            return;
+        };
+        let gone = self.entries[b];
+        let kept = &mut self.entries[a];
+        kept.cost = kept.cost.saturating_add(gone.cost);
+        kept.free_at = kept.free_at.max(gone.free_at);
+        self.entries.remove(b);
+    }
+
+    /// Plans the waiting reservations, in arrival order, each at the first
+    /// instant (not before the one before it) when what the log still
+    /// counts then leaves room for its cost (a cost above the limit waits
+    /// for a whole window).
+    fn schedule(&mut self, now: u64, limit: u64) {
+        let heap = &mut self.heap;
+        heap.clear();
+        let mut spent = 0u64;
+        for e in self.entries.iter().filter(|e| e.started && e.free_at > now) {
+            heap.push(Reverse((e.free_at, e.cost)));
+            spent = spent.saturating_add(e.cost);
+        }
+        let mut t = now;
+        for e in self.entries.iter_mut().filter(|e| !e.started) {
+            let cost = e.cost.min(limit);
+            loop {
+                match heap.peek() {
+                    Some(&Reverse((free, c)))
+                        if free <= t || spent.saturating_add(cost) > limit =>
+                    {
+                        t = t.max(free);
+                        spent -= c;
+                        heap.pop();
+                    }
+                    _ => break,
+                }
+            }
+            e.sent = t;
+            e.free_at = t.saturating_add(self.window);
+            heap.push(Reverse((e.free_at, cost)));
+            spent = spent.saturating_add(cost);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const S: u64 = 1_000 * MS;
+
+    /// 3 000 a 2 s window, nothing counted yet.
+    fn fresh() -> Log {
+        Log::new(0, 0, 0, 2 * S)
+    }
+
+    fn send(log: &mut Log, now: u64, cost: u64) -> u64 {
+        let (id, at) = log.reserve(now, cost, 3000);
+        log.start(id, at.max(now), 3000);
+        at
+    }
+
+    #[test]
+    fn a_full_window_frees_what_it_counted_a_window_after_it_was_sent() {
+        let mut log = fresh();
+        for _ in 0..15 {
+            assert_eq!(send(&mut log, 0, 200), 0);
+        }
+        let (_, at) = log.reserve(100 * MS, 200, 3000);
+        assert_eq!(at, 2 * S, "not on a refill's word (133 ms)");
+        let (_, at) = log.reserve(100 * MS, 2801, 3000);
+        assert_eq!(at, 4 * S, "the waiter before it spends the first to leave");
+    }
+
+    #[test]
+    fn what_the_server_counts_beyond_the_log_is_added_free_at_its_reset() {
+        let mut log = fresh();
+        log.read(0, 1000, 2 * S, 3000);
+        assert_eq!(log.level(0, 3000), 1000, "another client's 2 000");
+        assert_eq!(log.level(2 * S, 3000), 3000);
+        let (_, at) = log.reserve(0, 1001, 3000);
+        assert_eq!(at, 2 * S);
+        // What the log counts beyond the server stays counted.
+        let mut log = fresh();
+        send(&mut log, 0, 1000);
+        send(&mut log, 10 * MS, 1000);
+        log.read(100 * MS, 2000, 2 * S, 3000);
+        assert_eq!(log.level(100 * MS, 3000), 1000);
+        assert_eq!(log.level(2010 * MS, 3000), 3000);
+    }
+
+    #[test]
+    fn an_attempt_that_starts_late_moves_those_planned_after_it() {
+        let mut log = fresh();
+        send(&mut log, 0, 3000);
+        let (a, at_a) = log.reserve(0, 3000, 3000);
+        let (b, at_b) = log.reserve(0, 3000, 3000);
+        assert_eq!((at_a, at_b), (2 * S, 4 * S));
+        log.start(a, 2500 * MS, 3000);
+        assert_eq!(log.planned(b), Some(4500 * MS));
+        log.give_back(b);
+        assert_eq!(log.planned(b), None);
+    }
+
+    #[test]
+    fn ids_are_found_by_their_low_bits_across_the_wrap() {
+        let mut log = fresh();
+        log.next_id = u64::from(u32::MAX) - 1;
+        let ids: Vec<u32> = (0..4).map(|_| log.reserve(0, 1, 3000).0).collect();
+        assert_eq!(ids, [u32::MAX - 1, u32::MAX, 1, 2], "never 0");
+        for (i, id) in ids.into_iter().enumerate() {
+            assert_eq!(log.planned(id), Some(0), "{i}");
+        }
+        assert_eq!(log.planned(3), None);
+    }
+
+    #[test]
+    fn a_long_log_merges_its_oldest_never_freeing_earlier() {
+        let mut log = Log::new(0, 0, 0, 2 * S);
+        for i in 0..(MAX_ENTRIES as u64 + 10) {
+            send(&mut log, i, 1);
+        }
+        assert!(log.entries.len() <= MAX_ENTRIES);
+        let (_, at) = log.reserve(2000, 3000, 3000);
+        assert!(at >= 2 * S + MAX_ENTRIES as u64, "{at}");
+    }
+}
