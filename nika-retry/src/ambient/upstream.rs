@@ -5,7 +5,7 @@ use core::cell::Cell;
 use core::mem::ManuallyDrop;
 
 use super::Ambient;
-use crate::upstream::Upstream;
+use crate::upstream::handle::Upstream;
 
 std::thread_local! {
     /// A thread-local of its own, as `POLICY`, touched only by the polls of

@@ -10,12 +10,6 @@ use std::sync::{Mutex, PoisonError};
 
 use tokio::time::Instant;
 
-use super::Upstream;
-use super::bucket::LimitSource;
-use super::pace::Charge;
-use crate::ErrorCategory;
-use crate::engine::Failure;
-
 /// The share of the measured rate kept after a 429.
 const BETA: f64 = 0.7;
 /// How fast the rate grows back.
@@ -194,50 +188,6 @@ pub(super) fn as_bucket(rate: f64) -> (u64, Duration) {
     let limit = rate.floor().max(1.0);
     let window = Duration::try_from_secs_f64(limit / rate).unwrap_or(Duration::from_secs(2));
     (limit.min(u64::MAX as f64) as u64, window)
-}
-
-impl Upstream {
-    /// A failed attempt: a 429 from an upstream whose responses never said
-    /// anything of their limits turns the adaptive rate on, or lowers it.
-    pub(super) fn adapt(&self, failure: Failure, now: Instant, charge: Charge) {
-        let pacer = &self.shared.pacer;
-        if failure.category == ErrorCategory::RateLimited {
-            // Admitted by the pacer and refused all the same.
-            if charge.request {
-                pacer.requests.missed();
-            }
-            if charge.tokens > 0 {
-                pacer.tokens.missed();
-            }
-        }
-        if pacer.heard.load(Ordering::Relaxed) {
-            return;
-        }
-        if failure.category != ErrorCategory::RateLimited {
-            // The send rate, measured also before the first 429.
-            pacer.adaptive.measure(now);
-            return;
-        }
-        if pacer
-            .requests
-            .get()
-            .is_some_and(|(_, _, source)| source != LimitSource::Adapted)
-        {
-            return;
-        }
-        if let Some(rate) = pacer.adaptive.throttled(now, charge.rate) {
-            self.adapt_rate(rate);
-        }
-    }
-
-    pub(super) fn adapt_rate(&self, rate: f64) {
-        let (limit, window) = as_bucket(rate);
-        self.shared
-            .pacer
-            .requests
-            .set(limit, window, LimitSource::Adapted);
-        self.publish_pacing();
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
-use super::Upstream;
+use super::handle::Upstream;
 use crate::events::WaitReason;
 
 /// The scout's turn before its attempt starts: dropped then (its call

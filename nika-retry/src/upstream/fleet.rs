@@ -14,10 +14,15 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::bucket::Bucket;
+use super::charge::Charge;
 use super::cold::Scout;
-use super::pace::{COST_UNKNOWN, Charge};
-use super::{Admission, Held, HoldReason, Patience, Reading, Spend, Store, Upstream};
+use super::handle::Upstream;
+use super::held::Held;
+use super::pacer::COST_UNKNOWN;
+use super::patience::Patience;
+use super::store::{Admission, Reading, Spend, Store};
 use crate::events::WaitReason;
+use crate::events::upstream::HoldReason;
 use crate::http::{LimitFields, RateLimitFields};
 
 /// How an attempt was paced by the store.

@@ -4,7 +4,7 @@ use core::fmt;
 use core::time::Duration;
 use std::borrow::Cow;
 
-use super::HoldReason;
+use crate::events::upstream::HoldReason;
 use crate::vocab::category::ErrorCategory;
 use crate::vocab::classify::Classify;
 

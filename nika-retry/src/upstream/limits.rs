@@ -3,8 +3,8 @@
 use core::time::Duration;
 use std::sync::atomic::Ordering;
 
-use super::Upstream;
 use super::bucket::{Bucket, LimitSource};
+use super::handle::Upstream;
 
 /// What an [`Upstream`] knows of its limits, at one instant
 /// ([`Upstream::limits`]). Not to be confused with the engine's `Limits`

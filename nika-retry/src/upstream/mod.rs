@@ -61,9 +61,14 @@ mod bucket;
 mod charge;
 mod cold;
 mod fleet;
+// `pub(crate)` for the thread-local of the upstream in force, which holds
+// a handle and needs nothing else of this module.
+pub(crate) mod handle;
 mod held;
 mod limits;
 mod pace;
+mod pacer;
+mod patience;
 mod quota;
 mod reading;
 #[cfg(feature = "redis")]
@@ -76,19 +81,20 @@ mod window;
 use core::fmt;
 use core::time::Duration;
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard, PoisonError};
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 // Defined beside the event that carries it, so that `events` (a leaf)
 // imports nothing from here.
 pub use crate::events::upstream::HoldReason;
 pub use bucket::LimitSource;
+pub use handle::Upstream;
 pub use held::Held;
 pub use limits::{DimensionLimit, UpstreamLimits};
-pub(crate) use pace::COST_UNKNOWN;
+pub(crate) use pacer::COST_UNKNOWN;
+pub(crate) use patience::Patience;
 pub use quota::Quota;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
@@ -98,10 +104,11 @@ pub use store::{
     Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
     StoreFuture,
 };
-pub(crate) use wait::{Patience, Turn};
+pub(crate) use wait::Turn;
 
 use crate::events::UpstreamEvent;
 use crate::http::{self, Headers};
+use handle::Shared;
 use state::{Grown, State};
 
 /// The upstream of the innermost call in force that names one: a clone of
@@ -152,63 +159,6 @@ use state::{Grown, State};
 #[inline]
 pub fn current() -> Option<Upstream> {
     crate::ambient::upstream()
-}
-
-/// The state the calls to one upstream share. Clones are handles to the
-/// same state; it is `Send + Sync` and cheap to clone.
-///
-/// ```
-/// use std::time::Duration;
-/// use nika_retry::upstream::Upstream;
-///
-/// let upstream = Upstream::new(format!("openai/{}", "gpt-4o"))
-///     .with_breaker(5, Duration::from_secs(30));
-/// assert_eq!(upstream.name(), "openai/gpt-4o");
-/// assert_eq!(upstream.held_for(), None);
-/// ```
-#[derive(Clone)]
-pub struct Upstream {
-    shared: Arc<Shared>,
-}
-
-struct Shared {
-    name: Cow<'static, str>,
-    /// Whether an attempt must look at `state` before it starts: a hold, an
-    /// allowance, a probe's turn. `false` is the open upstream's one load.
-    guarded: AtomicBool,
-    /// Whether an attempt must pass the pacer (limits known, a cold start
-    /// pending, an adaptive rate): no lock unless it waits.
-    pacing: AtomicBool,
-    pacer: pace::Pacer,
-    /// Whether a success tells the breaker something: failures counted,
-    /// or opened and not closed since (a success then resets them).
-    counting: AtomicBool,
-    state: Mutex<State>,
-    /// The waiters for a probe's outcome.
-    released: Notify,
-    store: Option<Arc<dyn Store>>,
-    /// This state's name for its probe's turn in a store.
-    token: u64,
-    /// The waiters for a refill of the store's buckets, in arrival order.
-    fleet_queue: tokio::sync::Mutex<()>,
-}
-
-impl Shared {
-    fn new(name: Cow<'static, str>, state: State, store: Option<Arc<dyn Store>>) -> Shared {
-        Shared {
-            name,
-            guarded: AtomicBool::new(false),
-            // A cold start until the first response (`with_cold_start`).
-            pacing: AtomicBool::new(true),
-            pacer: pace::Pacer::default(),
-            counting: AtomicBool::new(false),
-            state: Mutex::new(state),
-            released: Notify::new(),
-            store,
-            token: fastrand::u64(..),
-            fleet_queue: tokio::sync::Mutex::new(()),
-        }
-    }
 }
 
 impl Upstream {

@@ -1,5 +1,5 @@
-//! The upstream's pacer: its buckets (requests, tokens), what it learns of
-//! them from the headers, its cold start, and an attempt's admission.
+//! An attempt's admission by its upstream's pacer, and what responses
+//! and outcomes teach the pacer.
 //!
 //! An admission that does not wait reads the clock and updates a few
 //! atomics: no lock, no allocation. One that waits sleeps until the
@@ -9,337 +9,23 @@ use core::future::Future;
 use core::pin::pin;
 use core::task::Poll;
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::Ordering;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::adaptive::Adaptive;
-use super::bucket::{Bucket, LimitSource};
-pub(crate) use super::charge::{Charge, Pending};
+use super::adaptive::as_bucket;
+use super::bucket::LimitSource;
+use super::charge::Charge;
 use super::cold::Scout;
-use super::reading::Window;
-use super::state::MAX_HOLD;
-use super::{Held, HoldReason, Patience, Upstream};
+use super::handle::Upstream;
+use super::held::Held;
+use super::pacer::Pending;
+use super::patience::Patience;
+use crate::engine::Failure;
 use crate::events::WaitReason;
-use crate::http::{LimitFields, RateLimitFields};
-
-/// The default of [`Upstream::with_cold_start`].
-const COLD_START: Duration = Duration::from_secs(1);
-
-/// A call that gave no `cost`: its attempts spend the mean learned.
-pub(crate) const COST_UNKNOWN: u32 = u32::MAX;
-
-pub(super) struct Pacer {
-    pub(super) requests: Bucket,
-    pub(super) tokens: Bucket,
-    /// The mean tokens an attempt spends, learned from the headers (0:
-    /// not known, tokens not paced for calls without `cost`).
-    mean_cost: AtomicU64,
-    /// A response's headers said something of a limit: its 429s are not
-    /// the adaptive rate's.
-    pub(super) heard: AtomicBool,
-    /// A reading said that the server counts by window, not by refill:
-    /// each dimension keeps a log from its next reading.
-    windowed: AtomicBool,
-    /// No response read yet: a declared quota's refill waits for one, as
-    /// a window that counts from its first admission gives nothing back
-    /// until it ends (until `first_until`, ns; `u64::MAX` not yet set).
-    news: AtomicBool,
-    first_until: AtomicU64,
-    /// No limit known yet: one scout goes, the others wait for it.
-    pub(super) cold: AtomicBool,
-    cold_max: AtomicU64,
-    learn: Mutex<Learn>,
-    /// The waiters for the scout's news.
-    scouted: Notify,
-    /// The waiters whose reservations went stale (a bucket rebuilt).
-    rebuilt: Notify,
-    /// The rate adapted to header-less 429s.
-    pub(super) adaptive: Adaptive,
-    /// Bucket times are nanoseconds since this.
-    epoch: Instant,
-}
-
-#[derive(Default)]
-struct Learn {
-    requests: Window,
-    tokens: Window,
-    /// When the scout's wait ends, once a scout is out.
-    scout: Option<Instant>,
-}
-
-impl Default for Pacer {
-    fn default() -> Pacer {
-        let epoch = Instant::now();
-        Pacer {
-            requests: Bucket::default(),
-            tokens: Bucket::default(),
-            mean_cost: AtomicU64::new(0),
-            heard: AtomicBool::new(false),
-            windowed: AtomicBool::new(false),
-            news: AtomicBool::new(true),
-            first_until: AtomicU64::new(u64::MAX),
-            cold: AtomicBool::new(true),
-            cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
-            learn: Mutex::default(),
-            scouted: Notify::new(),
-            rebuilt: Notify::new(),
-            adaptive: Adaptive::new(epoch),
-            epoch,
-        }
-    }
-}
-
-impl Pacer {
-    /// Whether an attempt must come here before it starts.
-    pub(super) fn active(&self) -> bool {
-        self.cold.load(Ordering::Relaxed) || self.requests.known() || self.tokens.known()
-    }
-
-    pub(super) fn set_cold_max(&self, max: Duration) {
-        let ns = u64::try_from(max.min(MAX_HOLD).as_nanos()).unwrap_or(u64::MAX);
-        self.cold_max.store(ns, Ordering::Relaxed);
-    }
-
-    pub(super) fn now(&self) -> u64 {
-        self.at(Instant::now())
-    }
-
-    fn at(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    fn instant(&self, ns: u64) -> Instant {
-        crate::time::later(self.epoch, Duration::from_nanos(ns))
-    }
-
-    /// The mean cost learned, if any.
-    pub(super) fn mean_cost(&self) -> Option<u64> {
-        Some(self.mean_cost.load(Ordering::Relaxed)).filter(|&c| c > 0)
-    }
-
-    /// Reserves an attempt of a call whose cost is `cost`.
-    fn reserve(&self, now: u64, cost: u32) -> Pending<'_> {
-        Pending {
-            pacer: self,
-            requests: self.requests.reserve(now, 1),
-            tokens: self.tokens.reserve(now, self.tokens_of(cost)),
-        }
-    }
-
-    fn tokens_of(&self, cost: u32) -> u64 {
-        match cost {
-            COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
-            cost => u64::from(cost),
-        }
-    }
-
-    /// Reserves again what of `pending` is stale (a bucket rebuilt, an
-    /// entry no longer in its log, a dimension paced since), keeping the
-    /// rest: a reservation made again leaves a gap where it was, and the
-    /// others' places would move behind everyone reserved since.
-    fn refresh(&self, pending: &mut Pending<'_>, now: u64, cost: u32) {
-        let dimensions = [
-            (&self.requests, &mut pending.requests, 1),
-            (&self.tokens, &mut pending.tokens, self.tokens_of(cost)),
-        ];
-        for (bucket, slot, cost) in dimensions {
-            match *slot {
-                Some(r) if bucket.current(&r) => {}
-                old => {
-                    if let Some(r) = old {
-                        bucket.give_back(r);
-                    }
-                    *slot = bucket.reserve(now, cost);
-                }
-            }
-        }
-    }
-
-    /// Until the first response: a declared quota's waiters beyond its
-    /// burst wait for it (at most the cold start's max).
-    pub(super) fn unheard(&self) {
-        self.news.store(false, Ordering::Release);
-    }
-
-    /// A response was read, or an attempt ended: the waiters for it go.
-    pub(super) fn heard_back(&self) {
-        if !self.news.swap(true, Ordering::AcqRel) {
-            self.rebuilt.notify_waiters();
-        }
-    }
-
-    /// When a waiter whose instant is `at` may go: not before the first
-    /// response while none came.
-    fn after_news(&self, at: u64, now: u64) -> u64 {
-        if self.news.load(Ordering::Acquire) {
-            return at;
-        }
-        let max = self.cold_max.load(Ordering::Relaxed);
-        let _ = self.first_until.compare_exchange(
-            u64::MAX,
-            now.saturating_add(max),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-        let until = self.first_until.load(Ordering::Acquire);
-        if until <= now {
-            self.heard_back();
-            return at;
-        }
-        at.max(until)
-    }
-
-    /// An attempt that charged `charge` ended.
-    pub(super) fn end(&self, charge: Charge) {
-        self.heard_back();
-        if charge.request {
-            self.requests.end(1);
-        }
-        if charge.tokens > 0 {
-            self.tokens.end(u64::from(charge.tokens));
-        }
-    }
-
-    /// The scout's news: the others go.
-    pub(super) fn warm(&self) {
-        if self.cold.swap(false, Ordering::AcqRel) {
-            self.scouted.notify_waiters();
-        }
-    }
-
-    /// While the cold start is pending: this caller's turn, the scout's
-    /// (`Ok`, from then the others wait for it until `until` at most) or a
-    /// wait for its news until `until` (`Err(Some)`); `Err(None)`: the
-    /// wait is over, the cold start with it.
-    pub(super) fn scout_turn(&self, now: Instant) -> Result<(), Option<Instant>> {
-        let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
-        match learn.scout {
-            None => {
-                let max = Duration::from_nanos(self.cold_max.load(Ordering::Relaxed));
-                learn.scout = Some(crate::time::later(now, max));
-                Ok(())
-            }
-            Some(until) if until <= now => Err(None),
-            Some(until) => Err(Some(until)),
-        }
-    }
-
-    /// The waiters for the scout's news.
-    pub(super) fn scouted(&self) -> &Notify {
-        &self.scouted
-    }
-
-    /// Takes what a response's headers say of the limits in.
-    pub(super) fn learn(&self, fields: &RateLimitFields) {
-        let now = self.now();
-        let (requests, tokens, windows) = {
-            let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
-            let learn = &mut *learn;
-            let requests = Self::learn_one(&self.requests, &mut learn.requests, &fields.requests);
-            let tokens = Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens);
-            (requests, tokens, [learn.requests, learn.tokens])
-        };
-        if windows.iter().any(|w| w.windowed) {
-            self.windowed.store(true, Ordering::Relaxed);
-        }
-        let windowed = self.windowed.load(Ordering::Relaxed);
-        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = (requests, tokens);
-        if let (Some(r), Some(t)) = (requests, tokens)
-            && r > 0
-            && t > 0
-        {
-            // Tokens spent per request spent: the mean cost of an attempt.
-            let sample = t.div_ceil(r);
-            let old = self.mean_cost.load(Ordering::Relaxed);
-            let mean = if old == 0 {
-                sample
-            } else {
-                (old * 3 + sample).div_ceil(4)
-            };
-            self.mean_cost.store(mean, Ordering::Relaxed);
-        }
-        // The attempt that read these is in flight: its own cost was counted.
-        let own_requests = u64::from(self.requests.in_flight() > 0);
-        let own_tokens = self
-            .tokens
-            .in_flight()
-            .checked_div(self.requests.in_flight())
-            .unwrap_or(0);
-        let dimensions = [
-            (
-                &self.requests,
-                &fields.requests,
-                own_requests,
-                rebuild_requests,
-            ),
-            (&self.tokens, &fields.tokens, own_tokens, rebuild_tokens),
-        ];
-        let mut rebuilt = false;
-        for ((bucket, fields, own, rebuild), window) in dimensions.into_iter().zip(windows) {
-            let Some(remaining) = fields.remaining else {
-                continue;
-            };
-            if !windowed {
-                bucket.correct(now, remaining, own, rebuild);
-                rebuilt |= rebuild;
-                continue;
-            }
-            let Some((_, w, _)) = bucket.get() else {
-                continue;
-            };
-            // Counted for the longest reset seen (a window is at least
-            // that long), or the window read; and a margin for the way
-            // there, which a reset read after the response does not see.
-            let w = if window.longest_reset.is_zero() {
-                w
-            } else {
-                window.longest_reset
-            };
-            let ns = |d: Duration| u64::try_from(d.min(MAX_HOLD).as_nanos()).unwrap_or(u64::MAX);
-            let whole_at = now.saturating_add(ns(fields.reset.unwrap_or(w)));
-            let w = ns(w);
-            rebuilt |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
-        }
-        if rebuilt {
-            // Their instants were counted at the old rate: they reserve again.
-            self.rebuilt.notify_waiters();
-        }
-        // Last: the waiters for a first response find what it taught.
-        self.heard_back();
-    }
-
-    /// One dimension's reading: sets its limit; returns how much of it is
-    /// spent, if the reading says, and whether its rate changed.
-    fn learn_one(
-        bucket: &Bucket,
-        window: &mut Window,
-        fields: &LimitFields,
-    ) -> (Option<u64>, bool) {
-        let Some(limit) = fields.limit.filter(|&l| l > 0) else {
-            return (None, false);
-        };
-        let w = match fields.window.filter(|w| !w.is_zero()) {
-            Some(w) => w,
-            None => window.read(limit, fields.remaining, fields.reset),
-        };
-        if let Some((_, declared, LimitSource::Declared)) = bucket.get()
-            && let (Some(remaining), Some(reset)) = (fields.remaining, fields.reset)
-        {
-            // The window declared: one reading tells. A refill whole in
-            // `reset` misses `reset` of its refill; a window that misses
-            // fewer (by more than the one a rounding allows) counts by
-            // window, and is whole sooner only when it ends.
-            let refill = reset.as_secs_f64() / declared.as_secs_f64() * limit as f64;
-            let missing = limit.saturating_sub(remaining) as f64;
-            window.windowed |= refill > missing * 1.0625 + 2.0;
-        }
-        let changed = bucket.set(limit, w, LimitSource::Learned);
-        (fields.remaining.map(|r| limit.saturating_sub(r)), changed)
-    }
-}
+use crate::events::upstream::HoldReason;
+use crate::http::RateLimitFields;
+use crate::vocab::category::ErrorCategory;
 
 impl Upstream {
     /// Takes what a response's headers say of the limits in; returns
@@ -471,6 +157,69 @@ impl Upstream {
         charge.reason = reason;
         Ok(Some(charge))
     }
+
+    /// Whether the dimensions a response says are spent (none left, the
+    /// longest whole again in `reset`) are all paced by their buckets.
+    pub(super) fn paces_spent(&self, fields: &RateLimitFields, reset: Duration) -> bool {
+        let pacer = &self.shared.pacer;
+        let dimensions = [
+            (&pacer.requests, &fields.requests),
+            (&pacer.tokens, &fields.tokens),
+        ];
+        let mut longest = None;
+        for (bucket, fields) in dimensions {
+            if fields.remaining == Some(0) {
+                if !bucket.known() {
+                    return false;
+                }
+                longest = longest.max(fields.reset);
+            }
+        }
+        // The hold's reset is one of these (another dialect's may not be).
+        longest.is_some_and(|l| l + Duration::from_millis(1) >= reset)
+    }
+
+    /// A failed attempt: a 429 from an upstream whose responses never said
+    /// anything of their limits turns the adaptive rate on, or lowers it.
+    pub(super) fn adapt(&self, failure: Failure, now: Instant, charge: Charge) {
+        let pacer = &self.shared.pacer;
+        if failure.category == ErrorCategory::RateLimited {
+            // Admitted by the pacer and refused all the same.
+            if charge.request {
+                pacer.requests.missed();
+            }
+            if charge.tokens > 0 {
+                pacer.tokens.missed();
+            }
+        }
+        if pacer.heard.load(Ordering::Relaxed) {
+            return;
+        }
+        if failure.category != ErrorCategory::RateLimited {
+            // The send rate, measured also before the first 429.
+            pacer.adaptive.measure(now);
+            return;
+        }
+        if pacer
+            .requests
+            .get()
+            .is_some_and(|(_, _, source)| source != LimitSource::Adapted)
+        {
+            return;
+        }
+        if let Some(rate) = pacer.adaptive.throttled(now, charge.rate) {
+            self.adapt_rate(rate);
+        }
+    }
+
+    pub(super) fn adapt_rate(&self, rate: f64) {
+        let (limit, window) = as_bucket(rate);
+        self.shared
+            .pacer
+            .requests
+            .set(limit, window, LimitSource::Adapted);
+        self.publish_pacing();
+    }
 }
 
 #[cfg(test)]
@@ -537,35 +286,6 @@ mod tests {
             upstream.limits().requests.unwrap().in_flight,
             0,
             "nothing left counted"
-        );
-    }
-
-    #[test]
-    fn a_stale_dimension_is_reserved_again_and_the_current_one_keeps_its_place() {
-        let pacer = Pacer::default();
-        let two = Duration::from_secs(2);
-        pacer.requests.set(20, two, LimitSource::Learned);
-        pacer.tokens.set(3000, two, LimitSource::Learned);
-        for _ in 0..15 {
-            let _ = pacer.reserve(0, 200).start();
-        }
-        let mut waiter = pacer.reserve(0, 200);
-        let _behind = pacer.reserve(0, 200);
-        let tokens = waiter.tokens.expect("tokens paced");
-        // The requests' rate changes: their reservations go stale.
-        assert!(
-            pacer
-                .requests
-                .set(20, Duration::from_secs(40), LimitSource::Learned)
-        );
-        pacer.requests.correct(0, 5, 0, true);
-        assert!(!waiter.current());
-        pacer.refresh(&mut waiter, 0, 200);
-        assert!(waiter.current());
-        assert_eq!(
-            waiter.tokens,
-            Some(tokens),
-            "not moved behind the one that came after it"
         );
     }
 

@@ -4,8 +4,8 @@
 use core::time::Duration;
 use std::sync::atomic::Ordering;
 
-use super::Upstream;
 use super::bucket::LimitSource;
+use super::handle::Upstream;
 
 /// Limits declared for an upstream: at most `requests` attempts and
 /// `tokens` of cost per `window`, each spent as a bucket that refills over

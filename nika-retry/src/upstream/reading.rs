@@ -3,9 +3,7 @@
 
 use core::time::Duration;
 
-use super::Upstream;
 use super::state::MAX_HOLD;
-use crate::http::RateLimitFields;
 
 /// The window assumed for a limit whose headers say nothing of it (OpenAI
 /// and Anthropic count per minute).
@@ -93,29 +91,6 @@ impl Window {
             // Until a refill is seen: a minute, unless a reset says longer.
             None => self.longest_reset.max(MINUTE),
         }
-    }
-}
-
-impl Upstream {
-    /// Whether the dimensions a response says are spent (none left, the
-    /// longest whole again in `reset`) are all paced by their buckets.
-    pub(super) fn paces_spent(&self, fields: &RateLimitFields, reset: Duration) -> bool {
-        let pacer = &self.shared.pacer;
-        let dimensions = [
-            (&pacer.requests, &fields.requests),
-            (&pacer.tokens, &fields.tokens),
-        ];
-        let mut longest = None;
-        for (bucket, fields) in dimensions {
-            if fields.remaining == Some(0) {
-                if !bucket.known() {
-                    return false;
-                }
-                longest = longest.max(fields.reset);
-            }
-        }
-        // The hold's reset is one of these (another dialect's may not be).
-        longest.is_some_and(|l| l + Duration::from_millis(1) >= reset)
     }
 }
 

@@ -6,7 +6,7 @@ use core::time::Duration;
 
 use tokio::time::Instant;
 
-use super::HoldReason;
+use crate::events::upstream::HoldReason;
 
 /// The longest hold anything can set: a value past it (a header from a
 /// broken server, a garbage key in a shared store) is cut to it, so that

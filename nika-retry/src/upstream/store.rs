@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::time::Instant;
 
-use super::HoldReason;
 use super::state::MAX_HOLD;
+use crate::events::upstream::HoldReason;
 
 /// What a store call returns: it may wait on the network, and fail.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = std::io::Result<T>> + Send + 'a>>;

@@ -8,12 +8,17 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
+use super::charge::Charge;
 use super::fleet::FleetPace;
-use super::pace::{COST_UNKNOWN, Charge, Pending};
+use super::handle::Upstream;
+use super::held::Held;
+use super::pacer::{COST_UNKNOWN, Pending};
+use super::patience::Patience;
 use super::state::Step;
-use super::{Admission, Held, HoldReason, ProbeTurn, Spend, Store, Upstream};
+use super::store::{Admission, ProbeTurn, Spend, Store};
 use crate::engine::Failure;
 use crate::events::WaitReason;
+use crate::events::upstream::HoldReason;
 use crate::time::Nanos;
 use crate::vocab::category::ErrorCategory;
 
@@ -51,15 +56,6 @@ enum Lease {
     Poll(Instant),
     /// Held again (taken into the local state).
     Held,
-}
-
-/// How long a call may wait.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Patience {
-    /// The longest server hint the call sleeps on (`max_retry_after`).
-    pub(crate) cap: Duration,
-    /// The call's `total` deadline.
-    pub(crate) deadline: Option<Instant>,
 }
 
 impl Upstream {

@@ -12,8 +12,8 @@ use std::sync::{Mutex, PoisonError};
 
 use redis::{Client, Script};
 
-use super::RELEASED_FOR;
 use super::millis;
+use crate::upstream::store::RELEASED_FOR;
 
 /// Per probe key: the token whose lease it may be, and whether its probe
 /// was released (`None`: not over yet).

@@ -18,11 +18,12 @@ use redis::{Client, ConnectionAddr, Script};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::store::RELEASED_FOR;
-use super::{
-    Admission, HoldReason, MAX_HOLD, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend,
-    Store, StoreFuture,
+use super::state::MAX_HOLD;
+use super::store::{
+    Admission, PROBE_LEASE, PROBE_OUT, ProbeTurn, RELEASED_FOR, Reading, STORE_WAIT, Spend, Store,
+    StoreFuture,
 };
+use crate::events::upstream::HoldReason;
 use health::Health;
 use scripts::{Keys, reason_of, reason_text};
 

@@ -6,7 +6,7 @@
 //! than [`MAX_HOLD`](crate::upstream::MAX_HOLD) is deleted (garbage), never
 //! taken as a hold.
 
-use crate::upstream::HoldReason;
+use crate::events::upstream::HoldReason;
 
 /// The prefix of every key: `nika-retry:upstream:{name}:hold` and so on.
 pub(super) const PREFIX: &[u8] = b"nika-retry:upstream:{";

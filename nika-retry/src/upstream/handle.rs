@@ -1,0 +1,76 @@
+//! [`Upstream`]: the handle the calls to one upstream share, and the state
+//! behind it; its behaviour is in the `impl Upstream` blocks of the files
+//! beside this one. The type alone stands here, beneath them, so that what
+//! holds a handle (the thread-local of the upstream in force) needs none
+//! of that behaviour.
+
+use std::borrow::Cow;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+use super::pacer::Pacer;
+use super::state::State;
+use super::store::Store;
+
+/// The state the calls to one upstream share. Clones are handles to the
+/// same state; it is `Send + Sync` and cheap to clone.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::upstream::Upstream;
+///
+/// let upstream = Upstream::new(format!("openai/{}", "gpt-4o"))
+///     .with_breaker(5, Duration::from_secs(30));
+/// assert_eq!(upstream.name(), "openai/gpt-4o");
+/// assert_eq!(upstream.held_for(), None);
+/// ```
+#[derive(Clone)]
+pub struct Upstream {
+    pub(super) shared: Arc<Shared>,
+}
+
+pub(super) struct Shared {
+    pub(super) name: Cow<'static, str>,
+    /// Whether an attempt must look at `state` before it starts: a hold, an
+    /// allowance, a probe's turn. `false` is the open upstream's one load.
+    pub(super) guarded: AtomicBool,
+    /// Whether an attempt must pass the pacer (limits known, a cold start
+    /// pending, an adaptive rate): no lock unless it waits.
+    pub(super) pacing: AtomicBool,
+    pub(super) pacer: Pacer,
+    /// Whether a success tells the breaker something: failures counted,
+    /// or opened and not closed since (a success then resets them).
+    pub(super) counting: AtomicBool,
+    pub(super) state: Mutex<State>,
+    /// The waiters for a probe's outcome.
+    pub(super) released: Notify,
+    pub(super) store: Option<Arc<dyn Store>>,
+    /// This state's name for its probe's turn in a store.
+    pub(super) token: u64,
+    /// The waiters for a refill of the store's buckets, in arrival order.
+    pub(super) fleet_queue: tokio::sync::Mutex<()>,
+}
+
+impl Shared {
+    pub(super) fn new(
+        name: Cow<'static, str>,
+        state: State,
+        store: Option<Arc<dyn Store>>,
+    ) -> Shared {
+        Shared {
+            name,
+            guarded: AtomicBool::new(false),
+            // A cold start until the first response (`with_cold_start`).
+            pacing: AtomicBool::new(true),
+            pacer: Pacer::default(),
+            counting: AtomicBool::new(false),
+            state: Mutex::new(state),
+            released: Notify::new(),
+            store,
+            token: fastrand::u64(..),
+            fleet_queue: tokio::sync::Mutex::new(()),
+        }
+    }
+}
