@@ -100,10 +100,14 @@
 // # The kernel, for a maintainer
 //
 // Modules by role, imports one way: each imports only modules listed
-// before it (no circle, folders or files), and none takes a name through
-// this file's re-exports: each imports from the defining module. The one
-// import back up: `events` re-exports `observe` from `ambient::observers`,
-// where the observer stack lives.
+// before it (no circle of files), and none takes a name through this
+// file's re-exports, nor through a `mod.rs`'s: each imports from the
+// defining file. Two imports run back up, neither closing a circle:
+// `events` re-exports `observe` from `ambient::observers`, where the
+// observer stack lives; and `ambient/upstream.rs`, the thread-local of the
+// upstream in force, holds the handle type of `upstream/handle.rs`, whose
+// state (`pacer`, `state`, `store` and what they hold) reaches neither
+// that thread-local nor `upstream/mod.rs`, which reads it.
 //
 // - `vocab/`, the floor: `category`, `layer` (with the layer rule,
 //   `Layer::may_nest_in`), `reached`, `timeout_error`, `classify`,
@@ -135,12 +139,15 @@
 //   putting its piece of `ambient`.
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
-// - `upstream/`: the state calls against one upstream share (`state`: holds,
-//   the probe, the breaker; `wait`: a turn's wait), its pacing (`quota`,
-//   `bucket` a dimension's GCRA bucket, `window` its log when the server
-//   counts by window, `reading` what responses say of a window, `pace` the
-//   pacer, `charge` what an attempt charges it, `cold`, `adaptive`,
-//   `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
+// - `upstream/`: the state calls against one upstream share (`handle`:
+//   the `Upstream` type and what it points to, beneath the rest; `state`:
+//   holds, the probe, the breaker; `patience`: how long a call may wait;
+//   `wait`: a turn's wait), its pacing (`quota`, `bucket` a dimension's
+//   GCRA bucket, `window` its log when the server counts by window,
+//   `reading` what responses say of a window, `pacer` the pacer and an
+//   admission's reservations, `charge` what a started attempt charged it,
+//   `pace` the admission and what responses teach the pacer, `cold`,
+//   `adaptive`, `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
 //   the hold, allowance and probe, `buckets` the fleet's pacing buckets,
 //   `lent` the leases given back on drop, `health`); `fleet`: an
 //   attempt's pace at a store that keeps the buckets.
