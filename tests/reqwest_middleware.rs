@@ -353,51 +353,6 @@ fn the_middleware_is_send_sync_and_cheap_to_clone() {
     let _ = Arc::new(Retry::new(Layer::Http));
 }
 
-/// OpenTelemetry's semantic conventions: one span per physical request,
-/// `http.request.resend_count` on those after the first.
-#[tokio::test(start_paused = true)]
-async fn each_attempt_is_a_span_and_the_resends_carry_their_count() {
-    use tracing_subscriber::fmt::format::FmtSpan;
-    let captured = nika_retry_tests::logs::Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_span_events(FmtSpan::CLOSE)
-        .with_ansi(false)
-        .finish();
-    let _in_force = tracing::subscriber::set_default(subscriber);
-    let server =
-        FaultServer::start([Fault::Status(503), Fault::Status(503), Fault::ok("ok")]).await;
-    assert_eq!(
-        get(&client(Retry::new(Layer::Http)), &server.url("/"))
-            .await
-            .expect("a response"),
-        200
-    );
-    let text = captured.text();
-    let spans: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("attempt{") && l.contains("close"))
-        .collect();
-    assert_eq!(spans.len(), 3, "{text}");
-    assert!(!spans[0].contains("resend_count"), "{}", spans[0]);
-    assert!(
-        spans[1].contains("http.request.resend_count=1"),
-        "{}",
-        spans[1]
-    );
-    assert!(
-        spans[2].contains("http.request.resend_count=2"),
-        "{}",
-        spans[2]
-    );
-    assert!(
-        spans
-            .iter()
-            .all(|s| s.contains("layer=\"http\"") || s.contains("layer=http")),
-        "{text}"
-    );
-}
-
 #[retry(layer = "http")]
 async fn transport(client: &ClientWithMiddleware, url: &str) -> Result<u16, CallError> {
     Ok(get(client, url).await?)
