@@ -323,6 +323,14 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
             .collect();
         let ratio = makespan.as_secs_f64() / server.config().allows(CALLS, 200).as_secs_f64();
         eprintln!("{contender:?} {kind:?} seed {seed}: {counts:?}, {ratio:.2}×; 429s at {at:?} ms");
+        let admissions = server.admissions();
+        if let Some(first) = admissions.iter().map(|a| a.at).min() {
+            let at: Vec<u128> = admissions
+                .iter()
+                .map(|a| a.at.duration_since(first).as_millis())
+                .collect();
+            eprintln!("  admitted at {at:?} ms after the first");
+        }
     }
     let allows = server.config().allows(CALLS, tokens_of(&body));
     Outcome {

@@ -239,8 +239,13 @@ impl Upstream {
             .flatten();
         if let Some(store) = &self.shared.store
             && limits.remaining > 0
+            && !paced
         {
-            // None left is a hold: `after_hold` tells the store.
+            // None left is a hold: `after_hold` tells the store. With the
+            // requests' limit known the store's buckets count what is left,
+            // as this process's do: an allowance would hold the fleet for
+            // the whole reset once spent, though a rolling window frees
+            // its oldest admissions long before it.
             store.allow(&self.shared.name, limits.remaining, limits.reset);
         }
         self.after_hold(grown);

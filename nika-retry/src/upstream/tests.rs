@@ -83,6 +83,32 @@ async fn an_allowance_observed_by_one_is_spent_by_the_other() {
     assert_eq!(held.reason(), HoldReason::RateLimitHeaders);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_paced_reading_leaves_no_allowance_to_hold_the_others() {
+    // With the requests' limit known, the buckets count what is left: an
+    // allowance in the store would hold every process for the whole reset
+    // once spent, though a rolling window frees its oldest admissions
+    // long before it (the fleet's slow runs on the rolling server).
+    let store = InProcess::default();
+    let (a, b) = pair(&store);
+    a.observe(
+        &[
+            ("x-ratelimit-limit-requests", "20"),
+            ("x-ratelimit-remaining-requests", "1"),
+            ("x-ratelimit-reset-requests", "60s"),
+        ][..],
+    );
+    let started = tokio::time::Instant::now();
+    for _ in 0..2 {
+        b.pass(PATIENT).await.expect("not held").settle(None, None);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "b waited for a reset"
+    );
+    assert_eq!(b.held_for(), None);
+}
+
 /// `upstream.pass(patience)` on a task of its own: whether its turn was the
 /// probe's (`Err` if it gave up with `Held`), and when it ended.
 fn spawn_pass(

@@ -26,8 +26,9 @@
 //! window: its attempts are then admitted by a log of the fleet's
 //! admissions (`…:log:requests`, `…:log:tokens`, sorted sets of
 //! `cost:seq` scored by the admission's microsecond), each counting for
-//! the window and a twentieth (the time a request takes to reach the
-//! server's count), where the bucket would let one go every refill. A log
+//! the window and a margin for the time a request takes to reach the
+//! server's count (a fortieth of the window, at most 40 ms, as the
+//! process's own log keeps), where the bucket would let one go every refill. A log
 //! of more than 10 000 admissions is not read (the bucket paces then). The
 //! logs are kept from the first admission (the scouts' included), so that
 //! a dimension read as windowed late still has its window's history.
@@ -142,7 +143,7 @@ pub(super) const ADMIT: &str = pace_lua!(
        if added and redis.call('PTTL', hash) < 60000 then redis.call('PEXPIRE', hash, 60000) end\n\
      end\n\
      local function log_span(window)\n\
-       return window + math.floor(window / 20)\n\
+       return window + math.min(math.floor(window / 40), 40000)\n\
      end\n\
      local function log_cost(member)\n\
        return tonumber(string.match(member, '^(%d+):')) or 0\n\
