@@ -29,9 +29,11 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use nika_retry::upstream::{Held, Upstream};
-use nika_retry::{Classify, ErrorCategory, retry};
-use nika_retry_tests::fault::quota::{Config, Kind, QuotaServer, tokens_of};
+use nika_retry::retry;
+use nika_retry::upstream::Upstream;
+use nika_retry_tests::fault::quota::{
+    CallError as Error, Config, Kind, QuotaServer, post, tokens_of,
+};
 use tokio::time::Instant;
 
 const CALLS: u32 = 50;
@@ -54,23 +56,6 @@ fn prompt() -> String {
     format!(r#"{{"prompt":"{}","max_tokens":100}}"#, &text[..400])
 }
 
-#[derive(Debug, thiserror::Error, Classify)]
-enum Error {
-    #[error("request failed: {0}")]
-    #[category(transparent)]
-    Request(#[from] reqwest::Error),
-    #[error("api error {status}")]
-    #[category(from = category, retry_after = retry_after)]
-    Api {
-        status: u16,
-        category: ErrorCategory,
-        retry_after: Option<Duration>,
-    },
-    #[error(transparent)]
-    #[category(transparent)]
-    Held(#[from] Held),
-}
-
 /// A provider client as README's upstream section writes one.
 struct Provider {
     http: reqwest::Client,
@@ -89,25 +74,8 @@ impl Provider {
 
     /// One request; `observed`: its rate-limit headers go to the upstream.
     async fn send(&self, body: &str, observed: bool) -> Result<String, Error> {
-        let response = self
-            .http
-            .post(&self.url)
-            .body(body.to_owned())
-            .send()
-            .await?;
-        if observed {
-            self.upstream.observe(response.headers());
-        }
-        let status = response.status().as_u16();
-        if status >= 400 {
-            let (category, retry_after) = nika_retry::http::classify_response(&response);
-            return Err(Error::Api {
-                status,
-                category,
-                retry_after,
-            });
-        }
-        Ok(response.text().await?)
+        let observed = observed.then_some(&self.upstream);
+        post(&self.http, &self.url, body, observed).await
     }
 
     /// Through the shared upstream, no `cost`.

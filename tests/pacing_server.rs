@@ -12,29 +12,14 @@
 
 use std::time::Duration;
 
-use nika_retry::upstream::{Held, Quota, Upstream};
-use nika_retry::{Classify, ErrorCategory, retry};
-use nika_retry_tests::fault::quota::{Config, Counts, Kind, QuotaServer, tokens_of};
+use nika_retry::retry;
+use nika_retry::upstream::{Quota, Upstream};
+use nika_retry_tests::fault::quota::{
+    CallError as Error, Config, Counts, Kind, QuotaServer, post, tokens_of,
+};
 
 const CALLS: usize = 20;
 const WINDOW: Duration = Duration::from_secs(1);
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum Error {
-    #[error("request failed: {0}")]
-    #[category(transparent)]
-    Request(#[from] reqwest::Error),
-    #[error("api error {status}")]
-    #[category(from = category, retry_after = retry_after)]
-    Api {
-        status: u16,
-        category: ErrorCategory,
-        retry_after: Option<Duration>,
-    },
-    #[error(transparent)]
-    #[category(transparent)]
-    Held(#[from] Held),
-}
 
 struct Provider {
     http: reqwest::Client,
@@ -44,23 +29,7 @@ struct Provider {
 
 impl Provider {
     async fn send(&self, body: &str) -> Result<(), Error> {
-        let response = self
-            .http
-            .post(&self.url)
-            .body(body.to_owned())
-            .send()
-            .await?;
-        self.upstream.observe(response.headers());
-        let status = response.status().as_u16();
-        if status >= 400 {
-            let (category, retry_after) = nika_retry::http::classify_response(&response);
-            return Err(Error::Api {
-                status,
-                category,
-                retry_after,
-            });
-        }
-        response.text().await?;
+        post(&self.http, &self.url, body, Some(&self.upstream)).await?;
         Ok(())
     }
 

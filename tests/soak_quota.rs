@@ -13,30 +13,13 @@
 
 use std::time::Duration;
 
-use nika_retry::upstream::{Held, Quota, Upstream};
-use nika_retry::{Classify, ErrorCategory, retry};
-use nika_retry_tests::fault::quota::{Config, Kind, QuotaServer};
+use nika_retry::retry;
+use nika_retry::upstream::{Quota, Upstream};
+use nika_retry_tests::fault::quota::{CallError as Error, Config, Kind, QuotaServer, post};
 
 const CALLS: u64 = 1_000;
 const WINDOW: Duration = Duration::from_millis(500);
 const LIMIT: u32 = 250;
-
-#[derive(Debug, thiserror::Error, Classify)]
-enum Error {
-    #[error("request failed: {0}")]
-    #[category(transparent)]
-    Request(#[from] reqwest::Error),
-    #[error("api error {status}")]
-    #[category(from = category, retry_after = retry_after)]
-    Api {
-        status: u16,
-        category: ErrorCategory,
-        retry_after: Option<Duration>,
-    },
-    #[error(transparent)]
-    #[category(transparent)]
-    Held(#[from] Held),
-}
 
 struct Client {
     http: reqwest::Client,
@@ -47,17 +30,7 @@ struct Client {
 impl Client {
     #[retry(layer = "provider", upstream = self.upstream, cost = 1u32)]
     async fn call(&self) -> Result<(), Error> {
-        let response = self.http.post(&self.url).body("x").send().await?;
-        self.upstream.observe(response.headers());
-        let status = response.status().as_u16();
-        if status >= 400 {
-            let (category, retry_after) = nika_retry::http::classify_response(&response);
-            return Err(Error::Api {
-                status,
-                category,
-                retry_after,
-            });
-        }
+        post(&self.http, &self.url, "x", Some(&self.upstream)).await?;
         Ok(())
     }
 }

@@ -24,6 +24,7 @@
 //! # }
 //! ```
 
+mod client;
 mod meter;
 
 use std::net::SocketAddr;
@@ -35,6 +36,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+pub use client::{CallError, post};
 pub use meter::go_duration;
 use meter::{Meter, REQUESTS, TOKENS, Verdict};
 
