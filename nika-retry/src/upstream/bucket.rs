@@ -10,9 +10,10 @@
 //! that somebody else took the refill.
 
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use super::ledger::Ledger;
 use super::state::MAX_HOLD;
 use super::window::Log;
 
@@ -69,12 +70,12 @@ pub(super) struct Bucket {
     tat: AtomicU64,
     /// The cost of attempts started and not yet ended.
     in_flight: AtomicU64,
-    /// The cost reserved by attempts waiting for their instant.
-    waiting: AtomicU64,
-    /// Bumped when the estimate is rebuilt from a new limit or window: a
-    /// reservation of an older generation waits no longer for its instant,
-    /// which was counted at the old rate, and reserves again.
-    generation: AtomicU32,
+    /// The cost reserved by attempts waiting for their instant, and the
+    /// estimate's generation, bumped when it is rebuilt from a new limit
+    /// or window: a reservation of an older generation waits no longer
+    /// for its instant, which was counted at the old rate, and reserves
+    /// again.
+    ledger: Ledger,
     /// A declared limit: headers may lower it, never raise it (0: none).
     declared: AtomicU64,
     declared_window: AtomicU64,
@@ -130,12 +131,11 @@ impl Bucket {
     pub(super) fn reserve(&self, now: u64, cost: u64) -> Option<Reserved> {
         let span = self.span(cost)?;
         let window = self.window.load(Ordering::Relaxed);
-        let generation = self.generation.load(Ordering::Acquire);
         if self.windowed.load(Ordering::Acquire) {
             let limit = self.limit.load(Ordering::Relaxed);
             if let Some(log) = self.log().as_mut() {
                 let (id, at) = log.reserve(now, cost, limit);
-                self.waiting.fetch_add(cost, Ordering::Relaxed);
+                let generation = self.ledger.reserve(cost);
                 return Some(Reserved {
                     at,
                     span: 0,
@@ -146,6 +146,7 @@ impl Bucket {
                 });
             }
         }
+        let generation = self.ledger.reserve(cost);
         let mut tat = self.tat.load(Ordering::Relaxed);
         let new = loop {
             let new = tat.max(now).saturating_add(span);
@@ -157,7 +158,6 @@ impl Bucket {
                 Err(now_tat) => tat = now_tat,
             }
         };
-        self.waiting.fetch_add(cost, Ordering::Relaxed);
         let mut at = new.saturating_sub(window);
         if at > now {
             // The server's refill runs from when the requests before reached
@@ -236,14 +236,14 @@ impl Bucket {
                 log.start(reserved.id, now, limit);
             }
         }
-        sub(&self.waiting, reserved.cost);
+        self.ledger.release(reserved.generation, reserved.cost);
         self.in_flight.fetch_add(reserved.cost, Ordering::Relaxed);
     }
 
     /// Whether a reservation was counted at the bucket's current rate
     /// (else its instant is stale: it reserves again).
     pub(super) fn current(&self, reserved: &Reserved) -> bool {
-        self.generation.load(Ordering::Acquire) == reserved.generation
+        self.ledger.generation() == reserved.generation
             && (reserved.id == 0
                 || self
                     .log()
@@ -271,7 +271,7 @@ impl Bucket {
                 Ordering::Relaxed,
             );
         }
-        sub(&self.waiting, reserved.cost);
+        self.ledger.release(reserved.generation, reserved.cost);
     }
 
     /// An attempt of `cost` ended.
@@ -331,12 +331,10 @@ impl Bucket {
         if limit == 0 || self.windowed() {
             return;
         }
-        let waiting = if rebuild {
-            self.generation.fetch_add(1, Ordering::AcqRel);
-            0
-        } else {
-            self.waiting.load(Ordering::Relaxed)
-        };
+        if rebuild {
+            self.ledger.rebuild();
+        }
+        let waiting = self.ledger.waiting();
         let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
         // What the server counted and what is in flight besides (some of
         // which it may have counted: at most the limit), then what the
@@ -385,7 +383,7 @@ impl Bucket {
         let spent = counted.saturating_add(others).min(limit);
         *log = Some(Log::new(now, spent, whole_at, window));
         self.windowed.store(true, Ordering::Release);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.ledger.rebuild();
         true
     }
 
@@ -426,7 +424,7 @@ impl Bucket {
 
     /// The cost reserved by waiters (for tests and the snapshot).
     pub(super) fn waiting(&self) -> u64 {
-        self.waiting.load(Ordering::Relaxed)
+        self.ledger.waiting()
     }
 }
 
@@ -559,6 +557,30 @@ mod tests {
         assert!(!b.current(&w), "it reserves again");
         b.give_back(w);
         assert_eq!((b.level(0), b.waiting()), (20, 0), "nothing given twice");
+    }
+
+    #[test]
+    fn a_correction_read_before_the_waiters_reserve_again_counts_them_once() {
+        // 10 in flight, 15 waiting, when a response says the window is
+        // 2.2 s (rebuilt: 110 ms a request), and another response is read
+        // before the waiters wake to reserve again.
+        let b = bucket(20, 2);
+        for _ in 0..10 {
+            b.start(b.reserve(0, 1).unwrap(), 0);
+        }
+        let stale: Vec<_> = (0..15).map(|_| b.reserve(0, 1).unwrap()).collect();
+        assert!(b.set(20, Duration::from_millis(2200), LimitSource::Learned));
+        b.correct(0, 9, 1, true);
+        b.correct(0, 15, 1, false);
+        for w in stale {
+            assert!(!b.current(&w));
+            b.give_back(w);
+        }
+        let again: Vec<_> = (0..15).map(|_| b.reserve(0, 1).unwrap()).collect();
+        // 5 counted by the server and 9 others in flight: 14 spent, and
+        // the 15 waiters after them, once.
+        assert_eq!(again.last().unwrap().at, 990_000_000);
+        assert_eq!(b.waiting(), 15);
     }
 
     #[test]

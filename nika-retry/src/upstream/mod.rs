@@ -65,6 +65,7 @@ mod fleet;
 // a handle and needs nothing else of this module.
 pub(crate) mod handle;
 mod held;
+mod ledger;
 mod limits;
 mod pace;
 mod pacer;
