@@ -143,10 +143,12 @@
 //   the `Upstream` type and what it points to, beneath the rest; `state`:
 //   holds, the probe, the breaker; `patience`: how long a call may wait;
 //   `wait`: a turn's wait), its pacing (`quota`, `bucket` a dimension's
-//   GCRA bucket, `window` its log when the server counts by window,
+//   GCRA bucket, `ledger` what its waiters reserved, per generation of its
+//   estimate, `window` its log when the server counts by window,
 //   `reading` what responses say of a window, `pacer` the pacer and an
 //   admission's reservations, `charge` what a started attempt charged it,
 //   `pace` the admission and what responses teach the pacer, `cold`,
+//   `ramp` the cold start's rounds after a scout that heard nothing,
 //   `adaptive`, `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
 //   the hold, allowance and probe, `buckets` the fleet's pacing buckets,
 //   `lent` the leases given back on drop, `health`); `fleet`: an

@@ -149,7 +149,8 @@ pub enum WaitReason {
     /// The upstream's limits (declared, learned or adapted) had not refilled
     /// enough for the attempt.
     Paced,
-    /// The upstream knew no limit yet: its first attempt went first.
+    /// The upstream knew no limit yet: its first attempt went first (and,
+    /// if that said nothing of the limits, the others in rounds that double).
     ColdStart,
 }
 

@@ -19,12 +19,14 @@ pub(crate) struct Charge {
     pub(super) rate: u8,
     /// Tokens.
     pub(super) tokens: u32,
+    /// A slot of the cold start's ramp, given back when it ends.
+    pub(super) ramp: bool,
 }
 
 impl Charge {
     /// Whether the attempt's end tells the pacer anything.
     #[inline(always)]
     pub(super) fn is_empty(&self) -> bool {
-        !self.request && !self.scout && self.tokens == 0
+        !self.request && !self.scout && self.tokens == 0 && !self.ramp
     }
 }

@@ -49,7 +49,8 @@
 //! without them) is a bucket that refills over its window, and an attempt
 //! starts when every bucket holds its cost (`#[retry(…, cost = …)]`),
 //! waiters in arrival order. An upstream that knows no limit yet sends one
-//! attempt first (its cold start, [`Upstream::with_cold_start`]);
+//! attempt first, and if its response says nothing of the limits, the
+//! others in rounds that double (its cold start, [`Upstream::with_cold_start`]);
 //! [`Upstream::limits`] says what it knows.
 //!
 //! A fn that names no upstream pays nothing for it; an open upstream costs
@@ -71,6 +72,7 @@ mod pace;
 mod pacer;
 mod patience;
 mod quota;
+mod ramp;
 mod reading;
 #[cfg(feature = "redis")]
 mod redis;

@@ -36,6 +36,7 @@ impl Upstream {
             pacer.heard.store(true, Ordering::Relaxed);
             pacer.learn(fields);
             pacer.warm();
+            pacer.ramp.stop();
             self.publish_pacing();
         }
         pacer.requests.known()
@@ -45,6 +46,12 @@ impl Upstream {
     pub(super) fn end_charge(&self, charge: Charge, succeeded: bool) {
         let pacer = &self.shared.pacer;
         pacer.end(charge);
+        if charge.ramp {
+            pacer.ramp.end(succeeded);
+            if !pacer.ramp.on() {
+                self.publish_pacing();
+            }
+        }
         if charge.scout {
             pacer.warm();
             self.publish_pacing();
@@ -67,7 +74,7 @@ impl Upstream {
     #[inline]
     pub(super) fn admit(&self, cost: u32) -> Result<Charge, Option<Pending<'_>>> {
         let pacer = &self.shared.pacer;
-        if pacer.cold.load(Ordering::Acquire) {
+        if pacer.cold.load(Ordering::Acquire) || pacer.ramp.on() {
             return Err(None);
         }
         let now = pacer.now();
@@ -93,6 +100,16 @@ impl Upstream {
             // Reserved while the upstream was warm.
             Some(_) => (Scout::none(self), None),
             None => self.cold_start().await,
+        };
+        // Dropped on `Held`, or held while paced: the slot goes back.
+        let slot = if pacer.ramp.on() {
+            let (slot, waited) = pacer.ramp.slot().await;
+            if waited {
+                reason = Some(WaitReason::ColdStart);
+            }
+            slot
+        } else {
+            None
         };
         // Reserved beyond what the buckets held when it came (a refill's
         // waiter, which a declared quota keeps until the first response).
@@ -154,6 +171,7 @@ impl Upstream {
         }
         let mut charge = pending.start();
         charge.scout = core::mem::take(&mut scout.armed);
+        charge.ramp = slot.is_some_and(|slot| slot.start());
         charge.reason = reason;
         Ok(Some(charge))
     }
@@ -213,6 +231,7 @@ impl Upstream {
     }
 
     pub(super) fn adapt_rate(&self, rate: f64) {
+        self.shared.pacer.ramp.stop();
         let (limit, window) = as_bucket(rate);
         self.shared
             .pacer
@@ -287,6 +306,83 @@ mod tests {
             0,
             "nothing left counted"
         );
+    }
+
+    /// Starts 14 callers behind a scout that ends after 100 ms; each
+    /// holds its turn 100 ms, then settles it with `outcome(i)`: when each
+    /// started, and why it waited.
+    async fn behind_a_scout(
+        upstream: &Upstream,
+        outcome: fn(usize) -> Option<Failure>,
+    ) -> Vec<(Duration, Option<WaitReason>)> {
+        let mut scout = upstream.pass(PATIENT).await.expect("the scout");
+        let start = Instant::now();
+        let callers: Vec<_> = (0..14)
+            .map(|i| {
+                let u = upstream.clone();
+                tokio::spawn(async move {
+                    let mut turn = u.pass(PATIENT).await.expect("not held");
+                    let (at, reason) = (start.elapsed(), turn.wait_reason());
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    turn.settle(outcome(i), None);
+                    (at, reason)
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        scout.settle(None, None);
+        let mut starts = Vec::new();
+        for caller in callers {
+            starts.push(caller.await.unwrap());
+        }
+        starts.sort_by_key(|&(at, _)| at);
+        starts
+    }
+
+    /// How many of `starts` fell in each 100 ms from 100 ms on.
+    fn rounds(starts: &[(Duration, Option<WaitReason>)]) -> Vec<usize> {
+        let mut rounds = Vec::new();
+        for &(at, _) in starts {
+            let round = (at.as_millis() / 100) as usize;
+            rounds.resize(rounds.len().max(round), 0);
+            rounds[round - 1] += 1;
+        }
+        rounds
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn after_a_scout_that_heard_nothing_the_others_go_in_rounds_that_double() {
+        let upstream = Upstream::new("u");
+        let starts = behind_a_scout(&upstream, |_| None).await;
+        assert_eq!(rounds(&starts), [2, 4, 8], "{starts:?}");
+        assert!(
+            starts
+                .iter()
+                .all(|&(_, r)| r == Some(WaitReason::ColdStart)),
+            "{starts:?}"
+        );
+        assert!(upstream.shared.pacer.ramp.on(), "until 64 may be out");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_429_without_headers_ends_the_ramp_and_the_adaptive_rate_paces() {
+        let upstream = Upstream::new("u");
+        // The first round's first caller meets a 429.
+        let limited = |i| (i == 0).then_some(Failure::new(ErrorCategory::RateLimited, None));
+        let starts = behind_a_scout(&upstream, limited).await;
+        assert!(!upstream.shared.pacer.ramp.on());
+        assert!(upstream.shared.pacer.adaptive.on());
+        assert_eq!(rounds(&starts)[0], 2, "{starts:?}");
+        assert_eq!(starts.len(), 14, "everyone went");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_scout_whose_response_said_its_limits_starts_no_ramp() {
+        let upstream = Upstream::new("u");
+        let mut scout = upstream.pass(PATIENT).await.expect("the scout");
+        upstream.observe(&requests("19")[..]);
+        scout.settle(None, None);
+        assert!(!upstream.shared.pacer.ramp.on());
     }
 
     async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<super::super::Turn<'_>> {

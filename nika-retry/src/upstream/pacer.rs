@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::adaptive::Adaptive;
 use super::bucket::{Bucket, LimitSource, Reserved};
 use super::charge::Charge;
+use super::ramp::Ramp;
 use super::reading::Window;
 use super::state::MAX_HOLD;
 use crate::http::{LimitFields, RateLimitFields};
@@ -45,6 +46,9 @@ pub(super) struct Pacer {
     learn: Mutex<Learn>,
     /// The waiters for the scout's news.
     scouted: Notify,
+    /// After a cold start that brought no news of the limits: the rest go
+    /// in rounds that double.
+    pub(super) ramp: Ramp,
     /// The waiters whose reservations went stale (a bucket rebuilt).
     pub(super) rebuilt: Notify,
     /// The rate adapted to header-less 429s.
@@ -76,6 +80,7 @@ impl Default for Pacer {
             cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
             learn: Mutex::default(),
             scouted: Notify::new(),
+            ramp: Ramp::default(),
             rebuilt: Notify::new(),
             adaptive: Adaptive::new(epoch),
             epoch,
@@ -86,7 +91,10 @@ impl Default for Pacer {
 impl Pacer {
     /// Whether an attempt must come here before it starts.
     pub(super) fn active(&self) -> bool {
-        self.cold.load(Ordering::Relaxed) || self.requests.known() || self.tokens.known()
+        self.cold.load(Ordering::Relaxed)
+            || self.ramp.on()
+            || self.requests.known()
+            || self.tokens.known()
     }
 
     pub(super) fn set_cold_max(&self, max: Duration) {
@@ -194,9 +202,17 @@ impl Pacer {
         }
     }
 
-    /// The scout's news: the others go.
+    /// The scout's news, or the end of the wait for it: the others go, in
+    /// the ramp's rounds if nothing was heard of the limits.
     pub(super) fn warm(&self) {
         if self.cold.swap(false, Ordering::AcqRel) {
+            let unheard = !self.heard.load(Ordering::Relaxed)
+                && !self.requests.known()
+                && !self.tokens.known()
+                && !self.adaptive.on();
+            if unheard {
+                self.ramp.start();
+            }
             self.scouted.notify_waiters();
         }
     }
@@ -369,6 +385,7 @@ impl Pending<'_> {
             reason: None,
             rate: self.pacer.adaptive.generation(),
             tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
+            ramp: false,
         }
     }
 }

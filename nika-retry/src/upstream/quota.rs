@@ -136,6 +136,13 @@ impl Upstream {
     /// observed, or its end, whichever comes first, at most `max`. The
     /// default is 1 s; `Duration::ZERO` turns the cold start off.
     ///
+    /// If the scout brought no word of the limits (a server that sends no
+    /// rate-limit headers), the others go in rounds that double, as TCP's
+    /// slow start: 2 out at once, one more for each that succeeds, until a
+    /// response's headers, a 429 (which turns the adaptive rate on) or 64
+    /// attempts out together end the ramp. Its waits are
+    /// [`WaitReason::ColdStart`](crate::events::WaitReason::ColdStart).
+    ///
     /// ```
     /// use std::time::Duration;
     /// use nika_retry::upstream::Upstream;
