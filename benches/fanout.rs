@@ -7,9 +7,9 @@
 //! the 50 completions, the 429s met, the calls that failed, and the
 //! makespan against what the limits allow (`Config::allows`), min–max over
 //! the runs. Against the server that sends no rate-limit headers, the 429s
-//! met after the first burst (more than 100 ms after the first 429) are in
-//! brackets: that burst leaves before any 429 is read, and the adaptive
-//! rate is off until one is.
+//! met more than 100 ms after the first are in brackets: the round of the
+//! cold start's ramp that overruns the limit leaves before any 429 is
+//! read, and the adaptive rate is off until one is.
 //!
 //! ```sh
 //! cargo bench --bench fanout                          # every server kind, 5 runs each

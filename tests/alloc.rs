@@ -87,6 +87,15 @@ async fn succeeds_paced(n: u32) -> Result<u32, ProviderError> {
     Ok(black_box(n))
 }
 
+/// An upstream whose scout brought no word of the limits: its calls go
+/// through the cold start's ramp, each taking a free slot without a wait.
+static RAMPING: LazyLock<Upstream> = LazyLock::new(|| Upstream::new("alloc/ramping"));
+
+#[retry(layer = "provider", upstream = &*RAMPING)]
+async fn succeeds_ramping(n: u32) -> Result<u32, ProviderError> {
+    Ok(black_box(n))
+}
+
 /// Its failures are 503s without a hint (an empty message: no allocation
 /// of their own), which the upstream is told of and which hold nothing.
 #[retry(layer = "provider", backoff = "2ms", jitter = 0.0, upstream = &*UPSTREAM)]
@@ -374,6 +383,25 @@ fn no_allocation_per_call_nor_per_attempt() {
     assert_eq!(count.0.load(Ordering::SeqCst), 3 * (WARM_UP + CALLS));
     assert_eq!(failure.map(|(_, n)| n), [0; 6], "failure path: {failure:?}");
     assert_eq!(UPSTREAM.held_for(), None, "the upstream stayed open");
+}
+
+#[test]
+fn a_slot_of_the_cold_starts_ramp_taken_without_a_wait_allocates_nothing() {
+    let live = runtime(false);
+    live.block_on(async {
+        succeeds_ramping(0).await.unwrap();
+        assert_eq!(RAMPING.limits().ramp, Some(2), "the scout said nothing");
+        let before = allocs();
+        for n in 0..40 {
+            succeeds_ramping(n).await.unwrap();
+        }
+        assert_eq!(allocs() - before, 0);
+        assert_eq!(
+            RAMPING.limits().ramp,
+            Some(42),
+            "each success opened a slot"
+        );
+    });
 }
 
 #[test]

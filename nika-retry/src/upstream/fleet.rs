@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::bucket::Bucket;
-use super::charge::Charge;
+use super::charge::{Charge, Holds};
 use super::cold::Scout;
 use super::handle::Upstream;
 use super::held::Held;
@@ -97,13 +97,16 @@ impl Upstream {
         // the others wait for its news. Held, it passes its turn (dropped).
         let scouting = core::mem::take(&mut scout.armed);
         Ok(match paced {
-            FleetPace::Local => FleetPace::Spent(Charge {
-                scout: scouting,
-                reason: waited,
-                ..Charge::default()
-            }),
+            FleetPace::Local => {
+                let mut charge = Charge {
+                    reason: waited,
+                    ..Charge::default()
+                };
+                charge.holds.set(Holds::SCOUT, scouting);
+                FleetPace::Spent(charge)
+            }
             FleetPace::Spent(mut charge) => {
-                charge.scout = scouting;
+                charge.holds.set(Holds::SCOUT, scouting);
                 FleetPace::Spent(charge)
             }
             FleetPace::Held => {

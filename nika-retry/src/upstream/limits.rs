@@ -33,6 +33,10 @@ pub struct UpstreamLimits {
     /// Whether the cold start is still pending: the next attempt scouts,
     /// the others wait for its news.
     pub cold_start: bool,
+    /// While the cold start's ramp runs (its scout brought no word of the
+    /// limits): how many attempts may be out together, one more for each
+    /// that succeeds ([`Upstream::with_cold_start`]).
+    pub ramp: Option<u32>,
 }
 
 /// One dimension of an upstream's limits.
@@ -114,6 +118,7 @@ impl Upstream {
             tokens: DimensionLimit::of(&pacer.tokens, now),
             mean_cost: pacer.mean_cost(),
             cold_start: pacer.cold.load(Ordering::Relaxed),
+            ramp: pacer.ramp.window(),
         }
     }
 }

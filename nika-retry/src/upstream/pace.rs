@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::adaptive::as_bucket;
 use super::bucket::LimitSource;
-use super::charge::Charge;
+use super::charge::{Charge, Holds};
 use super::cold::Scout;
 use super::handle::Upstream;
 use super::held::Held;
@@ -46,13 +46,13 @@ impl Upstream {
     pub(super) fn end_charge(&self, charge: Charge, succeeded: bool) {
         let pacer = &self.shared.pacer;
         pacer.end(charge);
-        if charge.ramp {
+        if charge.holds.has(Holds::RAMP) {
             pacer.ramp.end(succeeded);
             if !pacer.ramp.on() {
                 self.publish_pacing();
             }
         }
-        if charge.scout {
+        if charge.holds.has(Holds::SCOUT) {
             pacer.warm();
             self.publish_pacing();
         }
@@ -74,13 +74,23 @@ impl Upstream {
     #[inline]
     pub(super) fn admit(&self, cost: u32) -> Result<Charge, Option<Pending<'_>>> {
         let pacer = &self.shared.pacer;
-        if pacer.cold.load(Ordering::Acquire) || pacer.ramp.on() {
+        if pacer.cold.load(Ordering::Acquire) {
             return Err(None);
         }
+        // The ramp's slot first: without one the attempt reserves nothing.
+        let slot = if pacer.ramp.on() {
+            pacer.ramp.try_slot().map_err(|_| None)?
+        } else {
+            None
+        };
         let now = pacer.now();
         let pending = pacer.reserve(now, cost);
         if pending.at() <= now {
-            return Ok(pending.start());
+            let mut charge = pending.start();
+            charge
+                .holds
+                .set(Holds::RAMP, slot.is_some_and(|slot| slot.start()));
+            return Ok(charge);
         }
         // The wait keeps the place reserved.
         Err(Some(pending))
@@ -170,8 +180,12 @@ impl Upstream {
             return Ok(None);
         }
         let mut charge = pending.start();
-        charge.scout = core::mem::take(&mut scout.armed);
-        charge.ramp = slot.is_some_and(|slot| slot.start());
+        charge
+            .holds
+            .set(Holds::SCOUT, core::mem::take(&mut scout.armed));
+        charge
+            .holds
+            .set(Holds::RAMP, slot.is_some_and(|slot| slot.start()));
         charge.reason = reason;
         Ok(Some(charge))
     }
@@ -203,7 +217,7 @@ impl Upstream {
         let pacer = &self.shared.pacer;
         if failure.category == ErrorCategory::RateLimited {
             // Admitted by the pacer and refused all the same.
-            if charge.request {
+            if charge.holds.has(Holds::REQUEST) {
                 pacer.requests.missed();
             }
             if charge.tokens > 0 {

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::adaptive::Adaptive;
 use super::bucket::{Bucket, LimitSource, Reserved};
-use super::charge::Charge;
+use super::charge::{Charge, Holds};
 use super::ramp::Ramp;
 use super::reading::Window;
 use super::state::MAX_HOLD;
@@ -194,7 +194,7 @@ impl Pacer {
     /// An attempt that charged `charge` ended.
     pub(super) fn end(&self, charge: Charge) {
         self.heard_back();
-        if charge.request {
+        if charge.holds.has(Holds::REQUEST) {
             self.requests.end(1);
         }
         if charge.tokens > 0 {
@@ -379,14 +379,13 @@ impl Pending<'_> {
         if let Some(t) = tokens {
             self.pacer.tokens.start(t, now);
         }
-        Charge {
-            request: requests.is_some(),
-            scout: false,
-            reason: None,
+        let mut charge = Charge {
             rate: self.pacer.adaptive.generation(),
             tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
-            ramp: false,
-        }
+            ..Charge::default()
+        };
+        charge.holds.set(Holds::REQUEST, requests.is_some());
+        charge
     }
 }
 

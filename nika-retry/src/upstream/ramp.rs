@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, TryAcquireError};
 
 /// The attempts out at once when the ramp starts: the scout's, and one.
 const FIRST: u32 = 2;
@@ -47,6 +47,11 @@ impl Ramp {
         self.on.load(Ordering::Acquire)
     }
 
+    /// How many may be out together, while the ramp runs.
+    pub(super) fn window(&self) -> Option<u32> {
+        self.on().then(|| self.window.load(Ordering::Relaxed))
+    }
+
     /// The scout came back and said nothing of the limits: the ramp
     /// starts (unless it ran, or ended before it could start).
     pub(super) fn start(&self) {
@@ -64,21 +69,36 @@ impl Ramp {
         self.on.store(false, Ordering::Release);
     }
 
+    /// A free slot, without a wait (no lock, no allocation): `Ok(None)`
+    /// if the ramp is over, `Err(Taken)` if every slot is out.
+    pub(super) fn try_slot(&self) -> Result<Option<Slot<'_>>, Taken> {
+        match self.slots.try_acquire() {
+            Ok(permit) => {
+                permit.forget();
+                Ok(Some(Slot {
+                    ramp: self,
+                    armed: true,
+                }))
+            }
+            Err(TryAcquireError::Closed) => Ok(None),
+            Err(TryAcquireError::NoPermits) => Err(Taken),
+        }
+    }
+
     /// Waits for a slot, and says whether it waited: `Some` holds the
     /// slot until its attempt ends, `None` if the ramp ended meanwhile.
     pub(super) async fn slot(&self) -> (Option<Slot<'_>>, bool) {
-        let (permit, waited) = match self.slots.try_acquire() {
-            Ok(permit) => (Ok(permit), false),
-            Err(_) => (self.slots.acquire().await, true),
-        };
-        let slot = permit.ok().map(|permit| {
+        if let Ok(slot) = self.try_slot() {
+            return (slot, false);
+        }
+        let slot = self.slots.acquire().await.ok().map(|permit| {
             permit.forget();
             Slot {
                 ramp: self,
                 armed: true,
             }
         });
-        (slot, waited)
+        (slot, true)
     }
 
     /// An attempt that held a slot ended: its slot goes to the next
@@ -97,6 +117,10 @@ impl Ramp {
         self.slots.add_permits(1 + usize::from(succeeded));
     }
 }
+
+/// Every slot of the ramp is out: the attempt waits for one.
+#[derive(Debug)]
+pub(super) struct Taken;
 
 /// A slot taken and not yet handed to its attempt's charge: given back if
 /// the attempt never starts.
