@@ -329,6 +329,15 @@ mod tests {
         upstream: &Upstream,
         outcome: fn(usize) -> Option<Failure>,
     ) -> Vec<(Duration, Option<WaitReason>)> {
+        behind_a_scout_for(upstream, Duration::from_millis(100), outcome).await
+    }
+
+    /// The same, each caller holding its turn `call`.
+    async fn behind_a_scout_for(
+        upstream: &Upstream,
+        call: Duration,
+        outcome: fn(usize) -> Option<Failure>,
+    ) -> Vec<(Duration, Option<WaitReason>)> {
         let mut scout = upstream.pass(PATIENT).await.expect("the scout");
         let start = Instant::now();
         let callers: Vec<_> = (0..14)
@@ -337,7 +346,7 @@ mod tests {
                 tokio::spawn(async move {
                     let mut turn = u.pass(PATIENT).await.expect("not held");
                     let (at, reason) = (start.elapsed(), turn.wait_reason());
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    tokio::time::sleep(call).await;
                     turn.settle(outcome(i), None);
                     (at, reason)
                 })
@@ -376,6 +385,26 @@ mod tests {
             "{starts:?}"
         );
         assert!(upstream.shared.pacer.ramp.on(), "until 64 may be out");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_round_of_long_calls_waits_for_its_successes_at_most_the_cold_starts_max() {
+        // 30 s calls: rounds of successes would take 30 s each; the window
+        // doubles after each 1 s (the cold start's max) instead.
+        let upstream = Upstream::new("u");
+        let starts = behind_a_scout_for(&upstream, Duration::from_secs(30), |_| None).await;
+        let s = |n: u64| Duration::from_millis(n);
+        let at: Vec<_> = starts.iter().map(|&(at, _)| at).collect();
+        assert_eq!(
+            at,
+            [
+                [s(100); 2].as_slice(),
+                &[s(1100); 2],
+                &[s(2100); 4],
+                &[s(3100); 6],
+            ]
+            .concat(),
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -211,7 +211,8 @@ impl Pacer {
                 && !self.tokens.known()
                 && !self.adaptive.on();
             if unheard {
-                self.ramp.start();
+                let round = self.cold_max.load(Ordering::Relaxed);
+                self.ramp.start(Duration::from_nanos(round));
             }
             self.scouted.notify_waiters();
         }

@@ -138,9 +138,11 @@ impl Upstream {
     ///
     /// If the scout brought no word of the limits (a server that sends no
     /// rate-limit headers), the others go in rounds that double, as TCP's
-    /// slow start: 2 out at once, one more for each that succeeds, until a
-    /// response's headers, a 429 (which turns the adaptive rate on) or 64
-    /// attempts out together end the ramp. Its waits are
+    /// slow start: 2 out at once, one more for each that succeeds (and
+    /// twice as many when a round has waited `max` for its successes:
+    /// long calls), until a response's headers, a 429 (which turns the
+    /// adaptive rate on) or 64 attempts out together end the ramp. Its
+    /// waits are
     /// [`WaitReason::ColdStart`](crate::events::WaitReason::ColdStart).
     ///
     /// ```

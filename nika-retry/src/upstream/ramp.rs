@@ -5,14 +5,23 @@
 //! (a response's rate-limit headers, a 429, which turns the adaptive rate
 //! on) or once [`LAST`] attempts may be out together.
 //!
+//! A round waits for its successes at most the cold start's max (as the
+//! others waited for the scout): an LLM call may take half a minute, and
+//! a server that sends no headers and counts no limit (a self-hosted
+//! model) would otherwise take five such rounds to have 50 calls out. A
+//! waiter that finds the round's time over doubles the window itself.
+//!
 //! Without it, a fan-out on a server that sends no rate-limit headers sent
 //! all its calls the moment the scout came back, and met a 429 for each
 //! one beyond the limit (37 of 50 on the fan-out benchmark) before the
 //! adaptive rate could hear of the first.
 
+use core::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::{Semaphore, TryAcquireError};
+use tokio::time::Instant;
 
 /// The attempts out at once when the ramp starts: the scout's, and one.
 const FIRST: u32 = 2;
@@ -28,6 +37,9 @@ pub(super) struct Ramp {
     /// One permit for each attempt that may start; waiters in arrival
     /// order. Closed when the ramp ends: every waiter goes.
     slots: Semaphore,
+    /// How long a round waits for its successes, and when the current
+    /// one's wait is over (touched only by waiters).
+    round: Mutex<(Duration, Option<Instant>)>,
 }
 
 impl Default for Ramp {
@@ -36,6 +48,7 @@ impl Default for Ramp {
             on: AtomicBool::new(false),
             window: AtomicU32::new(0),
             slots: Semaphore::new(0),
+            round: Mutex::new((Duration::ZERO, None)),
         }
     }
 }
@@ -53,13 +66,19 @@ impl Ramp {
     }
 
     /// The scout came back and said nothing of the limits: the ramp
-    /// starts (unless it ran, or ended before it could start).
-    pub(super) fn start(&self) {
+    /// starts, each round waiting for its successes at most `round`
+    /// (unless it ran, or ended before it could start).
+    pub(super) fn start(&self, round: Duration) {
         if self.slots.is_closed() || self.on.swap(true, Ordering::AcqRel) {
             return;
         }
+        *self.round() = (round, Some(crate::time::later(Instant::now(), round)));
         self.window.store(FIRST, Ordering::Relaxed);
         self.slots.add_permits(FIRST as usize);
+    }
+
+    fn round(&self) -> std::sync::MutexGuard<'_, (Duration, Option<Instant>)> {
+        self.round.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Something said more of the limits than the ramp knows: it ends, and
@@ -91,14 +110,42 @@ impl Ramp {
         if let Ok(slot) = self.try_slot() {
             return (slot, false);
         }
-        let slot = self.slots.acquire().await.ok().map(|permit| {
-            permit.forget();
-            Slot {
-                ramp: self,
-                armed: true,
+        loop {
+            let over = self.round().1;
+            let acquired = match over {
+                Some(over) => tokio::time::timeout_at(over, self.slots.acquire()).await,
+                None => Ok(self.slots.acquire().await),
+            };
+            match acquired {
+                Ok(permit) => {
+                    let slot = permit.ok().map(|permit| {
+                        permit.forget();
+                        Slot {
+                            ramp: self,
+                            armed: true,
+                        }
+                    });
+                    return (slot, true);
+                }
+                Err(_) => self.round_over(),
             }
-        });
-        (slot, true)
+        }
+    }
+
+    /// The round's time is over before its successes came: the window
+    /// doubles (once, whichever waiter comes first).
+    fn round_over(&self) {
+        let now = Instant::now();
+        {
+            let mut round = self.round();
+            let (length, over) = *round;
+            if over.is_none_or(|over| over > now) {
+                return;
+            }
+            round.1 = Some(crate::time::later(now, length));
+        }
+        let window = self.window.load(Ordering::Relaxed);
+        self.widen(window);
     }
 
     /// An attempt that held a slot ended: its slot goes to the next
@@ -107,14 +154,23 @@ impl Ramp {
         if self.slots.is_closed() {
             return;
         }
+        self.slots.add_permits(1);
         if succeeded {
-            let window = self.window.fetch_add(1, Ordering::Relaxed) + 1;
-            if window >= LAST {
-                self.stop();
-                return;
-            }
+            self.widen(1);
         }
-        self.slots.add_permits(1 + usize::from(succeeded));
+    }
+
+    /// `more` may be out together: the ramp ends at [`LAST`].
+    fn widen(&self, more: u32) {
+        if self.slots.is_closed() {
+            return;
+        }
+        let window = self.window.fetch_add(more, Ordering::Relaxed) + more;
+        if window >= LAST {
+            self.stop();
+            return;
+        }
+        self.slots.add_permits(more as usize);
     }
 }
 
@@ -152,7 +208,7 @@ mod tests {
     async fn rounds_double_as_attempts_succeed_and_a_stop_lets_everyone_go() {
         let ramp = Ramp::default();
         assert!(!ramp.on());
-        ramp.start();
+        ramp.start(Duration::from_secs(1));
         assert!(ramp.on());
         let first: Vec<_> = [ramp.slot().await, ramp.slot().await]
             .into_iter()
@@ -177,14 +233,14 @@ mod tests {
         ramp.stop();
         assert!(!ramp.on());
         assert!(ramp.slot().await.0.is_none(), "ended: nobody waits");
-        ramp.start();
+        ramp.start(Duration::from_secs(1));
         assert!(!ramp.on(), "it runs once");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_slot_never_started_is_given_back_and_the_ramp_ends_at_its_last_round() {
         let ramp = Ramp::default();
-        ramp.start();
+        ramp.start(Duration::from_secs(1));
         drop(ramp.slot().await.0);
         assert_eq!(ramp.slots.available_permits(), 2);
         for _ in FIRST..LAST - 1 {
