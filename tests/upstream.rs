@@ -102,15 +102,17 @@ async fn the_probe_goes_first_and_the_rest_follow_its_outcome() {
         released[1..].iter().all(|&at| at >= answered),
         "sent before the probe's answer at {answered:?}: {released:?}"
     );
-    // Spread over a tenth of the 2 s hold, not all at one instant; the
-    // 429 came without rate-limit headers, so the adaptive rate (β of the
-    // one request a tenth of a second sent before it: 7 a second, a bucket
-    // of 7) paces the last of the 7 released by one interval more.
+    // The 429 came without rate-limit headers: the adaptive rate (β of
+    // what was sent before it, a few a second) paces the others after the
+    // probe, one at a time, where its bucket, full after the 2 s in which
+    // the hold sent nothing, let them all go at once before. Delays on a
+    // loaded machine only spread them more; the bound above is generous.
     let spread = released[released.len() - 1] - released[1];
     assert!(
-        spread <= Duration::from_millis(400 + 143 + 100),
-        "{released:?}"
+        spread >= Duration::from_millis(6 * 100),
+        "paced, not a burst: {released:?}"
     );
+    assert!(spread <= Duration::from_secs(3), "{released:?}");
 }
 
 #[tokio::test]
@@ -293,7 +295,14 @@ async fn nested_layers_each_pass_and_hold_their_own_upstream() {
     stack.model.hold_for(Duration::from_secs(1));
     let before = tokio::time::Instant::now();
     stack.send().await.unwrap();
-    assert_eq!(before.elapsed(), Duration::ZERO, "the host is not held");
+    // Not held: paced at most one interval of the rate its 429 (without
+    // headers) adapted it to.
+    assert_eq!(stack.host.held_for(), None);
+    assert!(
+        before.elapsed() < Duration::from_millis(500),
+        "the host is not held: {:?}",
+        before.elapsed()
+    );
     stack.complete().await.unwrap();
     assert_eq!(before.elapsed(), Duration::from_secs(1), "the model is");
 }

@@ -387,6 +387,26 @@ impl Bucket {
         true
     }
 
+    /// Spent until `at` (a hold until then): one admission goes at `at`,
+    /// the others each at the rate after it, not in a burst; the waiters'
+    /// reservations go stale. Returns whether it moved the estimate (not
+    /// for a log, nor past a later end).
+    pub(super) fn spent_until(&self, at: u64) -> bool {
+        let window = self.window.load(Ordering::Relaxed);
+        let Some(one) = self.span(1) else {
+            return false;
+        };
+        if self.windowed() {
+            return false;
+        }
+        let tat = at.saturating_add(window).saturating_sub(one);
+        if self.tat.fetch_max(tat, Ordering::AcqRel) >= tat {
+            return false;
+        }
+        self.ledger.rebuild();
+        true
+    }
+
     /// What the bucket holds at `now` (a reservation ahead of it counts
     /// as spent).
     pub(super) fn level(&self, now: u64) -> u64 {
@@ -581,6 +601,17 @@ mod tests {
         // the 15 waiters after them, once.
         assert_eq!(again.last().unwrap().at, 990_000_000);
         assert_eq!(b.waiting(), 15);
+    }
+
+    #[test]
+    fn spent_until_a_holds_end_the_bucket_lets_no_burst_go_at_it() {
+        let b = bucket(10, 1);
+        let waiter = b.reserve(0, 1).unwrap();
+        assert!(b.spent_until(2 * S));
+        assert!(!b.current(&waiter), "it reserves again, after the hold");
+        let after: Vec<_> = (0..3).map(|_| b.reserve(2 * S, 1).unwrap().at).collect();
+        assert_eq!(after, [2 * S, 21 * S / 10, 22 * S / 10]);
+        assert!(!b.spent_until(S), "an earlier end moves nothing");
     }
 
     #[test]

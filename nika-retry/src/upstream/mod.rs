@@ -367,6 +367,9 @@ impl Upstream {
     /// The event of a hold that started or grew; a store learns of it.
     fn after_hold(&self, grown: Option<Grown>) {
         let Some(grown) = grown else { return };
+        self.shared
+            .pacer
+            .held_until(crate::time::later(Instant::now(), grown.held_for));
         if let Some(store) = &self.shared.store {
             store.hold(&self.shared.name, grown.held_for, grown.reason);
         }

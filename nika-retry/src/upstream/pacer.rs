@@ -202,6 +202,21 @@ impl Pacer {
         }
     }
 
+    /// A hold until `until`: a rate adapted to 429s without headers sent
+    /// nothing during it, and its bucket, full at its end, would let a
+    /// burst go into the server that just refused one. It is spent until
+    /// then instead: the waiters go at the rate (a hold used to end in a
+    /// burst and a 429 each time).
+    pub(super) fn held_until(&self, until: Instant) {
+        let adapted = self
+            .requests
+            .get()
+            .is_some_and(|(_, _, source)| source == LimitSource::Adapted);
+        if adapted && self.requests.spent_until(self.at(until)) {
+            self.rebuilt.notify_waiters();
+        }
+    }
+
     /// The scout's news, or the end of the wait for it: the others go, in
     /// the ramp's rounds if nothing was heard of the limits.
     pub(super) fn warm(&self) {

@@ -170,7 +170,9 @@ impl Upstream {
                 };
                 turn.charge = charge;
             }
-            if held && turn.charge.reason.is_none() {
+            if held {
+                // The hold first: the pace after it is the hold's tail (a
+                // rate adapted to 429s without headers spends it).
                 turn.charge.reason = Some(WaitReason::Held);
             }
             self.shared.pacer.adaptive.sent();
