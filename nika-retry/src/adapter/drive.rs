@@ -88,7 +88,6 @@ where
             // The attempt sends a copy and the original stays for the next;
             // one that cannot be copied is sent itself, once.
             let copy = kept.as_ref().and_then(&mut replay);
-            let replayable = copy.is_some();
             let request = copy.or_else(|| kept.take());
             let attempt = WithUpstream::new(
                 &turn,
@@ -112,7 +111,8 @@ where
                     Err(error) => Some(Judged::Error(error)),
                 };
                 let config = || options.config.clone();
-                call.next_after_kept(&mut turn, &Verdict(failed), config, replayable)
+                // Still kept: a copy was sent, the request can be sent again.
+                call.next_after_kept(&mut turn, &Verdict(failed), config, kept.is_some())
             };
             match until {
                 // A request that could not be kept is never retried (the

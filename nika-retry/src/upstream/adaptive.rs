@@ -5,7 +5,7 @@
 //! that rate and beyond, until the next one.
 
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use tokio::time::Instant;
@@ -23,9 +23,8 @@ const BUCKET: f64 = 0.5;
 
 #[derive(Debug)]
 pub(super) struct Adaptive {
-    on: AtomicBool,
-    /// Bumped at each decrease (never 0 once on): the attempts admitted
-    /// since carry it.
+    /// Bumped at each decrease (0: off; never 0 again once on): the
+    /// attempts admitted since carry it.
     generation: AtomicU8,
     /// Attempts sent through the upstream, counted while they pass.
     sends: AtomicU64,
@@ -111,7 +110,6 @@ impl Adaptive {
     /// An adaptive rate, off, counting sends from `now`.
     pub(super) fn new(now: Instant) -> Adaptive {
         Adaptive {
-            on: AtomicBool::new(false),
             generation: AtomicU8::new(0),
             sends: AtomicU64::new(0),
             state: Mutex::new(Rates {
@@ -122,7 +120,7 @@ impl Adaptive {
     }
 
     pub(super) fn on(&self) -> bool {
-        self.on.load(Ordering::Relaxed)
+        self.generation() != 0
     }
 
     /// An attempt was sent.
@@ -154,7 +152,6 @@ impl Adaptive {
         rates.throttled(now, sends);
         self.generation
             .store(current.checked_add(1).unwrap_or(1), Ordering::Relaxed);
-        self.on.store(true, Ordering::Relaxed);
         Some(rates.rate)
     }
 

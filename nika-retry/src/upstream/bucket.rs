@@ -114,6 +114,11 @@ impl Bucket {
         self.limit.load(Ordering::Relaxed) != 0
     }
 
+    /// Whether its limit is a rate adapted to 429s without headers.
+    pub(super) fn adapted(&self) -> bool {
+        self.known() && self.source.load(Ordering::Relaxed) == LimitSource::Adapted.to_u8()
+    }
+
     /// How long `cost` takes to refill, in nanoseconds.
     fn span(&self, cost: u64) -> Option<u64> {
         let limit = self.limit.load(Ordering::Relaxed);
@@ -195,7 +200,7 @@ impl Bucket {
     /// allows. The margin doubles, up to an eighth of the window.
     pub(super) fn missed(&self) {
         let window = self.window.load(Ordering::Relaxed);
-        if self.source.load(Ordering::Relaxed) == LimitSource::Adapted.to_u8() || window == 0 {
+        if self.adapted() || window == 0 {
             return;
         }
         let old = self.missed.load(Ordering::Relaxed);

@@ -129,17 +129,18 @@ impl Upstream {
             let mut rebuilt = pin!(pacer.rebuilt.notified());
             rebuilt.as_mut().enable();
             let now = Instant::now();
+            let now_ns = pacer.at(now);
             let p = match pending.take() {
                 Some(p) if p.current() => p,
                 // A reservation counted at an old rate is dropped (it gives
                 // nothing back to the rebuilt bucket) and made again.
                 Some(mut p) => {
-                    pacer.refresh(&mut p, pacer.at(now), cost);
+                    pacer.refresh(&mut p, now_ns, cost);
                     p
                 }
-                None => pacer.reserve(pacer.at(now), cost),
+                None => pacer.reserve(now_ns, cost),
             };
-            let (at, now_ns) = (p.at(), pacer.at(now));
+            let at = p.at();
             beyond |= at > now_ns;
             let at = pacer.instant(if beyond {
                 pacer.after_news(at, now_ns)
@@ -232,11 +233,7 @@ impl Upstream {
             pacer.adaptive.measure(now);
             return;
         }
-        if pacer
-            .requests
-            .get()
-            .is_some_and(|(_, _, source)| source != LimitSource::Adapted)
-        {
+        if pacer.requests.known() && !pacer.requests.adapted() {
             return;
         }
         if let Some(rate) = pacer.adaptive.throttled(now, charge.rate) {

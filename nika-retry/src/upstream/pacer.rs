@@ -32,9 +32,6 @@ pub(super) struct Pacer {
     /// A response's headers said something of a limit: its 429s are not
     /// the adaptive rate's.
     pub(super) heard: AtomicBool,
-    /// A reading said that the server counts by window, not by refill:
-    /// each dimension keeps a log from its next reading.
-    windowed: AtomicBool,
     /// No response read yet: a declared quota's refill waits for one, as
     /// a window that counts from its first admission gives nothing back
     /// until it ends (until `first_until`, ns; `u64::MAX` not yet set).
@@ -73,7 +70,6 @@ impl Default for Pacer {
             tokens: Bucket::default(),
             mean_cost: AtomicU64::new(0),
             heard: AtomicBool::new(false),
-            windowed: AtomicBool::new(false),
             news: AtomicBool::new(true),
             first_until: AtomicU64::new(u64::MAX),
             cold: AtomicBool::new(true),
@@ -208,11 +204,7 @@ impl Pacer {
     /// then instead: the waiters go at the rate (a hold used to end in a
     /// burst and a 429 each time).
     pub(super) fn held_until(&self, until: Instant) {
-        let adapted = self
-            .requests
-            .get()
-            .is_some_and(|(_, _, source)| source == LimitSource::Adapted);
-        if adapted && self.requests.spent_until(self.at(until)) {
+        if self.requests.adapted() && self.requests.spent_until(self.at(until)) {
             self.rebuilt.notify_waiters();
         }
     }
@@ -265,10 +257,9 @@ impl Pacer {
             let tokens = Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens);
             (requests, tokens, [learn.requests, learn.tokens])
         };
-        if windows.iter().any(|w| w.windowed) {
-            self.windowed.store(true, Ordering::Relaxed);
-        }
-        let windowed = self.windowed.load(Ordering::Relaxed);
+        // A reading said that the server counts by window, not by refill
+        // (for good): each dimension keeps a log from its next reading.
+        let windowed = windows.iter().any(|w| w.windowed);
         let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = (requests, tokens);
         if let (Some(r), Some(t)) = (requests, tokens)
             && r > 0

@@ -65,7 +65,8 @@ impl Window {
             match missing {
                 0 => {}
                 1 => {
-                    self.refill_one = Some(self.refill_one.map_or(refill(1), |r| r.min(refill(1))))
+                    let r = refill(1);
+                    self.refill_one = Some(self.refill_one.map_or(r, |old| old.min(r)));
                 }
                 m => {
                     let r = refill(m - 1);

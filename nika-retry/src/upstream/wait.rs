@@ -325,8 +325,7 @@ impl Upstream {
         }
         // Held here, its cost would be spent before the hold ends: not
         // spent now.
-        let later = held_here;
-        let spend = if later {
+        let spend = if held_here {
             [Spend::default(); 2]
         } else {
             self.spends(cost)
@@ -338,7 +337,7 @@ impl Upstream {
                 self.locked(|state| state.hold(now, left, reason));
                 None
             }
-            admission => (!later).then_some(admission),
+            admission => (!held_here).then_some(admission),
         }
     }
 }
