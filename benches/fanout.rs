@@ -276,16 +276,10 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
     };
     let _ = redis;
     let counts = server.counts();
-    let refusals = server.refusals();
-    let burst = refusals
-        .first()
-        .map(|&first| first + Duration::from_millis(100));
-    let later = refusals
-        .iter()
-        .filter(|&&r| burst.is_some_and(|b| r > b))
-        .count();
+    let later = server.refusals_later(Duration::from_millis(100));
     if std::env::var_os("FANOUT_DEBUG").is_some() {
-        let at: Vec<u128> = refusals
+        let at: Vec<u128> = server
+            .refusals()
             .iter()
             .map(|r| r.duration_since(server.started()).as_millis())
             .collect();

@@ -73,14 +73,9 @@ async fn fan_out(config: Config, upstream: Upstream) -> Run {
     let results = tokio::time::timeout(Duration::from_secs(60), all)
         .await
         .expect("every call ends");
-    let refusals = server.refusals();
-    let burst = refusals.first().map(|&r| r + Duration::from_millis(100));
     Run {
         counts: server.counts(),
-        later: refusals
-            .iter()
-            .filter(|&&r| burst.is_some_and(|b| r > b))
-            .count(),
+        later: server.refusals_later(Duration::from_millis(100)),
         failed: results.iter().filter(|r| r.is_err()).count(),
     }
 }

@@ -315,6 +315,17 @@ impl QuotaServer {
         self.shared.lock().refusals.clone()
     }
 
+    /// The `429`s it answered more than `after` after the first: a burst
+    /// sent at once meets its own within a few milliseconds, before any
+    /// of them is read, so these are the ones a client could have avoided.
+    pub fn refusals_later(&self, after: Duration) -> usize {
+        let refusals = self.refusals();
+        let Some(&first) = refusals.first() else {
+            return 0;
+        };
+        refusals.iter().filter(|&&r| r > first + after).count()
+    }
+
     /// The most requests and the most tokens admitted in any span of one
     /// window (`[t, t + window)`), wherever it starts: what a rolling
     /// window bounds by its limits (a refilled bucket allows up to twice
