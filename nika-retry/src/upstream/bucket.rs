@@ -58,6 +58,11 @@ impl LimitSource {
 /// The nanoseconds of [`MAX_HOLD`]: no reservation reaches further.
 const MAX_NS: u64 = MAX_HOLD.as_nanos() as u64;
 
+/// `d` in nanoseconds, at most [`MAX_HOLD`]'s.
+pub(super) fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.min(MAX_HOLD).as_nanos()).unwrap_or(MAX_NS)
+}
+
 /// One dimension's bucket. All times are nanoseconds since the
 /// upstream's epoch.
 #[derive(Debug, Default)]
@@ -289,7 +294,7 @@ impl Bucket {
     /// whether the rate changed by more than a sixteenth (the waiters'
     /// instants, counted at the old rate, are then stale).
     pub(super) fn set(&self, limit: u64, window: Duration, source: LimitSource) -> bool {
-        let window = u64::try_from(window.min(MAX_HOLD).as_nanos()).unwrap_or(MAX_NS);
+        let window = nanos(window);
         if limit == 0 || window == 0 {
             return false;
         }

@@ -18,7 +18,6 @@ use super::charge::{Charge, Holds};
 use super::cold::Scout;
 use super::handle::Upstream;
 use super::held::Held;
-use super::pacer::COST_UNKNOWN;
 use super::patience::Patience;
 use super::store::{Admission, Reading, Spend, Store};
 use crate::events::WaitReason;
@@ -43,10 +42,7 @@ impl Upstream {
     /// limits this process knows (a limit of 0: the store's, if any).
     pub(super) fn spends(&self, cost: u32) -> [Spend; 2] {
         let pacer = &self.shared.pacer;
-        let tokens = match cost {
-            COST_UNKNOWN => pacer.mean_cost().unwrap_or(0),
-            cost => u64::from(cost),
-        };
+        let tokens = pacer.tokens_of(cost);
         let spend = |bucket: &Bucket, cost: u64| match bucket.get() {
             Some((limit, window, _)) => Spend::new(limit, window, cost),
             None => Spend::new(0, Duration::ZERO, cost),

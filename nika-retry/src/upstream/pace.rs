@@ -174,7 +174,7 @@ impl Upstream {
             }
             pending = Some(p);
         };
-        if reason.is_some() && self.lock().until.is_some_and(|u| u > Instant::now()) {
+        if reason.is_some() && self.held_for().is_some() {
             // Held while it was paced: its place goes back unspent (a
             // window's log would count it sent), and it waits again.
             drop(pending);

@@ -10,11 +10,10 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::adaptive::Adaptive;
-use super::bucket::{Bucket, LimitSource, Reserved};
+use super::bucket::{Bucket, LimitSource, Reserved, nanos};
 use super::charge::{Charge, Holds};
 use super::ramp::Ramp;
 use super::reading::Window;
-use super::state::MAX_HOLD;
 use crate::http::{LimitFields, RateLimitFields};
 
 /// The default of `Upstream::with_cold_start`.
@@ -94,7 +93,7 @@ impl Pacer {
     }
 
     pub(super) fn set_cold_max(&self, max: Duration) {
-        let ns = u64::try_from(max.min(MAX_HOLD).as_nanos()).unwrap_or(u64::MAX);
+        let ns = nanos(max);
         self.cold_max.store(ns, Ordering::Relaxed);
     }
 
@@ -124,7 +123,8 @@ impl Pacer {
         }
     }
 
-    fn tokens_of(&self, cost: u32) -> u64 {
+    /// The tokens an attempt of a call of `cost` spends.
+    pub(super) fn tokens_of(&self, cost: u32) -> u64 {
         match cost {
             COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
             cost => u64::from(cost),
@@ -312,9 +312,8 @@ impl Pacer {
             } else {
                 window.longest_reset
             };
-            let ns = |d: Duration| u64::try_from(d.min(MAX_HOLD).as_nanos()).unwrap_or(u64::MAX);
-            let whole_at = now.saturating_add(ns(fields.reset.unwrap_or(w)));
-            let w = ns(w);
+            let whole_at = now.saturating_add(nanos(fields.reset.unwrap_or(w)));
+            let w = nanos(w);
             rebuilt |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
         }
         if rebuilt {

@@ -258,7 +258,7 @@ impl Upstream {
                             Lease::Held => break,
                         }
                     }
-                    if self.lock().until.is_some_and(|u| u > Instant::now()) {
+                    if self.held_for().is_some() {
                         drop(turn);
                         continue;
                     }
@@ -317,7 +317,7 @@ impl Upstream {
     /// admission, if it was. A cold upstream asks after its cold start
     /// ([`fleet_turn`](Upstream::fleet_turn)).
     async fn ask(&self, store: &Arc<dyn Store>, cost: u32) -> Option<Admission> {
-        let held_here = self.lock().until.is_some_and(|u| u > Instant::now());
+        let held_here = self.held_for().is_some();
         if !held_here && self.shared.pacer.cold.load(Ordering::Acquire) {
             // Cold: the store is asked after the cold start (its scout at
             // once, the others after its news), once per attempt.
