@@ -3,6 +3,7 @@
 //! error types the tests share, an attempt counter and an event log.
 #![forbid(unsafe_code)]
 
+pub mod behind_first;
 pub mod doc;
 pub mod fault;
 pub mod fleet;

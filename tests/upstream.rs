@@ -22,28 +22,12 @@ fn client(server: &FaultServer) -> Provider {
 /// `n` calls of `call`: the first alone, the others once `ready` says its
 /// answer is in (the upstream held, or the server's limit met), whatever
 /// the machine's load: no follower can overtake the first's 429.
-async fn fan_out<F, Fut>(n: u64, ready: impl Fn() -> bool, call: F) -> Vec<Result<String, Error>>
+async fn fan_out<F, Fut>(n: usize, ready: impl Fn() -> bool, call: F) -> Vec<Result<String, Error>>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<String, Error>>,
 {
-    let calls = (0..n).map(|i| {
-        let call = call();
-        let ready = &ready;
-        async move {
-            if i > 0 {
-                for _ in 0..10_000 {
-                    if ready() {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                assert!(ready(), "the first call's answer never came");
-            }
-            call.await
-        }
-    });
-    futures_util::future::join_all(calls).await
+    nika_retry_tests::behind_first::behind_first(n, ready, call).await
 }
 
 /// Whether `provider`'s upstream is held.

@@ -65,23 +65,7 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = T>,
 {
-    let calls = (0..SIBLINGS).map(|i| {
-        let call = call();
-        let ready = &ready;
-        async move {
-            if i > 0 {
-                for _ in 0..10_000 {
-                    if ready() {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-                assert!(ready(), "the first call's answer never came");
-            }
-            call.await
-        }
-    });
-    futures_util::future::join_all(calls).await
+    nika_retry_tests::behind_first::behind_first(SIBLINGS, ready, call).await
 }
 
 /// The bytes a request sends.
