@@ -104,27 +104,7 @@ macro_rules! pace_lua {
 /// ready in that long, nothing spent. The allowance is taken as
 /// `ATTEMPT` takes it, only by an attempt that goes.
 pub(super) const ADMIT: &str = pace_lua!(
-    "local function take_allowance(hold, allowance, max)\n\
-       local t = redis.call('TYPE', allowance)['ok']\n\
-       if t == 'none' then return end\n\
-       local n = nil\n\
-       local ttl = -1\n\
-       if t == 'string' then\n\
-         n = tonumber(redis.call('GET', allowance))\n\
-         ttl = redis.call('PTTL', allowance)\n\
-       end\n\
-       if n == nil or n ~= math.floor(n) or n < 1 or ttl <= 0 or ttl > max then\n\
-         redis.call('DEL', allowance)\n\
-         return\n\
-       end\n\
-       if n <= 1 then\n\
-         redis.call('DEL', allowance)\n\
-         redis.call('SET', hold, 'rate-limit-headers', 'PX', ttl)\n\
-       else\n\
-         redis.call('SET', allowance, string.format('%d', n - 1), 'KEEPTTL')\n\
-       end\n\
-     end\n\
-     local function add_pending(hash, unpaced, now)\n\
+    "local function add_pending(hash, unpaced, now)\n\
        local added = false\n\
        for d, entry in pairs(unpaced) do\n\
          local cost = entry[1]\n\
@@ -180,13 +160,7 @@ pub(super) const ADMIT: &str = pace_lua!(
      local max = tonumber(ARGV[1])\n\
      local left = hold_left(KEYS[1], max)\n\
      if left > 0 then return {2, left, redis.call('GET', KEYS[1])} end\n\
-     if redis.call('TYPE', KEYS[3])['ok'] == 'string' then\n\
-       local v = redis.call('GET', KEYS[3])\n\
-       local ttl = redis.call('PTTL', KEYS[3])\n\
-       if v ~= 'released' and v ~= ARGV[2] and ttl > 0 and ttl <= tonumber(ARGV[3]) then\n\
-         return {3, 0, ''}\n\
-       end\n\
-     end\n\
+     if probe_out(KEYS[3], ARGV[2], tonumber(ARGV[3])) then return {3, 0, ''} end\n\
      local pace = KEYS[4]\n\
      clear_garbage(pace)\n\
      local now = now_us()\n\

@@ -80,7 +80,10 @@ pub(super) fn reason_of(text: &[u8]) -> HoldReason {
 }
 
 /// `hold_left(key, max)`: what is left of the hold at `key` in ms (0 if
-/// none), garbage deleted.
+/// none), garbage deleted. `probe_out(probe, token, lease)`: whether
+/// another token's probe is out (its lease not expired). `take_allowance(
+/// hold, allowance, max)`: one taken from the allowance, the last one
+/// holding until its reset; garbage deleted.
 macro_rules! lua {
     ($($body:literal),+) => {
         concat!(
@@ -92,6 +95,32 @@ macro_rules! lua {
             "  if left == -1 or left > max then redis.call('DEL', key) return 0 end\n",
             "  if left < 0 then return 0 end\n",
             "  return left\n",
+            "end\n",
+            "local function probe_out(probe, token, lease)\n",
+            "  if redis.call('TYPE', probe)['ok'] ~= 'string' then return false end\n",
+            "  local v = redis.call('GET', probe)\n",
+            "  local ttl = redis.call('PTTL', probe)\n",
+            "  return v ~= 'released' and v ~= token and ttl > 0 and ttl <= lease\n",
+            "end\n",
+            "local function take_allowance(hold, allowance, max)\n",
+            "  local t = redis.call('TYPE', allowance)['ok']\n",
+            "  if t == 'none' then return end\n",
+            "  local n = nil\n",
+            "  local ttl = -1\n",
+            "  if t == 'string' then\n",
+            "    n = tonumber(redis.call('GET', allowance))\n",
+            "    ttl = redis.call('PTTL', allowance)\n",
+            "  end\n",
+            "  if n == nil or n ~= math.floor(n) or n < 1 or ttl <= 0 or ttl > max then\n",
+            "    redis.call('DEL', allowance)\n",
+            "    return\n",
+            "  end\n",
+            "  if n <= 1 then\n",
+            "    redis.call('DEL', allowance)\n",
+            "    redis.call('SET', hold, 'rate-limit-headers', 'PX', ttl)\n",
+            "  else\n",
+            "    redis.call('SET', allowance, string.format('%d', n - 1), 'KEEPTTL')\n",
+            "  end\n",
             "end\n",
             $($body),+
         )
@@ -127,31 +156,8 @@ pub(super) const ATTEMPT: &str = lua!(
     "local max = tonumber(ARGV[1])\n\
      local left = hold_left(KEYS[1], max)\n\
      if left > 0 then return {left, redis.call('GET', KEYS[1])} end\n\
-     if redis.call('TYPE', KEYS[3])['ok'] == 'string' then\n\
-       local v = redis.call('GET', KEYS[3])\n\
-       local ttl = redis.call('PTTL', KEYS[3])\n\
-       if v ~= 'released' and v ~= ARGV[2] and ttl > 0 and ttl <= tonumber(ARGV[3]) then\n\
-         return {-1, ''}\n\
-       end\n\
-     end\n\
-     local t = redis.call('TYPE', KEYS[2])['ok']\n\
-     if t == 'none' then return {0, ''} end\n\
-     local n = nil\n\
-     local ttl = -1\n\
-     if t == 'string' then\n\
-       n = tonumber(redis.call('GET', KEYS[2]))\n\
-       ttl = redis.call('PTTL', KEYS[2])\n\
-     end\n\
-     if n == nil or n ~= math.floor(n) or n < 1 or ttl <= 0 or ttl > max then\n\
-       redis.call('DEL', KEYS[2])\n\
-       return {0, ''}\n\
-     end\n\
-     if n <= 1 then\n\
-       redis.call('DEL', KEYS[2])\n\
-       redis.call('SET', KEYS[1], 'rate-limit-headers', 'PX', ttl)\n\
-     else\n\
-       redis.call('SET', KEYS[2], string.format('%d', n - 1), 'KEEPTTL')\n\
-     end\n\
+     if probe_out(KEYS[3], ARGV[2], tonumber(ARGV[3])) then return {-1, ''} end\n\
+     take_allowance(KEYS[1], KEYS[2], max)\n\
      return {0, ''}\n"
 );
 
