@@ -136,6 +136,8 @@ pub struct Hit {
     pub idempotency_key: Option<String>,
     /// Its `X-Retry-Count` header, if it had one.
     pub retry_count: Option<String>,
+    /// Its headers as they came, names lowercased ([`Hit::header`]).
+    pub headers: Vec<(String, String)>,
     /// Its body (read as UTF-8, lossily; a chunked one decoded): what a
     /// test sends to tell its calls apart.
     pub body: String,
@@ -155,6 +157,14 @@ impl Hit {
     pub fn took_effect(&self) -> bool {
         self.fault.takes_effect()
     }
+
+    /// The value of its header `name` (any case), if it had one.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find_map(|(n, v)| (*n == name).then_some(v.as_str()))
+    }
 }
 
 /// What the server reads of a request.
@@ -162,6 +172,7 @@ struct Request {
     path: String,
     idempotency_key: Option<String>,
     retry_count: Option<String>,
+    headers: Vec<(String, String)>,
     body: String,
 }
 
@@ -405,6 +416,7 @@ impl State {
             path: request.path,
             idempotency_key: request.idempotency_key,
             retry_count: request.retry_count,
+            headers: request.headers,
             body: request.body,
             fault: fault.clone(),
             events_sent: 0,
@@ -599,6 +611,14 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Reque
     let chunked = header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
     let idempotency_key = header("idempotency-key");
     let retry_count = header("x-retry-count");
+    let headers = head
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            Some((name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        })
+        .collect();
     let body = if chunked {
         // A streamed body (a client that cannot know its length).
         let (body, end) = read_chunked(stream, buf, head_end).await?;
@@ -616,6 +636,7 @@ async fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Reque
         path,
         idempotency_key,
         retry_count,
+        headers,
         body,
     })
 }

@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use nika_retry::upstream::{HoldReason, ProbeTurn, RedisStore, Store, Upstream};
+use nika_retry::upstream::{HoldReason, PROBE_OUT, ProbeTurn, RedisStore, Store, Upstream};
 use nika_retry_tests::fault::{Fault, FaultServer};
 use nika_retry_tests::fleet::{Error, Provider, UPSTREAM};
 use nika_retry_tests::logs::Captured;
@@ -250,6 +250,36 @@ async fn an_attempt_that_arrives_while_another_process_probes_waits_for_its_outc
         let released = released.expect("released when the probe ended, not when its lease expired");
         assert_eq!(released.unwrap(), "ok", "released by the probe's outcome");
         assert_eq!(server.requests(), 1);
+    })
+    .await;
+}
+
+/// `Store::attempt` is the trait's (an upstream asks `admit`, which
+/// `RedisStore` answers with its own script): a `Store` of the user's that
+/// wraps a `RedisStore` and forwards `attempt` reaches it through the
+/// trait's default `admit`.
+#[tokio::test]
+async fn the_stores_attempt_waits_while_another_processes_probe_is_out() {
+    bounded(async {
+        logs();
+        let redis = RedisServer::start();
+        let a = store(&redis).await;
+        let b = store(&redis).await;
+        assert_eq!(b.attempt(UPSTREAM, 8).await.unwrap(), None, "nothing held");
+        // Another process's probe is out: b's attempt waits for its outcome.
+        assert_eq!(a.probe(UPSTREAM, 7).await.unwrap(), ProbeTurn::Go);
+        let out = Some((PROBE_OUT, HoldReason::ServerHint));
+        assert_eq!(b.attempt(UPSTREAM, 8).await.unwrap(), out);
+        // The probe came back without a new hold (written in the
+        // background): b's attempts start again.
+        a.probed(UPSTREAM, 7, true);
+        for _ in 0..200 {
+            if b.attempt(UPSTREAM, 8).await.unwrap().is_none() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("still held after the probe came back");
     })
     .await;
 }

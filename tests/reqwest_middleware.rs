@@ -3,7 +3,8 @@
 //! `Retry-After`, an upstream's hold shared by sibling requests, a body that
 //! cannot be replayed (sent once, its event saying why), cancellation, the
 //! budget shared with annotated fns around it, and `current_attempt()` in
-//! the middlewares below it.
+//! the middlewares below it; its upstream, its own (shared by its clones)
+//! or the calls' around it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{Outcome, observe};
 use nika_retry::reqwest_middleware::{Retry, Timeouts};
-use nika_retry::upstream::Upstream;
+use nika_retry::upstream::{Held, HoldReason, Upstream};
 use nika_retry::{Classify, Layer, RetryConfig, current_attempt, retry};
 use nika_retry_tests::EventLog;
 use nika_retry_tests::fault::{Fault, FaultServer};
@@ -232,6 +233,9 @@ enum CallError {
     #[error("HTTP {status}")]
     #[category(http_status = status)]
     Status { status: u16 },
+    #[error(transparent)]
+    #[category(transparent)]
+    Held(#[from] Held),
 }
 
 #[retry(layer = "provider")]
@@ -346,11 +350,109 @@ async fn a_success_after_retries_keeps_the_extensions_of_its_last_attempt() {
     assert_eq!(extensions.get::<Seen>(), Some(&Seen(2)));
 }
 
-#[test]
-fn the_middleware_is_send_sync_and_cheap_to_clone() {
-    fn middleware<M: Middleware + Clone>() {}
-    middleware::<Retry>();
-    let _ = Arc::new(Retry::new(Layer::Http));
+#[tokio::test(start_paused = true)]
+async fn clones_of_the_middleware_share_its_upstream() {
+    // `Middleware`: `Send + Sync`.
+    fn middleware<M: Middleware + Clone>(m: M) -> M {
+        m
+    }
+    // One 429 (`Retry-After: 2`) for whatever arrives in the first 2 s.
+    let server = FaultServer::start([Fault::LimitWindow {
+        window: Duration::from_secs(2),
+        retry_after: 2,
+    }])
+    .await;
+    let upstream = Upstream::new("loopback");
+    let retry = middleware(Retry::new(Layer::Provider).upstream(upstream.clone()));
+    let (clone, first) = (client(retry.clone()), client(retry));
+    let url = server.url("/");
+    let first = get(&first, &url);
+    let later = async {
+        // Once the first request's 429 is in: the clone's meets the hold.
+        while upstream.held_for().is_none() {
+            tokio::time::sleep(ms(1)).await;
+        }
+        get(&clone, &url).await
+    };
+    let (first, later) = tokio::join!(first, later);
+    assert_eq!(
+        (first.expect("a response"), later.expect("a response")),
+        (200, 200)
+    );
+    // The clone's request waited out the hold the first one's 429 set.
+    let faults: Vec<Fault> = server.hits().into_iter().map(|h| h.fault).collect();
+    assert_eq!(server.limited(), 1, "{faults:?}");
+    let hits = server.hits();
+    let waited = hits[1..].iter().map(|h| h.at - hits[0].at);
+    assert!(
+        waited.clone().all(|w| w >= Duration::from_secs(2)),
+        "{:?}",
+        waited.collect::<Vec<_>>()
+    );
+}
+
+/// A provider fn that names an upstream, over a middleware that names none.
+#[retry(layer = "provider", upstream = upstream)]
+async fn over_a_bare_middleware(
+    client: &ClientWithMiddleware,
+    upstream: &Upstream,
+    url: &str,
+) -> Result<u16, CallError> {
+    Ok(get(client, url).await?)
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_an_upstream_of_its_own_the_middleware_observes_for_the_call_around_it() {
+    let headers = [
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "30m0s"),
+    ];
+    let headers = headers.map(|(k, v)| (k.to_owned(), v.to_owned()));
+    let server = FaultServer::start([Fault::WithHeaders(200, headers.to_vec())]).await;
+    let upstream = Upstream::new("loopback");
+    let client = client(Retry::new(Layer::Http));
+    let url = server.url("/");
+    let first = over_a_bare_middleware(&client, &upstream, &url).await;
+    assert_eq!(first.expect("a response"), 200);
+    // None left for 30 minutes: longer than a provider call waits (60 s).
+    let next = over_a_bare_middleware(&client, &upstream, &url).await;
+    let Err(CallError::Held(held)) = next else {
+        panic!("not held by the first response's headers: {next:?}")
+    };
+    assert_eq!(held.reason(), HoldReason::RateLimitHeaders);
+    assert_eq!(server.requests(), 1, "the held call sent nothing");
+}
+
+/// A mail sent through the middleware: not idempotent.
+#[retry(layer = "provider", idempotent = false)]
+async fn send_mail(client: &ClientWithMiddleware, url: &str) -> Result<u16, CallError> {
+    let response = client.post(url).body("mail").send().await?;
+    Ok(response.status().as_u16())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_the_middleware_would_not_wait_never_left_so_a_mail_is_sent_after_it() {
+    let server = FaultServer::start([Fault::ok("sent")]).await;
+    let upstream = Upstream::new("loopback");
+    // Longer than the http layer waits (30 s), within the provider's (60 s).
+    upstream.hold_for(Duration::from_secs(40));
+    let client = client(Retry::new(Layer::Http).upstream(upstream));
+    let started = tokio::time::Instant::now();
+    let (sent, log) = EventLog::record(send_mail(&client, &server.url("/"))).await;
+    // The middleware's `Held` reached nothing: the mail fn, not idempotent,
+    // may send it again once the hold is over.
+    assert_eq!(
+        sent.expect("sent after the hold"),
+        200,
+        "{:#?}",
+        log.events()
+    );
+    assert_eq!(server.requests(), 1);
+    assert!(
+        started.elapsed() >= Duration::from_secs(40),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[retry(layer = "http")]

@@ -1,7 +1,8 @@
 //! `nika_retry::tower::RetryLayer` over hyper-util's client, against the
 //! fault server on 127.0.0.1: each layer's defaults, a layer under an
 //! annotated provider fn (one budget, one idempotency key), cancellation,
-//! and a body that cannot be replayed.
+//! a body that cannot be replayed and one that `replay_body` copies, time
+//! limits, and the upstream: the layer's own, or the calls' around it.
 
 mod tower_support;
 
@@ -14,11 +15,12 @@ use http_body_util::BodyExt;
 use http_body_util::combinators::BoxBody;
 use nika_retry::engine::GiveUp;
 use nika_retry::events::{EventLog, Outcome, observe};
-use nika_retry::tower::RetryLayer;
-use nika_retry::{Layer, retry};
+use nika_retry::tower::{RetryLayer, Timeouts};
+use nika_retry::upstream::{HoldReason, Upstream};
+use nika_retry::{Boundary, Layer, retry};
 use nika_retry_tests::fault::{Fault, FaultServer};
 use tower::{Service, ServiceBuilder, ServiceExt};
-use tower_support::{HttpError, quick, request, status, through};
+use tower_support::{Body, HttpError, quick, request, status, through};
 
 fn retry_after(status: u16, seconds: &str) -> Fault {
     Fault::WithHeaders(status, vec![("retry-after".into(), seconds.into())])
@@ -233,9 +235,53 @@ async fn a_task_scope_opts_the_tool_layer_in_and_its_token_bucket_is_the_layers(
 }
 
 #[tokio::test]
-async fn a_429_holds_the_upstream_for_a_sibling_request() {
-    use nika_retry::upstream::Upstream;
+async fn a_body_that_replay_body_copies_is_sent_again_with_the_requests_head() {
+    let server = FaultServer::start([Fault::Status(503), Fault::ok("hi")]).await;
+    // `Full` is `Clone`, but through `HttpBody`: its copy, not `Http`'s.
+    let layer = RetryLayer::new(Layer::Http)
+        .config(quick(Layer::Http))
+        .replay_body(|body: &Body| Some(body.clone()));
+    let mut service = through(layer);
+    let mut request = request(Method::PUT, &server.url("/v1/files"));
+    let headers = request.headers_mut();
+    headers.insert("authorization", "Bearer sk-test".parse().unwrap());
+    headers.insert("content-type", "text/plain".parse().unwrap());
+    assert_eq!(status(&mut service, request).await.unwrap(), 200);
+    let hits = server.hits();
+    assert_eq!(hits.len(), 2, "the 503 was retried");
+    // Each attempt's copy carries the caller's request, not just its body.
+    for hit in &hits {
+        assert_eq!(hit.path, "/v1/files");
+        assert_eq!(hit.body, "ping");
+        assert_eq!(hit.header("authorization"), Some("Bearer sk-test"));
+        assert_eq!(hit.header("content-type"), Some("text/plain"));
+    }
+}
 
+#[tokio::test(start_paused = true)]
+async fn an_attempt_limit_is_the_inner_errors_timeout_and_each_attempt_has_its_own() {
+    let server = FaultServer::start([Fault::Hang]).await;
+    let limit = Duration::from_millis(500);
+    let layer = RetryLayer::new(Layer::Http)
+        .config(quick(Layer::Http))
+        .timeouts(Timeouts::NONE.with_attempt(limit));
+    let mut service = through(layer);
+    let sent = status(&mut service, request(Method::GET, &server.url("/")));
+    // Bounded: a limit that never cuts fails here, not at the server's end.
+    let error = tokio::time::timeout(Duration::from_secs(30), sent).await;
+    let Ok(Err(HttpError::Timeout(timeout))) = error else {
+        panic!("not the layer's limit: {error:?}")
+    };
+    assert_eq!(
+        (timeout.boundary(), timeout.limit()),
+        (Boundary::Attempt, limit)
+    );
+    // A limit of each attempt is retried: 3 attempts, each cut at 500 ms.
+    assert_eq!(server.requests(), 3);
+}
+
+#[tokio::test]
+async fn a_429_holds_the_upstream_for_a_sibling_request() {
     let server = FaultServer::start([retry_after(429, "1"), Fault::ok("a"), Fault::ok("b")]).await;
     let upstream = Upstream::new("tests/tower");
     let layer = RetryLayer::new(Layer::Provider).upstream(upstream.clone());
@@ -263,8 +309,6 @@ async fn a_429_holds_the_upstream_for_a_sibling_request() {
 
 #[tokio::test]
 async fn a_success_s_rate_limit_headers_go_to_the_upstream() {
-    use nika_retry::upstream::Upstream;
-
     let spent = [
         ("x-ratelimit-remaining-requests", "0"),
         ("x-ratelimit-reset-requests", "30s"),
@@ -285,6 +329,42 @@ async fn a_success_s_rate_limit_headers_go_to_the_upstream() {
         .held_for()
         .expect("none left: held until the reset");
     assert!(held > Duration::from_secs(25), "{held:?}");
+}
+
+/// A 200 that spends the last request until a reset 30 minutes away.
+fn last_request_for_30_minutes() -> Fault {
+    let headers = [
+        ("x-ratelimit-remaining-requests", "0"),
+        ("x-ratelimit-reset-requests", "30m0s"),
+    ];
+    let headers = headers.map(|(k, v)| (k.to_owned(), v.to_owned()));
+    Fault::WithHeaders(200, headers.to_vec())
+}
+
+/// A provider fn that names an upstream, over a layer that names none.
+#[retry(layer = "provider", upstream = upstream, backoff = "1ms")]
+async fn provider_over_a_bare_layer(upstream: &Upstream, url: &str) -> Result<u16, HttpError> {
+    let mut service = through(RetryLayer::new(Layer::Http));
+    status(&mut service, request(Method::GET, url)).await
+}
+
+#[tokio::test]
+async fn without_an_upstream_of_its_own_the_layer_observes_for_the_call_around_it() {
+    let server = FaultServer::start([last_request_for_30_minutes(), Fault::ok("hi")]).await;
+    let upstream = Upstream::new("tests/tower-around");
+    let url = server.url("/");
+    assert_eq!(
+        provider_over_a_bare_layer(&upstream, &url).await.unwrap(),
+        200
+    );
+    // The layer gave the headers to the fn's upstream: none left for 30
+    // minutes, longer than a provider call waits (60 s).
+    let next = provider_over_a_bare_layer(&upstream, &url).await;
+    let Err(HttpError::Held(held)) = next else {
+        panic!("not held by the first response's headers: {next:?}")
+    };
+    assert_eq!(held.reason(), HoldReason::RateLimitHeaders);
+    assert_eq!(server.requests(), 1, "the held call sent nothing");
 }
 
 /// An http fn whose transport is a provider layer: upside down.

@@ -63,6 +63,8 @@ struct Server {
     script: Arc<Mutex<Vec<Result<Response, Fault>>>>,
     /// Each request, and the idempotency key its attempt saw.
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// When each request arrived (tokio's clock).
+    at: Arc<Mutex<Vec<tokio::time::Instant>>>,
 }
 
 impl Server {
@@ -78,6 +80,7 @@ impl Server {
     async fn send(&self, request: u32) -> Result<Response, Fault> {
         let key = crate::current_attempt().map(|a| a.idempotency_key.to_string());
         self.seen.lock().unwrap().push((request, key));
+        self.at.lock().unwrap().push(tokio::time::Instant::now());
         tokio::task::yield_now().await;
         self.script
             .lock()
@@ -267,9 +270,13 @@ async fn a_429_holds_the_upstream_for_the_next_request() {
         run(&options, &server).await
     });
     assert_eq!((first.unwrap().0, second.unwrap().0), (200, 200));
-    // The sibling waited out the hold rather than sending into it.
+    // The sibling waited out the hold rather than sending into it (the
+    // script's 200 would have answered it at 10 ms).
     assert_eq!(server.sent(), 3);
-    assert!(started.elapsed() >= Duration::from_secs(5));
+    let at = server.at.lock().unwrap();
+    let after_the_hold = |at: &tokio::time::Instant| *at - started >= Duration::from_secs(5);
+    let gaps: Vec<Duration> = at.iter().map(|at| *at - started).collect();
+    assert!(at[1..].iter().all(after_the_hold), "{gaps:?}");
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
