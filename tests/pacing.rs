@@ -186,8 +186,7 @@ async fn a_cancelled_waiters_place(upstream: &Upstream, cost: u32) -> Vec<(usize
     let third = spawn(2);
     first.await.unwrap().unwrap();
     third.await.unwrap().unwrap();
-    let starts = starts.lock().unwrap().clone();
-    starts
+    starts.lock().unwrap().clone()
 }
 
 #[tokio::test(start_paused = true)]
