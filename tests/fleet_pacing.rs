@@ -2,14 +2,14 @@
 //! package; each test starts its own on a unix socket): the `ADMIT` and
 //! `LEARN` scripts through two stores (two processes of a fleet), the
 //! fan-out of 4 worker processes (`fleet-fanout`) against the quota
-//! server, and Redis killed mid-run. Run with
+//! server, Redis killed mid-run, and calls of the fleet paced past their
+//! total or by a window another process read. Run with
 //! `cargo test --features redis --test fleet_pacing`.
 #![cfg(feature = "redis")]
 
 use std::process::Stdio;
-use std::time::Duration;
-
 use std::sync::Mutex;
+use std::time::Duration;
 
 use nika_retry::upstream::{Admission, Quota, Reading, RedisStore, Spend, Store, Upstream};
 use nika_retry::{retry, timeout};
