@@ -2,17 +2,21 @@
 //! package; each test starts its own on a unix socket): the `ADMIT` and
 //! `LEARN` scripts through two stores (two processes of a fleet), the
 //! fan-out of 4 worker processes (`fleet-fanout`) against the quota
-//! server, and Redis killed mid-run. Run with
+//! server, Redis killed mid-run, and calls of the fleet paced past their
+//! total or by a window another process read. Run with
 //! `cargo test --features redis --test fleet_pacing`.
 #![cfg(feature = "redis")]
 
 use std::process::Stdio;
+use std::sync::Mutex;
 use std::time::Duration;
 
-use nika_retry::upstream::{Admission, Reading, RedisStore, Spend, Store, Upstream};
+use nika_retry::upstream::{Admission, Quota, Reading, RedisStore, Spend, Store, Upstream};
+use nika_retry::{retry, timeout};
 use nika_retry_tests::fault::quota::{Config, Kind, QuotaServer};
 use nika_retry_tests::fleet::Provider;
 use nika_retry_tests::redis_server::RedisServer;
+use nika_retry_tests::{ProviderError, Script};
 use redis::Commands as _;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -393,9 +397,10 @@ async fn a_store_dropped_right_after_its_probe_gives_the_lease_back() {
 /// A reading whose reset is much later than a refill of what is missing
 /// would take (1 of 4 per 2 s missing, whole again in 2 s: a refill would
 /// take 0.5 s) marks the limit as a window: from then on the admissions of
-/// the last window (and a twentieth) are counted, and nothing frees before
-/// the oldest leaves it, where a refilled bucket would let one go every
-/// half second.
+/// the last window are counted, each for the window and a margin for its
+/// way to the server (a fortieth of the window, at most 40 ms: 40 ms
+/// here), and nothing frees before the oldest leaves it, where a refilled
+/// bucket would let one go every half second.
 #[tokio::test]
 async fn a_limit_read_as_a_window_frees_nothing_until_its_oldest_admission_leaves() {
     bounded(async {
@@ -426,14 +431,122 @@ async fn a_limit_read_as_a_window_frees_nothing_until_its_oldest_admission_leave
         tokio::time::sleep(Duration::from_millis(700)).await;
         match b.admit(UP, 2, four_per_2s()).await.unwrap() {
             Admission::Ready(after) => {
+                // `started` is before the first admission, and `after` counts
+                // from the fifth's, earlier than its answer is read: `frees`
+                // is never earlier than when the oldest leaves (2 040 ms).
                 let frees = started.elapsed() + after;
                 assert!(
-                    frees >= Duration::from_millis(2000) && frees <= Duration::from_millis(2400),
-                    "the oldest leaves after {frees:?}"
+                    frees >= Duration::from_millis(2040) && frees <= Duration::from_millis(2400),
+                    "the oldest leaves after {frees:?}, its margin included"
                 );
             }
             other => panic!("a window's 5th of 4 went: {other:?}"),
         }
+    })
+    .await;
+}
+
+/// One attempt of `script`.
+#[retry(layer = "provider", upstream = upstream)]
+async fn scripted(upstream: &Upstream, script: &Script) -> Result<u32, ProviderError> {
+    script.attempt()
+}
+
+/// The same within a total of 1 s.
+#[retry(layer = "provider", upstream = upstream)]
+#[timeout(total = "1s")]
+async fn within_1s(upstream: &Upstream, script: &Script) -> Result<u32, ProviderError> {
+    script.attempt()
+}
+
+/// One request per 10 s, declared by each process of the fleet.
+fn one_per_10s() -> Quota {
+    Quota::per(Duration::from_secs(10)).requests(1)
+}
+
+#[tokio::test]
+async fn a_fleet_pace_past_the_calls_total_fails_it_at_once_with_held() {
+    bounded(async {
+        let redis = RedisServer::start();
+        let name = "fleet/deadline";
+        let a = Upstream::new(name)
+            .with_quota(one_per_10s())
+            .with_store(store(&redis).await);
+        let b = Upstream::new(name)
+            .with_quota(one_per_10s())
+            .with_store(store(&redis).await);
+        let script = Script::new(0, ProviderError::status(500));
+        assert_eq!(scripted(&a, &script).await, Ok(1));
+        // The fleet's one request is spent for 10 s: past b's 1 s total.
+        let result = within_1s(&b, &script).await;
+        let Err(ProviderError::Held(held)) = result else {
+            panic!("waited: {result:?}")
+        };
+        assert!(held.left() > Duration::from_secs(1), "{held:?}");
+        assert_eq!(script.attempts(), 1, "nothing sent");
+    })
+    .await;
+}
+
+/// One attempt that notes when it started.
+#[retry(layer = "provider", upstream = upstream)]
+async fn noted(
+    upstream: &Upstream,
+    starts: &Mutex<Vec<std::time::Instant>>,
+) -> Result<(), ProviderError> {
+    starts.lock().unwrap().push(std::time::Instant::now());
+    Ok(())
+}
+
+/// Waits (at most 3 s) until the fleet's pace in `redis` has taken in a
+/// reading of `upstream`'s requests as a window's (`LEARN` runs on the
+/// store's writer, after `observe` returns).
+async fn window_shared(redis: &RedisServer, upstream: &str) {
+    for _ in 0..150 {
+        let win: Option<String> = raw(redis).hget(pace_key(upstream), "rwin").unwrap();
+        if win.is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_window_read_by_one_process_paces_the_others_by_the_window() {
+    bounded(async {
+        let redis = RedisServer::start();
+        let name = "fleet/window";
+        let quota = Quota::per(Duration::from_secs(2)).requests(4);
+        let a = Upstream::new(name)
+            .with_quota(quota)
+            .with_store(store(&redis).await);
+        let b = Upstream::new(name)
+            .with_quota(quota)
+            .with_store(store(&redis).await);
+        // As a window server writes them as it admits the first of a
+        // window: 1 of 4 spent, whole again in 2 s (a refill would be whole
+        // in 500 ms).
+        a.observe(
+            &[
+                ("x-ratelimit-limit-requests", "4"),
+                ("x-ratelimit-remaining-requests", "3"),
+                ("x-ratelimit-reset-requests", "2s"),
+            ][..],
+        );
+        window_shared(&redis, name).await;
+        let starts = Mutex::new(Vec::new());
+        let t0 = std::time::Instant::now();
+        let calls = (0..5).map(|_| noted(&b, &starts));
+        let results = futures_util::future::join_all(calls).await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        let mut starts = starts.into_inner().unwrap();
+        starts.sort();
+        // The fifth of 4 waits for the oldest to leave the window (2 s and
+        // its 40 ms margin from its admission, after `t0`), not for a
+        // refill's 500 ms. (Redis counts on its own clock: 40 ms allowed
+        // for the two clocks' drift.)
+        let fifth = starts[4] - t0;
+        assert!(fifth >= Duration::from_millis(2000), "{fifth:?}");
     })
     .await;
 }

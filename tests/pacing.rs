@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use nika_retry::events::{Outcome, RetryEvent, RetryObserver, WaitReason, observe};
 use nika_retry::upstream::{Held, LimitSource, Quota, Upstream};
-use nika_retry::{Classify, ErrorCategory, retry};
+use nika_retry::{Classify, ErrorCategory, retry, timeout};
+use nika_retry_tests::{ProviderError, Script};
 use tokio::time::Instant;
 
 #[derive(Debug, thiserror::Error, Classify)]
@@ -18,6 +19,10 @@ enum Error {
     #[error("rate limited")]
     #[category(rate_limited)]
     RateLimited,
+    /// A failure for good (a 400): never retried.
+    #[error("bad request")]
+    #[category(permanent)]
+    Bad,
     #[error(transparent)]
     #[category(transparent)]
     Held(#[from] Held),
@@ -110,6 +115,11 @@ async fn tokens_are_paced_by_each_calls_cost() {
     // 1 000 whole: 400 and 400 at once; then 400 more each 400 ms (and
     // the 25 ms margin).
     assert_eq!(at, [ms(0), ms(0), ms(225), ms(625)]);
+    assert_eq!(
+        upstream.limits().tokens.unwrap().in_flight,
+        0,
+        "every attempt's tokens given back when it ended"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -154,6 +164,53 @@ async fn a_cancelled_waiter_strands_nobody() {
     // The cancelled reservation left a gap, not a double start; nothing of
     // it is counted as in flight.
     assert_eq!(upstream.limits().requests.unwrap().in_flight, 0);
+}
+
+/// A first call spends the whole of its upstream's one dimension (`cost`);
+/// a second, waiting for the refill, is cancelled at 300 ms; a third comes
+/// at 400 ms. When each started.
+async fn a_cancelled_waiters_place(upstream: &Upstream, cost: u32) -> Vec<(usize, Duration)> {
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let spawn = |i: usize| {
+        let (upstream, starts) = (upstream.clone(), starts.clone());
+        tokio::spawn(async move { costing(&upstream, cost, i, &starts, t0, ms(1)).await })
+    };
+    let first = spawn(0);
+    tokio::task::yield_now().await;
+    let second = spawn(1);
+    tokio::time::sleep(ms(300)).await;
+    second.abort();
+    assert!(second.await.unwrap_err().is_cancelled());
+    tokio::time::sleep(ms(100)).await;
+    let third = spawn(2);
+    first.await.unwrap().unwrap();
+    third.await.unwrap().unwrap();
+    starts.lock().unwrap().clone()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_waiter_gives_its_request_back() {
+    let upstream =
+        Upstream::new("cancel").with_quota(Quota::per(Duration::from_secs(1)).requests(1));
+    let starts = a_cancelled_waiters_place(&upstream, 1).await;
+    // The last reservation gave its refill back: the third takes its
+    // place (the refill and its 25 ms margin), not the one after it.
+    assert_eq!(starts, [(0, ms(0)), (2, ms(1025))]);
+    assert_eq!(upstream.limits().requests.unwrap().in_flight, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_waiter_gives_its_tokens_back() {
+    let upstream =
+        Upstream::new("cancel").with_quota(Quota::per(Duration::from_secs(1)).tokens(1000));
+    let starts = a_cancelled_waiters_place(&upstream, 1000).await;
+    assert_eq!(starts, [(0, ms(0)), (2, ms(1025))]);
+    assert_eq!(
+        upstream.limits().tokens.unwrap().in_flight,
+        0,
+        "nothing of the cancelled reservation is still counted"
+    );
 }
 
 const OPENAI: [(&str, &str); 6] = [
@@ -408,4 +465,186 @@ async fn a_scout_cancelled_mid_attempt_lets_the_others_go_at_once() {
         "not the 1 s max"
     );
     assert!(!upstream.limits().cold_start);
+}
+
+/// The server's headers as it admitted the reading attempt: 4 requests a
+/// second, 3 left (it counted that attempt's own request alone).
+const OWN_ONLY: [(&str, &str); 3] = [
+    ("x-ratelimit-limit-requests", "4"),
+    ("x-ratelimit-remaining-requests", "3"),
+    ("x-ratelimit-reset-requests", "250ms"),
+];
+
+#[tokio::test(start_paused = true)]
+async fn the_reading_attempts_own_request_is_counted_once() {
+    let upstream = Upstream::new("own").with_quota(Quota::per(Duration::from_secs(1)).requests(4));
+    let starts: Starts = Arc::default();
+    plain(&upstream, 0, &starts, Instant::now(), &OWN_ONLY)
+        .await
+        .unwrap();
+    // The server counted the reader's request, which was in flight as it
+    // read: 3 are left, not 2.
+    assert_eq!(upstream.limits().requests.unwrap().level, 3);
+    let starts = fan_out(&upstream, 3, 0, ms(1)).await;
+    assert!(starts.iter().all(|s| s.1 == ms(0)), "{starts:?}");
+}
+
+/// One attempt that notes its start and takes 100 ms; the scout's (caller
+/// 0) succeeds without a word of the limits, the others' fail for good.
+#[retry(layer = "provider", upstream = upstream)]
+async fn scout_then_refused(
+    upstream: &Upstream,
+    i: usize,
+    starts: &Starts,
+    t0: Instant,
+) -> Result<(), Error> {
+    starts.lock().unwrap().push((i, t0.elapsed()));
+    tokio::time::sleep(ms(100)).await;
+    if i == 0 { Ok(()) } else { Err(Error::Bad) }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_attempt_gives_its_ramp_slot_back_and_widens_nothing() {
+    let upstream = Upstream::new("ramp");
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let calls = (0..9).map(|i| scout_then_refused(&upstream, i, &starts, t0));
+    let results = futures_util::future::join_all(calls).await;
+    assert!(results[0].is_ok() && results[1..].iter().all(Result::is_err));
+    let mut at: Vec<Duration> = starts.lock().unwrap().iter().map(|s| s.1).collect();
+    at.sort();
+    // The scout, then the ramp's 2 out at once: each failure gives its
+    // slot to the next, where a success would open one more (2, 4, 8).
+    assert_eq!(
+        at,
+        [0, 100, 100, 200, 200, 300, 300, 400, 400].map(ms),
+        "{at:?}"
+    );
+}
+
+/// One attempt, refused by a 429 that says nothing (no hint, no
+/// rate-limit headers), and not retried.
+#[retry(layer = "provider", upstream = upstream, attempts = 1)]
+async fn refused(upstream: &Upstream) -> Result<(), Error> {
+    Err(Error::RateLimited)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_adapted_rate_paces_at_its_rate_whatever_429s_it_meets() {
+    let upstream = Upstream::new("adapted").with_cold_start(Duration::ZERO);
+    // Nothing sent for 10 s, then a 429: the slowest rate, one each 2 s.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    refused(&upstream).await.unwrap_err();
+    // An attempt admitted at that rate meets a 429 too: the rate, not a
+    // margin for the way to a server that counts, is what it adapts.
+    refused(&upstream).await.unwrap_err();
+    let requests = upstream.limits().requests.unwrap();
+    assert_eq!(requests.source, LimitSource::Adapted);
+    let interval = requests.window / u32::try_from(requests.limit).unwrap();
+    let starts = fan_out(&upstream, 1, 0, ms(1)).await;
+    assert_eq!(
+        starts[0].1, interval,
+        "one interval after the last, no more"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_paced_into_a_hold_waits_for_the_hold_to_end() {
+    let upstream = Upstream::new("paced, then held")
+        .with_quota(Quota::per(Duration::from_secs(1)).requests(1));
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let spawn = |i: usize| {
+        let (upstream, starts) = (upstream.clone(), starts.clone());
+        tokio::spawn(async move { costing(&upstream, 1, i, &starts, t0, ms(1)).await })
+    };
+    let first = spawn(0);
+    tokio::task::yield_now().await;
+    // Paced to 1 025 ms; held at 500 ms until 2 500 ms.
+    let second = spawn(1);
+    tokio::time::sleep(ms(500)).await;
+    upstream.hold_for(Duration::from_secs(2));
+    first.await.unwrap().unwrap();
+    second.await.unwrap().unwrap();
+    let starts = starts.lock().unwrap().clone();
+    assert_eq!(starts[0], (0, ms(0)));
+    assert!(
+        starts[1].1 >= ms(2500),
+        "started inside the hold: {starts:?}"
+    );
+}
+
+#[retry(layer = "provider", upstream = upstream)]
+#[timeout(total = "500ms")]
+async fn within_500ms(upstream: &Upstream, script: &Script) -> Result<u32, ProviderError> {
+    script.attempt()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pace_past_the_calls_total_fails_it_at_once_with_held() {
+    let upstream =
+        Upstream::new("deadline").with_quota(Quota::per(Duration::from_secs(1)).requests(1));
+    let script = Script::new(0, ProviderError::status(500));
+    assert_eq!(within_500ms(&upstream, &script).await, Ok(1));
+    // The next request is a second away: past the call's 500 ms total.
+    let t0 = Instant::now();
+    let result = within_500ms(&upstream, &script).await;
+    let Err(ProviderError::Held(held)) = result else {
+        panic!("waited: {result:?}")
+    };
+    assert_eq!(t0.elapsed(), Duration::ZERO, "at once");
+    assert!(held.left() > ms(500), "{held:?}");
+    assert_eq!(script.attempts(), 1, "nothing sent");
+}
+
+/// One attempt that notes its start and takes 100 ms; caller 0 reads
+/// `headers` 10 ms in, as its response's.
+#[retry(layer = "provider", upstream = upstream)]
+async fn first_reads(
+    upstream: &Upstream,
+    i: usize,
+    starts: &Starts,
+    t0: Instant,
+    headers: &[(&str, &str)],
+) -> Result<(), Error> {
+    starts.lock().unwrap().push((i, t0.elapsed()));
+    tokio::time::sleep(ms(10)).await;
+    if i == 0 {
+        upstream.observe(headers);
+    }
+    tokio::time::sleep(ms(90)).await;
+    Ok(())
+}
+
+/// As a window server writes them when it admits the first of a burst:
+/// 1 of 4 spent, whole again when the window ends in 1 s (a refill would
+/// be whole in 250 ms).
+const WINDOW_OF_ONE: [(&str, &str); 3] = [
+    ("x-ratelimit-limit-requests", "4"),
+    ("x-ratelimit-remaining-requests", "3"),
+    ("x-ratelimit-reset-requests", "1s"),
+];
+
+#[tokio::test(start_paused = true)]
+async fn a_window_read_mid_burst_counts_the_attempts_still_in_flight() {
+    let upstream =
+        Upstream::new("window").with_quota(Quota::per(Duration::from_secs(1)).requests(4));
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    // 3 at once; the first reads, 10 ms in, that the server counts by
+    // window, and that it counted that one: the other 2 are on their way.
+    let burst = (0..3).map(|i| first_reads(&upstream, i, &starts, t0, &WINDOW_OF_ONE));
+    let later = async {
+        tokio::time::sleep(ms(20)).await;
+        let calls = (3..6).map(|i| first_reads(&upstream, i, &starts, t0, &WINDOW_OF_ONE));
+        futures_util::future::join_all(calls).await
+    };
+    let (burst, later) = tokio::join!(futures_util::future::join_all(burst), later);
+    assert!(burst.iter().chain(&later).all(Result::is_ok));
+    let mut at: Vec<Duration> = starts.lock().unwrap().iter().map(|s| s.1).collect();
+    at.sort();
+    // The server's window holds 4 from the first start.
+    let in_first_window = at.iter().filter(|&&t| t < Duration::from_secs(1)).count();
+    assert!(in_first_window <= 4, "{at:?}");
+    assert_eq!(at.len(), 6);
 }

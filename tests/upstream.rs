@@ -99,6 +99,62 @@ async fn the_probe_goes_first_and_the_rest_follow_its_outcome() {
     assert!(spread <= Duration::from_secs(3), "{released:?}");
 }
 
+/// One attempt that notes when it started; the first of all the calls
+/// given `pushed` meets a 429 asking for 2 s, without rate-limit headers.
+#[retry(layer = "provider", upstream = upstream)]
+async fn pushed_back_once_noted(
+    upstream: &Upstream,
+    pushed: &AtomicBool,
+    starts: &Mutex<Vec<tokio::time::Instant>>,
+) -> Result<(), Error> {
+    starts.lock().unwrap().push(tokio::time::Instant::now());
+    if pushed.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
+    Err(Error::Api(
+        429,
+        ErrorCategory::RateLimited,
+        Some(Duration::from_secs(2)),
+    ))
+}
+
+/// The promise of the test above on the paused clock, where no load can
+/// spread the starts for it.
+#[tokio::test(start_paused = true)]
+async fn after_a_hold_a_rate_adapted_to_its_429_sends_one_then_the_others_at_the_rate() {
+    nika_retry::engine::seed_thread_jitter(3);
+    let upstream = Upstream::new("adapted, then held");
+    let pushed = AtomicBool::new(false);
+    let starts = Mutex::new(Vec::new());
+    let t0 = tokio::time::Instant::now();
+    // The first call's 429 holds the upstream 2 s, and turns the adaptive
+    // rate on (β of the one request sent before it: a few a second); 7
+    // more calls come while it is held.
+    let first = pushed_back_once_noted(&upstream, &pushed, &starts);
+    let others = async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(upstream.held_for().is_some());
+        let calls = (0..7).map(|_| pushed_back_once_noted(&upstream, &pushed, &starts));
+        futures_util::future::join_all(calls).await
+    };
+    let (first, others) = tokio::join!(first, others);
+    assert!(first.is_ok() && others.iter().all(Result::is_ok));
+    let mut released: Vec<Duration> = starts.lock().unwrap()[1..]
+        .iter()
+        .map(|&at| at - t0)
+        .collect();
+    released.sort();
+    assert_eq!(released.len(), 8, "{released:?}");
+    assert!(released[0] >= Duration::from_secs(2), "{released:?}");
+    // Nothing was sent during the hold: a bucket left full at its end
+    // would let a burst go into the server that refused one.
+    let spread = released[released.len() - 1] - released[1];
+    assert!(
+        spread >= Duration::from_millis(6 * 100),
+        "paced, not a burst: {released:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_hold_longer_than_the_cap_fails_the_others_at_once_with_held() {
     let server = FaultServer::start([Fault::WithHeaders(
