@@ -232,6 +232,18 @@ pub struct Admission {
     pub tokens: u64,
 }
 
+/// One request the server metered: when, its body, and whether it was
+/// admitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// When the server metered it (tokio's clock).
+    pub at: Instant,
+    /// Its body.
+    pub body: String,
+    /// Whether it was admitted (else answered `429`).
+    pub admitted: bool,
+}
+
 /// A running quota server: stops when dropped.
 pub struct QuotaServer {
     addr: SocketAddr,
@@ -250,6 +262,7 @@ struct State {
     counts: Counts,
     admissions: Vec<Admission>,
     refusals: Vec<Instant>,
+    arrivals: Vec<Arrival>,
     concurrent: usize,
     /// splitmix64's state, for the generation times.
     random: u64,
@@ -269,6 +282,7 @@ impl QuotaServer {
                 counts: Counts::default(),
                 admissions: Vec::new(),
                 refusals: Vec::new(),
+                arrivals: Vec::new(),
                 concurrent: 0,
                 random: config.seed,
             }),
@@ -308,6 +322,11 @@ impl QuotaServer {
     /// The requests it admitted, in order.
     pub fn admissions(&self) -> Vec<Admission> {
         self.shared.lock().admissions.clone()
+    }
+
+    /// Every request it metered, in order.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        self.shared.lock().arrivals.clone()
     }
 
     /// When it answered each `429`, in order.
@@ -374,7 +393,7 @@ impl Shared {
 
     /// Meters one request: its verdict (`None`: too large ever to be
     /// admitted) and, if admitted, its generation time.
-    fn take(&self, tokens: u64) -> Option<(Verdict, Duration)> {
+    fn take(&self, tokens: u64, body: &str) -> Option<(Verdict, Duration)> {
         let mut state = self.lock();
         state.counts.requests += 1;
         if tokens > u64::from(self.config.tokens) {
@@ -382,6 +401,11 @@ impl Shared {
         }
         let now = Instant::now();
         let verdict = state.meter.take(now, tokens);
+        state.arrivals.push(Arrival {
+            at: now,
+            body: body.to_owned(),
+            admitted: verdict.admitted,
+        });
         if !verdict.admitted {
             state.counts.limited += 1;
             state.refusals.push(now);
@@ -421,7 +445,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     while let Some(request) = super::read_request(&mut stream, &mut buf).await {
         let _answering = shared.enter();
         let tokens = tokens_of(&request.body);
-        let Some((verdict, generation)) = shared.take(tokens) else {
+        let Some((verdict, generation)) = shared.take(tokens, &request.body) else {
             let body = format!(
                 r#"{{"error":{{"type":"invalid_request_error","message":"{tokens} tokens is over the limit of {}"}}}}"#,
                 shared.config.tokens

@@ -391,6 +391,13 @@ impl Bucket {
         let counted = limit.saturating_sub(remaining.min(limit));
         let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
         let spent = counted.saturating_add(others).min(limit);
+        // The rest in flight reaches the server within the margin: it
+        // counts until a window (and the margin) from now.
+        let whole_at = if others > 0 {
+            whole_at.max(now.saturating_add(window))
+        } else {
+            whole_at
+        };
         *log = Some(Log::new(now, spent, whole_at, window));
         self.windowed.store(true, Ordering::Release);
         self.ledger.rebuild();

@@ -42,10 +42,11 @@ impl Upstream {
         pacer.requests.known()
     }
 
-    /// An attempt that charged `charge` ended (`succeeded`, or not).
-    pub(super) fn end_charge(&self, charge: Charge, succeeded: bool) {
-        let pacer = &self.shared.pacer;
-        pacer.end(charge);
+    /// An attempt that charged `charge` ended (`succeeded`, or not;
+    /// `None`: cancelled).
+    pub(super) fn end_charge(&self, charge: Charge, outcome: Option<bool>) {
+        let (pacer, succeeded) = (&self.shared.pacer, outcome == Some(true));
+        pacer.end(charge, outcome.is_some());
         if charge.holds.has(Holds::RAMP) {
             pacer.ramp.end(succeeded);
             if !pacer.ramp.on() {
@@ -85,7 +86,7 @@ impl Upstream {
         };
         let now = pacer.now();
         let pending = pacer.reserve(now, cost);
-        if pending.at() <= now {
+        if pending.at() <= pacer.refilled_to(now) {
             let mut charge = pending.start();
             charge
                 .holds
@@ -169,7 +170,9 @@ impl Upstream {
                 rebuilt.as_mut().poll(cx).map(|()| false)
             })
             .await;
-            if due {
+            // Due, unless its plan moved later meanwhile (a window's does
+            // when one planned before it started late): it looks again.
+            if due && p.at() <= pacer.now() {
                 break p;
             }
             pending = Some(p);
@@ -317,6 +320,134 @@ mod tests {
             0,
             "nothing left counted"
         );
+    }
+
+    /// A declared quota of `limit` per `window_ms`, its burst of `limit`
+    /// started now (the turns kept in flight), and a caller spawned after
+    /// `after_ms`: when it started, from now.
+    async fn behind_a_declared_burst(
+        limit: u32,
+        window_ms: u64,
+        after_ms: u64,
+        meanwhile: impl AsyncFnOnce(&Upstream, Vec<super::super::Turn<'_>>),
+    ) -> Duration {
+        let ms = Duration::from_millis;
+        let upstream =
+            Upstream::new("u").with_quota(super::super::Quota::per(ms(window_ms)).requests(limit));
+        let start = Instant::now();
+        let burst = futures_burst(&upstream, limit as usize).await;
+        tokio::time::sleep(ms(after_ms)).await;
+        let u = upstream.clone();
+        let caller = tokio::spawn(async move {
+            drop(u.pass(PATIENT).await.expect("paced, not held"));
+            start.elapsed()
+        });
+        tokio::task::yield_now().await;
+        meanwhile(&upstream, burst).await;
+        caller.await.unwrap()
+    }
+
+    /// Before the first response, a declared quota's refill is not
+    /// counted: the server may count by window, which gives nothing back
+    /// until it ends. Its burst took 600 ms to go out, say (1 000 tasks on
+    /// a loaded machine): the next caller used to start at once on the
+    /// refill of those 600 ms, into a rolling window still full (132–175
+    /// 429s in the soak, `tests/soak_quota.rs`).
+    #[tokio::test(start_paused = true)]
+    async fn a_declared_quota_counts_no_refill_before_its_first_response() {
+        let started = behind_a_declared_burst(2, 1000, 600, async |upstream, burst| {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            // A refilling server's answer: 1 of 2 missing, whole in 500 ms.
+            upstream.observe(
+                &[
+                    ("x-ratelimit-limit-requests", "2"),
+                    ("x-ratelimit-remaining-requests", "1"),
+                    ("x-ratelimit-reset-requests", "500ms"),
+                ][..],
+            );
+            drop(burst);
+        })
+        .await;
+        assert_eq!(started, Duration::from_millis(800), "at the response");
+    }
+
+    /// An attempt cancelled heard nothing of how the server counts: the
+    /// declared quota's waiters still wait for a response (at most the
+    /// cold start's max). They used to go on the refill's word at the
+    /// first cancellation.
+    #[tokio::test(start_paused = true)]
+    async fn a_cancelled_attempt_is_no_news_to_a_declared_quotas_waiters() {
+        let started = behind_a_declared_burst(2, 1000, 0, async |_, mut burst| {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drop(burst.pop());
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        })
+        .await;
+        assert_eq!(
+            started,
+            Duration::from_secs(1),
+            "the cold start's max, not 525 ms"
+        );
+    }
+
+    /// A fixed window read early in its course resets sooner than the
+    /// window declared: an attempt still counts for the whole window
+    /// declared (and the margin), and so does what was in flight when the
+    /// first reading came (it reaches the server after it).
+    #[tokio::test(start_paused = true)]
+    async fn a_declared_window_counts_each_attempt_for_all_of_it() {
+        let started = behind_a_declared_burst(20, 2000, 0, async |upstream, burst| {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            // 1 of 20 counted, the window ends in 1.9 s: a fixed window.
+            upstream.observe(
+                &[
+                    ("x-ratelimit-limit-requests", "20"),
+                    ("x-ratelimit-remaining-requests", "19"),
+                    ("x-ratelimit-reset-requests", "1.9s"),
+                ][..],
+            );
+            drop(burst);
+        })
+        .await;
+        // The 19 others in flight at 10 ms count until 10 ms + 2 s + 40 ms
+        // (they used to until the reset, 1.91 s, or 1.9 s + 40 ms after).
+        assert_eq!(started, Duration::from_millis(2050));
+    }
+
+    /// A window's plan moves later when an attempt planned before a
+    /// waiter starts late: the waiter, asleep until its old instant, looks
+    /// again when it wakes. It used to start then, one more than the
+    /// window held (under load, up to ~1 s early, and 1–120 429s that no
+    /// late request explained in `tests/soak_quota.rs`).
+    #[tokio::test(start_paused = true)]
+    async fn a_waiter_whose_window_plan_moved_later_while_it_slept_waits_for_the_new_one() {
+        let ms = Duration::from_millis;
+        let started = behind_a_declared_burst(20, 2000, 10, async |upstream, burst| {
+            // Windowed (a fixed window's reading): the 20 in flight count
+            // until 2.05 s.
+            upstream.observe(
+                &[
+                    ("x-ratelimit-limit-requests", "20"),
+                    ("x-ratelimit-remaining-requests", "19"),
+                    ("x-ratelimit-reset-requests", "1.9s"),
+                ][..],
+            );
+            drop(burst);
+            // 20 more, planned at 2.05 s, ahead of the caller (spawned at
+            // 10 ms, it reserves after them: planned when the first of
+            // them leaves the window, at 4.09 s).
+            let ahead: Vec<_> = (0..20)
+                .map(|_| upstream.admit(1).err().flatten().expect("planned later"))
+                .collect();
+            tokio::time::sleep(ms(2500 - 10)).await;
+            // They start late, at 2.5 s: the first leaves at 4.54 s.
+            for p in ahead {
+                upstream.end_charge(p.start(), Some(true));
+            }
+            tokio::time::sleep(ms(3000)).await;
+        })
+        .await;
+        assert_eq!(started, ms(4540), "not at its old instant, 4.09 s");
     }
 
     /// Starts 14 callers behind a scout that ends after 100 ms; each

@@ -36,6 +36,9 @@ pub(super) struct Pacer {
     /// until it ends (until `first_until`, ns; `u64::MAX` not yet set).
     news: AtomicBool,
     first_until: AtomicU64,
+    /// Until then, the first admission (ns; `u64::MAX` not yet): the
+    /// burst counts from it, and nothing refills after it.
+    burst_from: AtomicU64,
     /// No limit known yet: one scout goes, the others wait for it.
     pub(super) cold: AtomicBool,
     cold_max: AtomicU64,
@@ -71,6 +74,7 @@ impl Default for Pacer {
             heard: AtomicBool::new(false),
             news: AtomicBool::new(true),
             first_until: AtomicU64::new(u64::MAX),
+            burst_from: AtomicU64::new(u64::MAX),
             cold: AtomicBool::new(true),
             cold_max: AtomicU64::new(COLD_START.as_nanos() as u64),
             learn: Mutex::default(),
@@ -156,7 +160,20 @@ impl Pacer {
     /// Until the first response: a declared quota's waiters beyond its
     /// burst wait for it (at most the cold start's max).
     pub(super) fn unheard(&self) {
+        self.burst_from.store(u64::MAX, Ordering::Relaxed);
         self.news.store(false, Ordering::Release);
+    }
+
+    /// What an admission that does not wait may start by at `now`: `now`,
+    /// or while no response came, the first admission's instant (a
+    /// window that counts from it gives nothing back until it ends).
+    pub(super) fn refilled_to(&self, now: u64) -> u64 {
+        if self.news.load(Ordering::Acquire) {
+            return now;
+        }
+        let burst = &self.burst_from;
+        let _ = burst.compare_exchange(u64::MAX, now, Ordering::AcqRel, Ordering::Relaxed);
+        burst.load(Ordering::Acquire).min(now)
     }
 
     /// A response was read, or an attempt ended: the waiters for it go.
@@ -187,9 +204,12 @@ impl Pacer {
         at.max(until)
     }
 
-    /// An attempt that charged `charge` ended.
-    pub(super) fn end(&self, charge: Charge) {
-        self.heard_back();
+    /// An attempt that charged `charge` ended (`answered`; else it was
+    /// cancelled, and heard nothing).
+    pub(super) fn end(&self, charge: Charge, answered: bool) {
+        if answered {
+            self.heard_back();
+        }
         if charge.holds.has(Holds::REQUEST) {
             self.requests.end(1);
         }
@@ -301,13 +321,14 @@ impl Pacer {
                 rebuilt |= rebuild;
                 continue;
             }
-            let Some((_, w, _)) = bucket.get() else {
+            let Some((_, w, source)) = bucket.get() else {
                 continue;
             };
             // Counted for the longest reset seen (a window is at least
-            // that long), or the window read; and a margin for the way
-            // there, which a reset read after the response does not see.
-            let w = if window.longest_reset.is_zero() {
+            // that long), or the window read or declared (a fixed window's
+            // resets are shorter); and a margin for the way there, which a
+            // reset read after the response does not see.
+            let w = if window.longest_reset.is_zero() || source == LimitSource::Declared {
                 w
             } else {
                 window.longest_reset

@@ -400,7 +400,7 @@ impl<'u> Turn<'u> {
         let charge = self.charge;
         if !self.charge.is_empty() {
             let charge = core::mem::take(&mut self.charge);
-            self.upstream.end_charge(charge, failure.is_none());
+            self.upstream.end_charge(charge, Some(failure.is_none()));
             if failure.is_none()
                 && !self.probe
                 && !self.upstream.shared.counting.load(Ordering::Relaxed)
@@ -475,7 +475,7 @@ impl Drop for Turn<'_> {
         if !self.charge.is_empty() {
             // An attempt cancelled: its cost is no longer in flight.
             self.upstream
-                .end_charge(core::mem::take(&mut self.charge), false);
+                .end_charge(core::mem::take(&mut self.charge), None);
         }
         if self.probe {
             // A probe that never finished: the next waiter takes its turn.
