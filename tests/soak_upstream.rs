@@ -200,9 +200,13 @@ async fn a_thousand_calls_through_one_upstream_never_start_inside_a_hold() {
         attempts.len() >= server.requests(),
         "every request was an attempt logged"
     );
+    // The soak's subject: holds set and ended more than once. A 429 whose
+    // attempt left before a longer hold was set grows nothing, and how
+    // many do depends on the machine's load (8 429s: 5–6 holds on an idle
+    // 2-core machine, 4 at a load of 6), so the bound is not their count.
     assert!(
-        holds.len() >= 5,
-        "the script's 429s set holds: {}",
+        holds.len() >= 2 && holds.len() <= limited,
+        "the script's 429s set holds: {} for {limited} 429s",
         holds.len()
     );
     assert!(ends.cancelled > 0 && ends.ok > CALLS / 2, "{ends:?}");
