@@ -11,7 +11,17 @@
 //! cold start's ramp that overruns the limit leaves before any 429 is
 //! read, and the adaptive rate is off until one is.
 //!
+//! With `--dialect`, the servers it was not tuned to: the one contender a
+//! user writes (the shared upstream, cold, with `cost`) on a server of each
+//! header dialect (`Dialect`: OpenAI's, Anthropic's with input and output
+//! limited apart, 1 500 each, as binding as the total; the IETF draft's;
+//! none) and each kind, one row per (dialect, kind). `--slow`: every
+//! answer after 0–2 s of generation instead (the makespan against what the
+//! limits allow plus the mean generation).
+//!
 //! ```sh
+//! cargo bench --bench fanout -- --dialect all --server all --runs 3
+//! cargo bench --bench fanout -- --dialect anthropic --slow   # generation 0–2 s
 //! cargo bench --bench fanout                          # every server kind, 5 runs each
 //! cargo bench --bench fanout -- --server rolling --runs 1
 //! cargo bench --bench fanout -- --only gate           # the contenders whose label says `gate`
@@ -32,7 +42,7 @@ use std::time::Duration;
 use nika_retry::retry;
 use nika_retry::upstream::Upstream;
 use nika_retry_tests::fault::quota::{
-    CallError as Error, Config, Kind, QuotaServer, post, tokens_of,
+    CallError as Error, Config, Dialect, Kind, QuotaServer, post, tokens_of,
 };
 use tokio::time::Instant;
 
@@ -48,6 +58,30 @@ fn config(kind: Kind, run: u64) -> Config {
         .tokens(TOKENS)
         .kind(kind)
         .seed(run)
+}
+
+/// How the servers of a table answer, besides their kind.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    dialect: Dialect,
+    /// Generation of 0–2 s instead of 50–150 ms.
+    slow: bool,
+}
+
+impl Setup {
+    /// The server of one run in this setup.
+    fn config(self, kind: Kind, run: u64) -> Config {
+        let config = config(kind, run).dialect(self.dialect);
+        let config = match self.dialect {
+            // As Anthropic limits them; each as binding as the total.
+            Dialect::Anthropic => config.input_tokens(TOKENS / 2).output_tokens(TOKENS / 2),
+            _ => config,
+        };
+        match self.slow {
+            true => config.generation(Duration::ZERO, Duration::from_secs(2)),
+            false => config,
+        }
+    }
 }
 
 /// One prompt: 400 characters and `max_tokens: 100`, 200 tokens.
@@ -233,10 +267,10 @@ struct Outcome {
     ratio: f64,
 }
 
-async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outcome {
+async fn run(contender: Contender, kind: Kind, seed: u64, setup: Setup, redis: &Redis) -> Outcome {
     let config = match contender {
-        Contender::NoHeaders => config(kind, seed).without_headers(),
-        _ => config(kind, seed),
+        Contender::NoHeaders => setup.config(kind, seed).without_headers(),
+        _ => setup.config(kind, seed),
     };
     let server = QuotaServer::start(config).await;
     let upstream = Upstream::new(format!("fanout/{}-{seed}", kind.name()));
@@ -283,8 +317,12 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
             .iter()
             .map(|r| r.duration_since(server.started()).as_millis())
             .collect();
-        let ratio = makespan.as_secs_f64() / server.config().allows(CALLS, 200).as_secs_f64();
-        eprintln!("{contender:?} {kind:?} seed {seed}: {counts:?}, {ratio:.2}×; 429s at {at:?} ms");
+        let ratio =
+            makespan.as_secs_f64() / server.config().allows_body(CALLS, &body).as_secs_f64();
+        let dialect = setup.dialect;
+        eprintln!(
+            "{contender:?} {dialect:?} {kind:?} seed {seed}: {counts:?}, {ratio:.2}×; 429s at {at:?} ms"
+        );
         let admissions = server.admissions();
         if let Some(first) = admissions.iter().map(|a| a.at).min() {
             let at: Vec<u128> = admissions
@@ -294,7 +332,7 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
             eprintln!("  admitted at {at:?} ms after the first");
         }
     }
-    let allows = server.config().allows(CALLS, tokens_of(&body));
+    let allows = server.config().allows_body(CALLS, &body);
     Outcome {
         requests: counts.requests,
         limited: counts.limited,
@@ -342,11 +380,28 @@ fn main() {
     };
     assert!(!kinds.is_empty(), "--server refill | rolling | fixed | all");
     let only = value("--only").unwrap_or_default();
+    let slow = args.iter().any(|a| a == "--slow");
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let redis = Redis::start();
+    if let Some(dialect) = value("--dialect") {
+        let dialects: Vec<Dialect> = Dialect::ALL
+            .into_iter()
+            .filter(|d| dialect == "all" || d.name() == dialect)
+            .collect();
+        assert!(
+            !dialects.is_empty(),
+            "--dialect openai | anthropic | ietf | none | all"
+        );
+        dialect_table(&dialects, &kinds, runs, slow, &runtime, &redis);
+        return;
+    }
+    let setup = Setup {
+        dialect: Dialect::OpenAi,
+        slow,
+    };
     let cost = tokens_of(&prompt());
     for kind in kinds {
-        let allows = config(kind, 0).allows(CALLS, cost);
+        let allows = setup.config(kind, 0).allows_body(CALLS, &prompt());
         println!(
             "\n{} server: {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {cost} tokens at once; the limits allow {:.2} s; {runs} runs\n",
             kind.name(),
@@ -365,7 +420,7 @@ fn main() {
                 continue;
             }
             let outcomes: Vec<Outcome> = (0..runs)
-                .map(|seed| runtime.block_on(run(contender, kind, seed + 1, &redis)))
+                .map(|seed| runtime.block_on(run(contender, kind, seed + 1, setup, &redis)))
                 .collect();
             let all = || outcomes.iter();
             println!(
@@ -382,6 +437,57 @@ fn main() {
                     ),
                     _ => range(all().map(|o| o.limited), |v| v.to_string()),
                 },
+                range(all().map(|o| o.failed), |v| v.to_string()),
+                range(all().map(|o| o.ratio), |v| format!("{v:.2}×")),
+            );
+        }
+    }
+}
+
+/// The shared upstream, cold, with `cost`, on a server of each dialect and
+/// kind: one row per (dialect, kind).
+fn dialect_table(
+    dialects: &[Dialect],
+    kinds: &[Kind],
+    runs: u64,
+    slow: bool,
+    runtime: &tokio::runtime::Runtime,
+    redis: &Redis,
+) {
+    let generation = if slow { "0–2 s" } else { "50–150 ms" };
+    println!(
+        "\none shared Upstream, cold, with cost; {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {} tokens at once; generation {generation}; {runs} runs; 429s met more than 100 ms after the first in brackets\n",
+        tokens_of(&prompt())
+    );
+    println!(
+        "| {:<9} | {:<7} | {:>8} | {:>9} | {:>11} | {:>6} | {:>11} |",
+        "dialect", "server", "allows", "requests", "429s", "failed", "makespan"
+    );
+    println!(
+        "|{:-<11}|{:-<9}|{:->9}:|{:->10}:|{:->12}:|{:->7}:|{:->12}:|",
+        "", "", "", "", "", "", ""
+    );
+    for &dialect in dialects {
+        let setup = Setup { dialect, slow };
+        for &kind in kinds {
+            let outcomes: Vec<Outcome> = (0..runs)
+                .map(|seed| {
+                    runtime.block_on(run(Contender::SharedCost, kind, seed + 1, setup, redis))
+                })
+                .collect();
+            let all = || outcomes.iter();
+            let allows = setup.config(kind, 0).allows_body(CALLS, &prompt());
+            println!(
+                "| {:<9} | {:<7} | {:>8} | {:>9} | {:>11} | {:>6} | {:>11} |",
+                dialect.name(),
+                kind.name(),
+                format!("{:.2} s", allows.as_secs_f64()),
+                range(all().map(|o| o.requests), |v| v.to_string()),
+                format!(
+                    "{} ({})",
+                    range(all().map(|o| o.limited), |v| v.to_string()),
+                    range(all().map(|o| o.later), |v| v.to_string())
+                ),
                 range(all().map(|o| o.failed), |v| v.to_string()),
                 range(all().map(|o| o.ratio), |v| format!("{v:.2}×")),
             );
