@@ -17,11 +17,15 @@
 //! limited apart, 1 500 each, as binding as the total; the IETF draft's;
 //! none) and each kind, one row per (dialect, kind). `--slow`: every
 //! answer after 0–2 s of generation instead (the makespan against what the
-//! limits allow plus the mean generation).
+//! limits allow plus the mean generation). `--round-resets`: every reset
+//! reported rounded up to the second (`Config::reset_rounding`);
+//! `--clock-offset MS`: the server's wall clock that far ahead (negative:
+//! behind), its instants and `Date` with it (`Config::clock_offset`).
 //!
 //! ```sh
 //! cargo bench --bench fanout -- --dialect all --server all --runs 3
 //! cargo bench --bench fanout -- --dialect anthropic --slow   # generation 0–2 s
+//! cargo bench --bench fanout -- --dialect anthropic --clock-offset -1500 --round-resets
 //! cargo bench --bench fanout                          # every server kind, 5 runs each
 //! cargo bench --bench fanout -- --server rolling --runs 1
 //! cargo bench --bench fanout -- --only gate           # the contenders whose label says `gate`
@@ -66,6 +70,10 @@ struct Setup {
     dialect: Dialect,
     /// Generation of 0–2 s instead of 50–150 ms.
     slow: bool,
+    /// Resets reported rounded up to the second.
+    round: bool,
+    /// The server's clock ahead of the machine's, in milliseconds.
+    offset_ms: i64,
 }
 
 impl Setup {
@@ -77,10 +85,15 @@ impl Setup {
             Dialect::Anthropic => config.input_tokens(TOKENS / 2).output_tokens(TOKENS / 2),
             _ => config,
         };
-        match self.slow {
+        let config = match self.slow {
             true => config.generation(Duration::ZERO, Duration::from_secs(2)),
             false => config,
-        }
+        };
+        let config = match self.round {
+            true => config.reset_rounding(Duration::from_secs(1)),
+            false => config,
+        };
+        config.clock_offset(self.offset_ms)
     }
 }
 
@@ -380,7 +393,13 @@ fn main() {
     };
     assert!(!kinds.is_empty(), "--server refill | rolling | fixed | all");
     let only = value("--only").unwrap_or_default();
-    let slow = args.iter().any(|a| a == "--slow");
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let setup = Setup {
+        dialect: Dialect::OpenAi,
+        slow: flag("--slow"),
+        round: flag("--round-resets"),
+        offset_ms: value("--clock-offset").map_or(0, |ms| ms.parse().expect("--clock-offset MS")),
+    };
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let redis = Redis::start();
     if let Some(dialect) = value("--dialect") {
@@ -392,13 +411,9 @@ fn main() {
             !dialects.is_empty(),
             "--dialect openai | anthropic | ietf | none | all"
         );
-        dialect_table(&dialects, &kinds, runs, slow, &runtime, &redis);
+        dialect_table(&dialects, &kinds, runs, setup, &runtime, &redis);
         return;
     }
-    let setup = Setup {
-        dialect: Dialect::OpenAi,
-        slow,
-    };
     let cost = tokens_of(&prompt());
     for kind in kinds {
         let allows = setup.config(kind, 0).allows_body(CALLS, &prompt());
@@ -450,13 +465,19 @@ fn dialect_table(
     dialects: &[Dialect],
     kinds: &[Kind],
     runs: u64,
-    slow: bool,
+    setup: Setup,
     runtime: &tokio::runtime::Runtime,
     redis: &Redis,
 ) {
-    let generation = if slow { "0–2 s" } else { "50–150 ms" };
+    let generation = if setup.slow { "0–2 s" } else { "50–150 ms" };
+    let round = if setup.round {
+        "; resets rounded up to the second"
+    } else {
+        ""
+    };
+    let offset = setup.offset_ms;
     println!(
-        "\none shared Upstream, cold, with cost; {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {} tokens at once; generation {generation}; {runs} runs; 429s met more than 100 ms after the first in brackets\n",
+        "\none shared Upstream, cold, with cost; {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {} tokens at once; generation {generation}{round}; server clock {offset:+} ms; {runs} runs; 429s met more than 100 ms after the first in brackets\n",
         tokens_of(&prompt())
     );
     println!(
@@ -468,7 +489,7 @@ fn dialect_table(
         "", "", "", "", "", "", ""
     );
     for &dialect in dialects {
-        let setup = Setup { dialect, slow };
+        let setup = Setup { dialect, ..setup };
         for &kind in kinds {
             let outcomes: Vec<Outcome> = (0..runs)
                 .map(|seed| {
