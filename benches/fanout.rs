@@ -276,9 +276,17 @@ struct Outcome {
     /// milliseconds, before any of them is read).
     later: usize,
     failed: usize,
+    /// Of the failed calls, the ones still waiting when the run was cut
+    /// off ([`STALL`]).
+    stalled: usize,
     /// The makespan over what the limits allow.
     ratio: f64,
 }
+
+/// How long a run may take before it is cut off and its unfinished calls
+/// counted as failed: a client that stops sending (a hold that never ends)
+/// must not stop the table.
+const STALL: Duration = Duration::from_secs(60);
 
 async fn run(contender: Contender, kind: Kind, seed: u64, setup: Setup, redis: &Redis) -> Outcome {
     let config = match contender {
@@ -299,10 +307,13 @@ async fn run(contender: Contender, kind: Kind, seed: u64, setup: Setup, redis: &
     let gate = Gate::new(kind);
     let body = prompt();
     let started = Instant::now();
-    let (failed, makespan) = match contender {
+    let (failed, stalled, makespan) = match contender {
         // Timed from the moment the ready processes are told to go.
         #[cfg(feature = "redis")]
-        Contender::Redis => redis.fleet(&server, seed, &body).await,
+        Contender::Redis => {
+            let (failed, makespan) = redis.fleet(&server, seed, &body).await;
+            (failed, 0, makespan)
+        }
         _ => {
             let calls = (0..CALLS).map(|_| async {
                 match contender {
@@ -316,9 +327,24 @@ async fn run(contender: Contender, kind: Kind, seed: u64, setup: Setup, redis: &
                     Contender::Redis => unreachable!("run as processes"),
                 }
             });
-            let results = futures_util::future::join_all(calls).await;
-            let failed = results.iter().filter(|r| r.is_err()).count();
-            (failed, started.elapsed())
+            // Counted as they end, so that a cut-off run still knows.
+            let ended = std::sync::Mutex::new((0, 0));
+            let calls = calls.map(|call| async {
+                let ok = call.await.is_ok();
+                let mut ended = ended.lock().unwrap_or_else(|e| e.into_inner());
+                ended.0 += 1;
+                ended.1 += usize::from(!ok);
+            });
+            let all = futures_util::future::join_all(calls);
+            let cut = tokio::time::timeout(STALL, all).await.is_err();
+            let (done, failed) = *ended.lock().unwrap_or_else(|e| e.into_inner());
+            let stalled = CALLS as usize - done;
+            if cut {
+                eprintln!(
+                    "{contender:?} {kind:?} seed {seed}: cut off after {STALL:?}, {stalled} calls unfinished"
+                );
+            }
+            (failed + stalled, stalled, started.elapsed())
         }
     };
     let _ = redis;
@@ -351,6 +377,7 @@ async fn run(contender: Contender, kind: Kind, seed: u64, setup: Setup, redis: &
         limited: counts.limited,
         later,
         failed,
+        stalled,
         ratio: makespan.as_secs_f64() / allows.as_secs_f64(),
     }
 }
@@ -452,10 +479,19 @@ fn main() {
                     ),
                     _ => range(all().map(|o| o.limited), |v| v.to_string()),
                 },
-                range(all().map(|o| o.failed), |v| v.to_string()),
+                failed(&outcomes),
                 range(all().map(|o| o.ratio), |v| format!("{v:.2}×")),
             );
         }
+    }
+}
+
+/// The failed calls' range, and the runs cut off with calls unfinished.
+fn failed(outcomes: &[Outcome]) -> String {
+    let failed = range(outcomes.iter().map(|o| o.failed), |v| v.to_string());
+    match outcomes.iter().filter(|o| o.stalled > 0).count() {
+        0 => failed,
+        cut => format!("{failed}, {cut} cut"),
     }
 }
 
@@ -509,7 +545,7 @@ fn dialect_table(
                     range(all().map(|o| o.limited), |v| v.to_string()),
                     range(all().map(|o| o.later), |v| v.to_string())
                 ),
-                range(all().map(|o| o.failed), |v| v.to_string()),
+                failed(&outcomes),
                 range(all().map(|o| o.ratio), |v| format!("{v:.2}×")),
             );
         }
