@@ -104,15 +104,19 @@ pub enum Dialect {
     /// nearest thousand; this server reports them exact, so that a test
     /// can hold them to the meter.
     Anthropic,
-    /// The IETF's structured fields, as draft-ietf-httpapi-ratelimit-headers
-    /// revisions 10 and 11 (2025–2026) write them: one policy per limit in
-    /// `RateLimit-Policy: "requests";q=20;w=2, "tokens";q=3000;w=2` (`q`
-    /// the quota, `w` the window in seconds, rounded up) and the current
-    /// state in `RateLimit: "requests";r=5;t=1, "tokens";r=2800;t=1` (`r`
-    /// what remains, `t` the whole seconds until the policy is whole again,
+    /// The IETF's structured fields (draft-ietf-httpapi-ratelimit-headers,
+    /// the shape of its revisions since -08, October 2024; the datatracker
+    /// lists -11, May 2026, as the latest; checked against the working
+    /// group's editor's copy and a summary of the current draft, not -11's
+    /// own text): one policy per limit in
+    /// `RateLimit-Policy: "requests";q=20;w=2, "tokens";q=3000;w=2` (a
+    /// String identifier, `q` the quota, `w` the window in seconds, rounded
+    /// up) and the current state in
+    /// `RateLimit: "requests";r=5;t=1, "tokens";r=2800;t=1` (`r` what
+    /// remains, `t` the whole seconds until the policy is whole again,
     /// rounded up). Policies `"input-tokens"` and `"output-tokens"` for the
-    /// limits set apart. No `qu` parameter (the brief's shape: a client
-    /// tells the policies apart by name). A `Date` on every answer.
+    /// limits set apart. No `qu` (quota unit) parameter: a client tells
+    /// the policies apart by name. A `Date` on every answer.
     ///
     /// On a `429` the draft wants `t` to name the same moment as
     /// `Retry-After` ("SHOULD"); this server keeps `t` the meter's reset
