@@ -11,7 +11,21 @@
 //! cold start's ramp that overruns the limit leaves before any 429 is
 //! read, and the adaptive rate is off until one is.
 //!
+//! With `--dialect`, the servers it was not tuned to: the one contender a
+//! user writes (the shared upstream, cold, with `cost`) on a server of each
+//! header dialect (`Dialect`: OpenAI's, Anthropic's with input and output
+//! limited apart, 1 500 each, as binding as the total; the IETF draft's;
+//! none) and each kind, one row per (dialect, kind). `--slow`: every
+//! answer after 0–2 s of generation instead (the makespan against what the
+//! limits allow plus the mean generation). `--round-resets`: every reset
+//! reported rounded up to the second (`Config::reset_rounding`);
+//! `--clock-offset MS`: the server's wall clock that far ahead (negative:
+//! behind), its instants and `Date` with it (`Config::clock_offset`).
+//!
 //! ```sh
+//! cargo bench --bench fanout -- --dialect all --server all --runs 3
+//! cargo bench --bench fanout -- --dialect anthropic --slow   # generation 0–2 s
+//! cargo bench --bench fanout -- --dialect anthropic --clock-offset -1500 --round-resets
 //! cargo bench --bench fanout                          # every server kind, 5 runs each
 //! cargo bench --bench fanout -- --server rolling --runs 1
 //! cargo bench --bench fanout -- --only gate           # the contenders whose label says `gate`
@@ -32,7 +46,7 @@ use std::time::Duration;
 use nika_retry::retry;
 use nika_retry::upstream::Upstream;
 use nika_retry_tests::fault::quota::{
-    CallError as Error, Config, Kind, QuotaServer, post, tokens_of,
+    CallError as Error, Config, Dialect, Kind, QuotaServer, post, tokens_of,
 };
 use tokio::time::Instant;
 
@@ -48,6 +62,39 @@ fn config(kind: Kind, run: u64) -> Config {
         .tokens(TOKENS)
         .kind(kind)
         .seed(run)
+}
+
+/// How the servers of a table answer, besides their kind.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    dialect: Dialect,
+    /// Generation of 0–2 s instead of 50–150 ms.
+    slow: bool,
+    /// Resets reported rounded up to the second.
+    round: bool,
+    /// The server's clock ahead of the machine's, in milliseconds.
+    offset_ms: i64,
+}
+
+impl Setup {
+    /// The server of one run in this setup.
+    fn config(self, kind: Kind, run: u64) -> Config {
+        let config = config(kind, run).dialect(self.dialect);
+        let config = match self.dialect {
+            // As Anthropic limits them; each as binding as the total.
+            Dialect::Anthropic => config.input_tokens(TOKENS / 2).output_tokens(TOKENS / 2),
+            _ => config,
+        };
+        let config = match self.slow {
+            true => config.generation(Duration::ZERO, Duration::from_secs(2)),
+            false => config,
+        };
+        let config = match self.round {
+            true => config.reset_rounding(Duration::from_secs(1)),
+            false => config,
+        };
+        config.clock_offset(self.offset_ms)
+    }
 }
 
 /// One prompt: 400 characters and `max_tokens: 100`, 200 tokens.
@@ -229,14 +276,22 @@ struct Outcome {
     /// milliseconds, before any of them is read).
     later: usize,
     failed: usize,
+    /// Of the failed calls, the ones still waiting when the run was cut
+    /// off ([`STALL`]).
+    stalled: usize,
     /// The makespan over what the limits allow.
     ratio: f64,
 }
 
-async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outcome {
+/// How long a run may take before it is cut off and its unfinished calls
+/// counted as failed: a client that stops sending (a hold that never ends)
+/// must not stop the table.
+const STALL: Duration = Duration::from_secs(60);
+
+async fn run(contender: Contender, kind: Kind, seed: u64, setup: Setup, redis: &Redis) -> Outcome {
     let config = match contender {
-        Contender::NoHeaders => config(kind, seed).without_headers(),
-        _ => config(kind, seed),
+        Contender::NoHeaders => setup.config(kind, seed).without_headers(),
+        _ => setup.config(kind, seed),
     };
     let server = QuotaServer::start(config).await;
     let upstream = Upstream::new(format!("fanout/{}-{seed}", kind.name()));
@@ -252,10 +307,13 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
     let gate = Gate::new(kind);
     let body = prompt();
     let started = Instant::now();
-    let (failed, makespan) = match contender {
+    let (failed, stalled, makespan) = match contender {
         // Timed from the moment the ready processes are told to go.
         #[cfg(feature = "redis")]
-        Contender::Redis => redis.fleet(&server, seed, &body).await,
+        Contender::Redis => {
+            let (failed, makespan) = redis.fleet(&server, seed, &body).await;
+            (failed, 0, makespan)
+        }
         _ => {
             let calls = (0..CALLS).map(|_| async {
                 match contender {
@@ -269,9 +327,24 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
                     Contender::Redis => unreachable!("run as processes"),
                 }
             });
-            let results = futures_util::future::join_all(calls).await;
-            let failed = results.iter().filter(|r| r.is_err()).count();
-            (failed, started.elapsed())
+            // Counted as they end, so that a cut-off run still knows.
+            let ended = std::sync::Mutex::new((0, 0));
+            let calls = calls.map(|call| async {
+                let ok = call.await.is_ok();
+                let mut ended = ended.lock().unwrap_or_else(|e| e.into_inner());
+                ended.0 += 1;
+                ended.1 += usize::from(!ok);
+            });
+            let all = futures_util::future::join_all(calls);
+            let cut = tokio::time::timeout(STALL, all).await.is_err();
+            let (done, failed) = *ended.lock().unwrap_or_else(|e| e.into_inner());
+            let stalled = CALLS as usize - done;
+            if cut {
+                eprintln!(
+                    "{contender:?} {kind:?} seed {seed}: cut off after {STALL:?}, {stalled} calls unfinished"
+                );
+            }
+            (failed + stalled, stalled, started.elapsed())
         }
     };
     let _ = redis;
@@ -283,8 +356,12 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
             .iter()
             .map(|r| r.duration_since(server.started()).as_millis())
             .collect();
-        let ratio = makespan.as_secs_f64() / server.config().allows(CALLS, 200).as_secs_f64();
-        eprintln!("{contender:?} {kind:?} seed {seed}: {counts:?}, {ratio:.2}×; 429s at {at:?} ms");
+        let ratio =
+            makespan.as_secs_f64() / server.config().allows_body(CALLS, &body).as_secs_f64();
+        let dialect = setup.dialect;
+        eprintln!(
+            "{contender:?} {dialect:?} {kind:?} seed {seed}: {counts:?}, {ratio:.2}×; 429s at {at:?} ms"
+        );
         let admissions = server.admissions();
         if let Some(first) = admissions.iter().map(|a| a.at).min() {
             let at: Vec<u128> = admissions
@@ -294,12 +371,13 @@ async fn run(contender: Contender, kind: Kind, seed: u64, redis: &Redis) -> Outc
             eprintln!("  admitted at {at:?} ms after the first");
         }
     }
-    let allows = server.config().allows(CALLS, tokens_of(&body));
+    let allows = server.config().allows_body(CALLS, &body);
     Outcome {
         requests: counts.requests,
         limited: counts.limited,
         later,
         failed,
+        stalled,
         ratio: makespan.as_secs_f64() / allows.as_secs_f64(),
     }
 }
@@ -342,11 +420,30 @@ fn main() {
     };
     assert!(!kinds.is_empty(), "--server refill | rolling | fixed | all");
     let only = value("--only").unwrap_or_default();
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let setup = Setup {
+        dialect: Dialect::OpenAi,
+        slow: flag("--slow"),
+        round: flag("--round-resets"),
+        offset_ms: value("--clock-offset").map_or(0, |ms| ms.parse().expect("--clock-offset MS")),
+    };
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let redis = Redis::start();
+    if let Some(dialect) = value("--dialect") {
+        let dialects: Vec<Dialect> = Dialect::ALL
+            .into_iter()
+            .filter(|d| dialect == "all" || d.name() == dialect)
+            .collect();
+        assert!(
+            !dialects.is_empty(),
+            "--dialect openai | anthropic | ietf | none | all"
+        );
+        dialect_table(&dialects, &kinds, runs, setup, &runtime, &redis);
+        return;
+    }
     let cost = tokens_of(&prompt());
     for kind in kinds {
-        let allows = config(kind, 0).allows(CALLS, cost);
+        let allows = setup.config(kind, 0).allows_body(CALLS, &prompt());
         println!(
             "\n{} server: {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {cost} tokens at once; the limits allow {:.2} s; {runs} runs\n",
             kind.name(),
@@ -365,7 +462,7 @@ fn main() {
                 continue;
             }
             let outcomes: Vec<Outcome> = (0..runs)
-                .map(|seed| runtime.block_on(run(contender, kind, seed + 1, &redis)))
+                .map(|seed| runtime.block_on(run(contender, kind, seed + 1, setup, &redis)))
                 .collect();
             let all = || outcomes.iter();
             println!(
@@ -382,7 +479,73 @@ fn main() {
                     ),
                     _ => range(all().map(|o| o.limited), |v| v.to_string()),
                 },
-                range(all().map(|o| o.failed), |v| v.to_string()),
+                failed(&outcomes),
+                range(all().map(|o| o.ratio), |v| format!("{v:.2}×")),
+            );
+        }
+    }
+}
+
+/// The failed calls' range, and the runs cut off with calls unfinished.
+fn failed(outcomes: &[Outcome]) -> String {
+    let failed = range(outcomes.iter().map(|o| o.failed), |v| v.to_string());
+    match outcomes.iter().filter(|o| o.stalled > 0).count() {
+        0 => failed,
+        cut => format!("{failed}, {cut} cut"),
+    }
+}
+
+/// The shared upstream, cold, with `cost`, on a server of each dialect and
+/// kind: one row per (dialect, kind).
+fn dialect_table(
+    dialects: &[Dialect],
+    kinds: &[Kind],
+    runs: u64,
+    setup: Setup,
+    runtime: &tokio::runtime::Runtime,
+    redis: &Redis,
+) {
+    let generation = if setup.slow { "0–2 s" } else { "50–150 ms" };
+    let round = if setup.round {
+        "; resets rounded up to the second"
+    } else {
+        ""
+    };
+    let offset = setup.offset_ms;
+    println!(
+        "\none shared Upstream, cold, with cost; {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {} tokens at once; generation {generation}{round}; server clock {offset:+} ms; {runs} runs; 429s met more than 100 ms after the first in brackets\n",
+        tokens_of(&prompt())
+    );
+    println!(
+        "| {:<9} | {:<7} | {:>8} | {:>9} | {:>11} | {:>6} | {:>11} |",
+        "dialect", "server", "allows", "requests", "429s", "failed", "makespan"
+    );
+    println!(
+        "|{:-<11}|{:-<9}|{:->9}:|{:->10}:|{:->12}:|{:->7}:|{:->12}:|",
+        "", "", "", "", "", "", ""
+    );
+    for &dialect in dialects {
+        let setup = Setup { dialect, ..setup };
+        for &kind in kinds {
+            let outcomes: Vec<Outcome> = (0..runs)
+                .map(|seed| {
+                    runtime.block_on(run(Contender::SharedCost, kind, seed + 1, setup, redis))
+                })
+                .collect();
+            let all = || outcomes.iter();
+            let allows = setup.config(kind, 0).allows_body(CALLS, &prompt());
+            println!(
+                "| {:<9} | {:<7} | {:>8} | {:>9} | {:>11} | {:>6} | {:>11} |",
+                dialect.name(),
+                kind.name(),
+                format!("{:.2} s", allows.as_secs_f64()),
+                range(all().map(|o| o.requests), |v| v.to_string()),
+                format!(
+                    "{} ({})",
+                    range(all().map(|o| o.limited), |v| v.to_string()),
+                    range(all().map(|o| o.later), |v| v.to_string())
+                ),
+                failed(&outcomes),
                 range(all().map(|o| o.ratio), |v| format!("{v:.2}×")),
             );
         }

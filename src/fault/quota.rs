@@ -1,15 +1,26 @@
 //! A loopback model server with a rate limit, as an LLM provider keeps one
-//! per key and model: so many requests and so many tokens per window,
-//! counted as one of three kinds of server counts them ([`Kind`]), OpenAI's
-//! six `x-ratelimit-*` headers on every answer (or none: [`Config::without_headers`]),
-//! a generation time per admitted request, and a `429` with `Retry-After`
-//! for a request over the limit. For the fan-out tests, benchmark and demo.
+//! per key and model: so many requests and so many tokens per window (and,
+//! as Anthropic counts them, so many input and output tokens apart),
+//! counted as one of three kinds of server counts them ([`Kind`]), the
+//! limits reported in one of several providers' header dialects
+//! ([`Dialect`]: OpenAI's six `x-ratelimit-*` headers by default), a
+//! generation time per admitted request, and a `429` with `Retry-After` for
+//! a request over the limit. For the fan-out tests, benchmark and demo.
+//!
+//! The dialects are written from the providers' public documentation, not
+//! from what nika-retry parses: the point of a server unlike the project's
+//! own is to measure a client against what it was not tuned to. The server
+//! can also report its resets rounded up to whole seconds
+//! ([`Config::reset_rounding`]) and keep a wall clock that is off from the
+//! machine's ([`Config::clock_offset`]).
 //!
 //! **Tokens** are counted from the request's body as OpenAI estimates them
 //! before generating: a JSON body `{"prompt": "…", "max_tokens": N}` costs
 //! `N` plus the prompt's characters divided by 4, rounded up
-//! ([`tokens_of`]); any other body costs its characters divided by 4. A
-//! request that costs more than the whole token limit is answered `400`.
+//! ([`tokens_of`]); any other body costs its characters divided by 4. Of
+//! those, the prompt's are input and `max_tokens` output
+//! ([`input_output_of`]). A request that costs more than a whole limit is
+//! answered `400`.
 //!
 //! ```no_run
 //! # async fn f() {
@@ -29,7 +40,7 @@ mod meter;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -38,7 +49,7 @@ use tokio::time::Instant;
 
 pub use client::{CallError, post};
 pub use meter::go_duration;
-use meter::{Meter, REQUESTS, TOKENS, Verdict};
+use meter::{DIMS, INPUT, Meter, OUTPUT, REQUESTS, TOKENS, UNLIMITED, Verdict};
 
 /// How a server counts what its window allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,6 +80,75 @@ impl Kind {
     }
 }
 
+/// How a server reports its limits in its answers' headers.
+///
+/// Every dialect answers a refused request `429` with `Retry-After` in
+/// whole seconds (rounded up: never earlier than due).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// OpenAI's six headers (platform.openai.com, "Rate limits"):
+    /// `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, the resets
+    /// as Go durations (`1.5s`, `6m0s`, [`go_duration`]). No `Date` unless
+    /// the clock is offset ([`Config::clock_offset`]).
+    #[default]
+    OpenAi,
+    /// Anthropic's (docs.anthropic.com, "Rate limits", response headers):
+    /// `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}`,
+    /// each reset the RFC 3339 instant of the server's wall clock at which
+    /// that limit is whole again (`2026-12-07T03:45:12.345Z`); the input
+    /// and output ones only for the limits [`Config::input_tokens`] and
+    /// [`Config::output_tokens`] set. A `Date` on every answer.
+    ///
+    /// Anthropic documents the token `remaining` values as rounded to the
+    /// nearest thousand; this server reports them exact, so that a test
+    /// can hold them to the meter.
+    Anthropic,
+    /// The IETF's structured fields (draft-ietf-httpapi-ratelimit-headers,
+    /// the shape of its revisions since -08, October 2024; the datatracker
+    /// lists -11, May 2026, as the latest; checked against the working
+    /// group's editor's copy and a summary of the current draft, not -11's
+    /// own text): one policy per limit in
+    /// `RateLimit-Policy: "requests";q=20;w=2, "tokens";q=3000;w=2` (a
+    /// String identifier, `q` the quota, `w` the window in seconds, rounded
+    /// up) and the current state in
+    /// `RateLimit: "requests";r=5;t=1, "tokens";r=2800;t=1` (`r` what
+    /// remains, `t` the whole seconds until the policy is whole again,
+    /// rounded up). Policies `"input-tokens"` and `"output-tokens"` for the
+    /// limits set apart. No `qu` (quota unit) parameter: a client tells
+    /// the policies apart by name. A `Date` on every answer.
+    ///
+    /// On a `429` the draft wants `t` to name the same moment as
+    /// `Retry-After` ("SHOULD"); this server keeps `t` the meter's reset
+    /// (when the policy is whole), which is later for a refilled bucket or
+    /// a rolling window.
+    Ietf,
+    /// No rate-limit headers: a `429` carries `Retry-After` alone, as some
+    /// providers and most proxies send it. No `Date` unless the clock is
+    /// offset.
+    None,
+}
+
+impl Dialect {
+    /// The four dialects.
+    pub const ALL: [Dialect; 4] = [
+        Dialect::OpenAi,
+        Dialect::Anthropic,
+        Dialect::Ietf,
+        Dialect::None,
+    ];
+
+    /// A short name: `openai`, `anthropic`, `ietf`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::OpenAi => "openai",
+            Dialect::Anthropic => "anthropic",
+            Dialect::Ietf => "ietf",
+            Dialect::None => "none",
+        }
+    }
+}
+
 /// What a [`QuotaServer`] allows and how it answers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -76,32 +156,46 @@ pub struct Config {
     pub window: Duration,
     /// Requests per window.
     pub requests: u32,
-    /// Tokens per window ([`tokens_of`]).
+    /// Tokens per window ([`tokens_of`]), input and output together.
     pub tokens: u32,
+    /// Input tokens per window, if limited apart ([`input_output_of`]).
+    pub input_tokens: Option<u32>,
+    /// Output tokens (`max_tokens`) per window, if limited apart.
+    pub output_tokens: Option<u32>,
     /// How the window is counted.
     pub kind: Kind,
     /// How long an admitted request takes to answer: drawn uniformly from
     /// this range (both ends included) for each request.
     pub generation: (Duration, Duration),
-    /// Whether answers carry OpenAI's `x-ratelimit-*` headers; without
-    /// them a 429 says only `Retry-After`.
-    pub headers: bool,
+    /// How answers report the limits.
+    pub dialect: Dialect,
+    /// Every reported reset (durations and instants) rounded up to a
+    /// multiple of this; zero: to the millisecond.
+    pub reset_rounding: Duration,
+    /// How far the server's wall clock (its reset instants, its `Date`) is
+    /// ahead of the machine's, in milliseconds; negative: behind.
+    pub clock_offset_ms: i64,
     /// The seed of the generation times.
     pub seed: u64,
 }
 
 impl Config {
     /// Limits counted per `window`: 60 requests and 100 000 tokens until
-    /// set, a continuously refilled bucket ([`Kind::Refill`]), 50–150 ms of
-    /// generation, OpenAI's headers.
+    /// set, input and output not limited apart, a continuously refilled
+    /// bucket ([`Kind::Refill`]), 50–150 ms of generation, OpenAI's
+    /// headers, resets to the millisecond, the machine's clock.
     pub fn per(window: Duration) -> Config {
         Config {
             window,
             requests: 60,
             tokens: 100_000,
+            input_tokens: None,
+            output_tokens: None,
             kind: Kind::Refill,
             generation: (Duration::from_millis(50), Duration::from_millis(150)),
-            headers: true,
+            dialect: Dialect::OpenAi,
+            reset_rounding: Duration::ZERO,
+            clock_offset_ms: 0,
             seed: 1,
         }
     }
@@ -119,6 +213,22 @@ impl Config {
         Config { tokens: n, ..self }
     }
 
+    /// At most `n` input tokens per window, besides the total.
+    pub fn input_tokens(self, n: u32) -> Config {
+        Config {
+            input_tokens: Some(n),
+            ..self
+        }
+    }
+
+    /// At most `n` output tokens per window, besides the total.
+    pub fn output_tokens(self, n: u32) -> Config {
+        Config {
+            output_tokens: Some(n),
+            ..self
+        }
+    }
+
     /// Counted as `kind` counts.
     pub fn kind(self, kind: Kind) -> Config {
         Config { kind, ..self }
@@ -133,10 +243,33 @@ impl Config {
     }
 
     /// No rate-limit headers: a 429 carries `Retry-After` alone, as some
-    /// providers and most proxies send it.
+    /// providers and most proxies send it ([`Dialect::None`]).
     pub fn without_headers(self) -> Config {
+        self.dialect(Dialect::None)
+    }
+
+    /// The limits reported in `dialect`.
+    pub fn dialect(self, dialect: Dialect) -> Config {
+        Config { dialect, ..self }
+    }
+
+    /// Every reported reset rounded up to a multiple of `to`: durations to
+    /// a multiple of it, instants to a multiple of it since the Unix
+    /// epoch. `Duration::from_secs(1)`: a server that reports whole seconds.
+    pub fn reset_rounding(self, to: Duration) -> Config {
         Config {
-            headers: false,
+            reset_rounding: to,
+            ..self
+        }
+    }
+
+    /// The server's wall clock `millis` milliseconds ahead of the machine's
+    /// (behind if negative): its reset instants and its `Date` header, and
+    /// a `Date` on every answer of every dialect. The meter, and every
+    /// duration the server reports, are unchanged.
+    pub fn clock_offset(self, millis: i64) -> Config {
+        Config {
+            clock_offset_ms: millis,
             ..self
         }
     }
@@ -162,13 +295,28 @@ impl Config {
     /// // 15 a window: the last 5 in the fourth.
     /// assert_eq!(config.kind(Kind::Rolling).allows(50, 200).as_millis(), 6_100);
     /// ```
+    ///
+    /// The `tokens` are counted as input: with input and output limited
+    /// apart, use [`Config::allows_body`].
     pub fn allows(&self, calls: u32, tokens: u64) -> Duration {
+        self.allows_split(calls, tokens, 0)
+    }
+
+    /// What the limits allow for `calls` requests of `body` each
+    /// ([`Config::allows`]), its input and output counted apart
+    /// ([`input_output_of`]).
+    pub fn allows_body(&self, calls: u32, body: &str) -> Duration {
+        let (input, output) = input_output_of(body);
+        self.allows_split(calls, input, output)
+    }
+
+    fn allows_split(&self, calls: u32, input: u64, output: u64) -> Duration {
         let epoch = Instant::now();
         let mut meter = self.meter(epoch);
         let mut at = Duration::ZERO;
         for _ in 0..calls {
             loop {
-                let verdict = meter.take(epoch + at, tokens);
+                let verdict = meter.take(epoch + at, input, output);
                 if verdict.admitted || verdict.retry_after.is_zero() {
                     break;
                 }
@@ -180,8 +328,87 @@ impl Config {
     }
 
     fn meter(&self, epoch: Instant) -> Meter {
-        let limit = [u64::from(self.requests), u64::from(self.tokens)];
-        Meter::new(self.kind, self.window, limit, epoch)
+        Meter::new(self.kind, self.window, self.limits(), epoch)
+    }
+
+    /// Per dimension of the meter, the limit ([`UNLIMITED`] if none).
+    fn limits(&self) -> [u64; DIMS] {
+        let apart = |n: Option<u32>| n.map_or(UNLIMITED, u64::from);
+        let mut limit = [0; DIMS];
+        limit[REQUESTS] = u64::from(self.requests);
+        limit[TOKENS] = u64::from(self.tokens);
+        limit[INPUT] = apart(self.input_tokens);
+        limit[OUTPUT] = apart(self.output_tokens);
+        limit
+    }
+
+    /// The limits a dialect reports: name, meter dimension, limit.
+    fn reported(&self) -> Vec<(&'static str, usize, u32)> {
+        let mut out = vec![
+            ("requests", REQUESTS, self.requests),
+            ("tokens", TOKENS, self.tokens),
+        ];
+        out.extend(self.input_tokens.map(|n| ("input-tokens", INPUT, n)));
+        out.extend(self.output_tokens.map(|n| ("output-tokens", OUTPUT, n)));
+        out
+    }
+
+    /// The server's wall clock now.
+    fn server_now(&self) -> SystemTime {
+        shift(SystemTime::now(), self.clock_offset_ms)
+    }
+
+    /// `d` rounded up as the server reports it: to [`Config::reset_rounding`]
+    /// (zero: as is).
+    fn round(&self, d: Duration) -> Duration {
+        round_up(d, self.reset_rounding)
+    }
+
+    /// The instant `reset` after `at` (the server's clock) as the server
+    /// reports it: to the millisecond, then to [`Config::reset_rounding`],
+    /// both up, so that a reported instant is never before the reset.
+    fn reset_instant(&self, at: SystemTime, reset: Duration) -> SystemTime {
+        let since = (at + reset).duration_since(UNIX_EPOCH).unwrap_or_default();
+        let since = round_up(
+            round_up(since, Duration::from_millis(1)),
+            self.reset_rounding,
+        );
+        UNIX_EPOCH + since
+    }
+
+    /// Whether answers carry `Date`: always in the dialects whose providers
+    /// send it beside instants; in the others only when the clock is
+    /// offset, so that today's answers stay as they were.
+    fn dated(&self) -> bool {
+        matches!(self.dialect, Dialect::Anthropic | Dialect::Ietf) || self.clock_offset_ms != 0
+    }
+}
+
+/// `d` rounded up to a multiple of `to` (zero: `d`).
+fn round_up(d: Duration, to: Duration) -> Duration {
+    if to.is_zero() {
+        return d;
+    }
+    let n = d.as_nanos().div_ceil(to.as_nanos()) * to.as_nanos();
+    Duration::from_nanos(u64::try_from(n).unwrap_or(u64::MAX))
+}
+
+/// `t` moved by `millis` (later if positive).
+fn shift(t: SystemTime, millis: i64) -> SystemTime {
+    let by = Duration::from_millis(millis.unsigned_abs());
+    if millis >= 0 { t + by } else { t - by }
+}
+
+/// `t` in RFC 3339, UTC: to the second when it is a whole second (as a
+/// server that reports whole seconds writes it), else to the millisecond.
+fn rfc3339(t: SystemTime) -> String {
+    let whole = t
+        .duration_since(UNIX_EPOCH)
+        .is_ok_and(|d| d.subsec_nanos() == 0);
+    if whole {
+        humantime::format_rfc3339_seconds(t).to_string()
+    } else {
+        humantime::format_rfc3339_millis(t).to_string()
     }
 }
 
@@ -196,13 +423,29 @@ impl Config {
 /// assert_eq!(tokens_of("abcde"), 2);
 /// ```
 pub fn tokens_of(body: &str) -> u64 {
+    let (input, output) = input_output_of(body);
+    input + output
+}
+
+/// A request body's tokens as input and output, as a server that limits
+/// them apart counts them before generating: a JSON body's `prompt`'s
+/// characters divided by 4 (rounded up) and its `max_tokens`; any other
+/// body, its characters divided by 4 and none.
+///
+/// ```
+/// use nika_retry_tests::fault::quota::input_output_of;
+///
+/// assert_eq!(input_output_of(r#"{"prompt": "abcdefgh", "max_tokens": 100}"#), (2, 100));
+/// assert_eq!(input_output_of("abcde"), (2, 0));
+/// ```
+pub fn input_output_of(body: &str) -> (u64, u64) {
     let quarter = |text: &str| (text.chars().count() as u64).div_ceil(4);
     match serde_json::from_str::<serde_json::Value>(body) {
-        Ok(json) if json["prompt"].is_string() => {
-            quarter(json["prompt"].as_str().unwrap_or_default())
-                + json["max_tokens"].as_u64().unwrap_or(0)
-        }
-        _ => quarter(body),
+        Ok(json) if json["prompt"].is_string() => (
+            quarter(json["prompt"].as_str().unwrap_or_default()),
+            json["max_tokens"].as_u64().unwrap_or(0),
+        ),
+        _ => (quarter(body), 0),
     }
 }
 
@@ -217,6 +460,12 @@ pub struct Counts {
     pub limited_by_tokens: usize,
     /// Of those, the ones the request limit refused.
     pub limited_by_requests: usize,
+    /// Of those, the ones the input token limit refused
+    /// ([`Config::input_tokens`]).
+    pub limited_by_input_tokens: usize,
+    /// Of those, the ones the output token limit refused
+    /// ([`Config::output_tokens`]).
+    pub limited_by_output_tokens: usize,
     /// Requests admitted and answered `200`.
     pub admitted: usize,
     /// The most requests the server was answering at one time.
@@ -391,34 +640,42 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Meters one request: its verdict (`None`: too large ever to be
-    /// admitted) and, if admitted, its generation time.
-    fn take(&self, tokens: u64, body: &str) -> Option<(Verdict, Duration)> {
+    /// Meters one request of `input` and `output` tokens (its `body`
+    /// kept among the arrivals): its verdict (`None`: too large ever to be
+    /// admitted), the server's wall clock when it was decided, and, if
+    /// admitted, its generation time.
+    fn take(&self, input: u64, output: u64, body: &str) -> Option<(Verdict, SystemTime, Duration)> {
         let mut state = self.lock();
         state.counts.requests += 1;
-        if tokens > u64::from(self.config.tokens) {
+        let cost = [1, input + output, input, output];
+        if cost.iter().zip(self.config.limits()).any(|(c, l)| *c > l) {
             return None;
         }
         let now = Instant::now();
-        let verdict = state.meter.take(now, tokens);
+        let wall = self.config.server_now();
+        let verdict = state.meter.take(now, input, output);
         state.arrivals.push(Arrival {
             at: now,
             body: body.to_owned(),
             admitted: verdict.admitted,
         });
         if !verdict.admitted {
-            state.counts.limited += 1;
+            let counts = &mut state.counts;
+            counts.limited += 1;
+            counts.limited_by_tokens += usize::from(verdict.short[TOKENS]);
+            counts.limited_by_requests += usize::from(verdict.short[REQUESTS]);
+            counts.limited_by_input_tokens += usize::from(verdict.short[INPUT]);
+            counts.limited_by_output_tokens += usize::from(verdict.short[OUTPUT]);
             state.refusals.push(now);
-            state.counts.limited_by_tokens += usize::from(verdict.short[TOKENS]);
-            state.counts.limited_by_requests += usize::from(verdict.short[REQUESTS]);
-            return Some((verdict, Duration::ZERO));
+            return Some((verdict, wall, Duration::ZERO));
         }
+        let tokens = input + output;
         state.counts.admitted += 1;
         state.admissions.push(Admission { at: now, tokens });
         let (min, max) = self.config.generation;
         let span = (max - min).as_micros() as u64;
         let draw = splitmix64(&mut state.random) % (span + 1);
-        Some((verdict, min + Duration::from_micros(draw)))
+        Some((verdict, wall, min + Duration::from_micros(draw)))
     }
 
     /// One more request being answered; the guard counts it down.
@@ -442,13 +699,15 @@ impl Drop for Answering {
 /// Serves the requests of one keep-alive connection.
 async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     let mut buf = Vec::with_capacity(1024);
+    let config = &shared.config;
     while let Some(request) = super::read_request(&mut stream, &mut buf).await {
         let _answering = shared.enter();
-        let tokens = tokens_of(&request.body);
-        let Some((verdict, generation)) = shared.take(tokens, &request.body) else {
+        let (input, output) = input_output_of(&request.body);
+        let tokens = input + output;
+        let Some((verdict, decided, generation)) = shared.take(input, output, &request.body) else {
             let body = format!(
-                r#"{{"error":{{"type":"invalid_request_error","message":"{tokens} tokens is over the limit of {}"}}}}"#,
-                shared.config.tokens
+                r#"{{"error":{{"type":"invalid_request_error","message":"{tokens} tokens ({input} in, {output} out) is over a limit of {:?}"}}}}"#,
+                config.reported().iter().map(|r| r.2).collect::<Vec<_>>()
             );
             let response = super::response(400, "Bad Request", &[], &body);
             if stream.write_all(response.as_bytes()).await.is_err() {
@@ -456,19 +715,27 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             }
             continue;
         };
-        let mut headers = Vec::new();
-        if shared.config.headers {
-            headers = openai_headers(&shared.config, &verdict);
-        }
+        // The headers state the meter as it decided (a provider's limiter
+        // runs before the model): with a slow answer, a duration is as old
+        // as the generation when it arrives, an instant still exact.
+        let mut headers = rate_headers(config, &verdict, decided);
         let response = if verdict.admitted {
             tokio::time::sleep(generation).await;
+            date(config, &mut headers);
             let body = format!(r#"{{"text":"done","usage":{{"total_tokens":{tokens}}}}}"#);
             super::response(200, "OK", &headers, &body)
         } else {
             // Whole seconds (RFC 9110), rounded up: never earlier than due.
-            let seconds = verdict.retry_after.as_nanos().div_ceil(1_000_000_000);
+            let wait = config.round(verdict.retry_after);
+            let seconds = wait.as_nanos().div_ceil(1_000_000_000);
             headers.push(("Retry-After", seconds.to_string()));
-            let body = r#"{"error":{"type":"rate_limit_error","message":"Rate limit reached"}}"#;
+            date(config, &mut headers);
+            let body = match config.dialect {
+                Dialect::Anthropic => {
+                    r#"{"type":"error","error":{"type":"rate_limit_error","message":"Rate limit reached"}}"#
+                }
+                _ => r#"{"error":{"type":"rate_limit_error","message":"Rate limit reached"}}"#,
+            };
             super::response(429, "Too Many Requests", &headers, body)
         };
         if stream.write_all(response.as_bytes()).await.is_err() {
@@ -477,8 +744,31 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     }
 }
 
+/// `Date`, the server's wall clock as the answer leaves, if it sends one.
+fn date(config: &Config, headers: &mut Vec<(&'static str, String)>) {
+    if config.dated() {
+        headers.push(("Date", httpdate::fmt_http_date(config.server_now())));
+    }
+}
+
+/// The rate-limit headers of `config`'s dialect for `verdict`, decided at
+/// `decided` (the server's wall clock).
+fn rate_headers(
+    config: &Config,
+    verdict: &Verdict,
+    decided: SystemTime,
+) -> Vec<(&'static str, String)> {
+    match config.dialect {
+        Dialect::OpenAi => openai_headers(config, verdict),
+        Dialect::Anthropic => anthropic_headers(config, verdict, decided),
+        Dialect::Ietf => ietf_headers(config, verdict),
+        Dialect::None => Vec::new(),
+    }
+}
+
 /// OpenAI's six headers: `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`.
 fn openai_headers(config: &Config, verdict: &Verdict) -> Vec<(&'static str, String)> {
+    let reset = |d: usize| go_duration(config.round(verdict.reset[d]));
     vec![
         ("x-ratelimit-limit-requests", config.requests.to_string()),
         ("x-ratelimit-limit-tokens", config.tokens.to_string()),
@@ -490,14 +780,76 @@ fn openai_headers(config: &Config, verdict: &Verdict) -> Vec<(&'static str, Stri
             "x-ratelimit-remaining-tokens",
             verdict.remaining[TOKENS].to_string(),
         ),
-        (
-            "x-ratelimit-reset-requests",
-            go_duration(verdict.reset[REQUESTS]),
-        ),
-        (
-            "x-ratelimit-reset-tokens",
-            go_duration(verdict.reset[TOKENS]),
-        ),
+        ("x-ratelimit-reset-requests", reset(REQUESTS)),
+        ("x-ratelimit-reset-tokens", reset(TOKENS)),
+    ]
+}
+
+/// Anthropic's: per reported limit `anthropic-ratelimit-<name>-{limit,remaining,reset}`.
+fn anthropic_headers(
+    config: &Config,
+    verdict: &Verdict,
+    decided: SystemTime,
+) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for (name, d, limit) in config.reported() {
+        let [limit_name, remaining_name, reset_name] = anthropic_names(name);
+        let reset = config.reset_instant(decided, verdict.reset[d]);
+        out.push((limit_name, limit.to_string()));
+        out.push((remaining_name, verdict.remaining[d].to_string()));
+        out.push((reset_name, rfc3339(reset)));
+    }
+    out
+}
+
+/// The three header names of one of Anthropic's limits (static, as the
+/// response writer takes them).
+fn anthropic_names(name: &str) -> [&'static str; 3] {
+    match name {
+        "requests" => [
+            "anthropic-ratelimit-requests-limit",
+            "anthropic-ratelimit-requests-remaining",
+            "anthropic-ratelimit-requests-reset",
+        ],
+        "tokens" => [
+            "anthropic-ratelimit-tokens-limit",
+            "anthropic-ratelimit-tokens-remaining",
+            "anthropic-ratelimit-tokens-reset",
+        ],
+        "input-tokens" => [
+            "anthropic-ratelimit-input-tokens-limit",
+            "anthropic-ratelimit-input-tokens-remaining",
+            "anthropic-ratelimit-input-tokens-reset",
+        ],
+        _ => [
+            "anthropic-ratelimit-output-tokens-limit",
+            "anthropic-ratelimit-output-tokens-remaining",
+            "anthropic-ratelimit-output-tokens-reset",
+        ],
+    }
+}
+
+/// The IETF draft's `RateLimit-Policy` and `RateLimit`, one list member
+/// per reported limit, whole seconds rounded up.
+fn ietf_headers(config: &Config, verdict: &Verdict) -> Vec<(&'static str, String)> {
+    let seconds = |d: Duration| d.as_nanos().div_ceil(1_000_000_000);
+    let window = seconds(config.window);
+    let reported = config.reported();
+    let policy: Vec<String> = reported
+        .iter()
+        .map(|(name, _, limit)| format!(r#""{name}";q={limit};w={window}"#))
+        .collect();
+    let state: Vec<String> = reported
+        .iter()
+        .map(|&(name, d, _)| {
+            let r = verdict.remaining[d];
+            let t = seconds(config.round(verdict.reset[d]));
+            format!(r#""{name}";r={r};t={t}"#)
+        })
+        .collect();
+    vec![
+        ("RateLimit-Policy", policy.join(", ")),
+        ("RateLimit", state.join(", ")),
     ]
 }
 
@@ -508,3 +860,6 @@ fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+#[cfg(test)]
+mod tests;

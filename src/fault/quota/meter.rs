@@ -9,10 +9,21 @@ use tokio::time::Instant;
 
 use super::Kind;
 
-/// The two dimensions a quota limits: `[requests, tokens]`.
+/// How many dimensions a quota limits: `[requests, tokens, input tokens,
+/// output tokens]`. A dimension the server does not limit has the limit
+/// [`UNLIMITED`].
+pub(super) const DIMS: usize = 4;
+/// The request dimension's index.
 pub(super) const REQUESTS: usize = 0;
-/// The token dimension's index.
+/// The token dimension's index: input and output together.
 pub(super) const TOKENS: usize = 1;
+/// The input (prompt) token dimension's index.
+pub(super) const INPUT: usize = 2;
+/// The output (`max_tokens`) token dimension's index.
+pub(super) const OUTPUT: usize = 3;
+/// The limit of a dimension that is not limited: never short, whatever
+/// the kind (a sum of real costs never reaches it).
+pub(super) const UNLIMITED: u64 = u64::MAX;
 
 /// What the meter made of one request.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -20,14 +31,14 @@ pub(super) struct Verdict {
     /// Whether the request was admitted (and spent its cost).
     pub admitted: bool,
     /// Per dimension, whether it lacked room for the request.
-    pub short: [bool; 2],
+    pub short: [bool; DIMS],
     /// Per dimension, what is left after this request (OpenAI's
     /// `x-ratelimit-remaining-*`).
-    pub remaining: [u64; 2],
+    pub remaining: [u64; DIMS],
     /// Per dimension, how long until it is whole again (OpenAI's
     /// `x-ratelimit-reset-*`: "until the rate limit resets to its initial
-    /// state").
-    pub reset: [Duration; 2],
+    /// state"; Anthropic's `-reset`: "fully replenished").
+    pub reset: [Duration; DIMS],
     /// For a refused request: the earliest time from now at which the same
     /// request would be admitted (zero when admitted).
     pub retry_after: Duration,
@@ -37,7 +48,7 @@ pub(super) struct Verdict {
 #[derive(Debug)]
 pub(super) struct Meter {
     window: Duration,
-    limit: [u64; 2],
+    limit: [u64; DIMS],
     count: Count,
 }
 
@@ -45,20 +56,26 @@ pub(super) struct Meter {
 enum Count {
     /// Per dimension the level of a bucket of the limit, refilled at
     /// `limit / window`, as of `at`.
-    Refill { level: [f64; 2], at: Instant },
-    /// The requests admitted in the last window: when, and their tokens.
-    Rolling { log: VecDeque<(Instant, u64)> },
+    Refill { level: [f64; DIMS], at: Instant },
+    /// The requests admitted in the last window: when, and their costs.
+    Rolling {
+        log: VecDeque<(Instant, [u64; DIMS])>,
+    },
     /// The window `index` (counted from `epoch`) and what it has spent.
     Fixed {
         epoch: Instant,
         index: u64,
-        used: [u64; 2],
+        used: [u64; DIMS],
     },
 }
 
+/// The dimensions' indices, for `map`s over them.
+const EACH: [usize; DIMS] = [REQUESTS, TOKENS, INPUT, OUTPUT];
+
 impl Meter {
-    /// A meter of `limit` (`[requests, tokens]`) per `window`, whole at `epoch`.
-    pub(super) fn new(kind: Kind, window: Duration, limit: [u64; 2], epoch: Instant) -> Meter {
+    /// A meter of `limit` (indexed by [`REQUESTS`], [`TOKENS`], [`INPUT`],
+    /// [`OUTPUT`]) per `window`, whole at `epoch`.
+    pub(super) fn new(kind: Kind, window: Duration, limit: [u64; DIMS], epoch: Instant) -> Meter {
         let count = match kind {
             Kind::Refill => Count::Refill {
                 level: limit.map(|l| l as f64),
@@ -70,7 +87,7 @@ impl Meter {
             Kind::Fixed => Count::Fixed {
                 epoch,
                 index: 0,
-                used: [0; 2],
+                used: [0; DIMS],
             },
         };
         Meter {
@@ -80,24 +97,24 @@ impl Meter {
         }
     }
 
-    /// A request of `tokens` at `now` (never before the previous one):
-    /// admitted, spending one request and `tokens`, if every dimension has
-    /// room for it.
-    pub(super) fn take(&mut self, now: Instant, tokens: u64) -> Verdict {
-        let cost = [1, tokens];
+    /// A request of `input` and `output` tokens at `now` (never before the
+    /// previous one): admitted, spending one request, its tokens, its input
+    /// and its output, if every dimension has room for it.
+    pub(super) fn take(&mut self, now: Instant, input: u64, output: u64) -> Verdict {
+        let cost = [1, input + output, input, output];
         let (window, limit) = (self.window, self.limit);
         match &mut self.count {
             Count::Refill { level, at } => {
                 let rate = limit.map(|l| l as f64 / window.as_secs_f64());
                 let elapsed = now.saturating_duration_since(*at).as_secs_f64();
-                for d in 0..2 {
+                for d in EACH {
                     level[d] = (level[d] + elapsed * rate[d]).min(limit[d] as f64);
                 }
                 *at = now;
-                let short = [0, 1].map(|d| level[d] < cost[d] as f64);
+                let short = EACH.map(|d| level[d] < cost[d] as f64);
                 let admitted = !short.contains(&true);
                 let mut retry_after = Duration::ZERO;
-                for d in 0..2 {
+                for d in EACH {
                     if admitted {
                         level[d] -= cost[d] as f64;
                     } else if short[d] {
@@ -109,7 +126,7 @@ impl Meter {
                     admitted,
                     short,
                     remaining: level.map(|l| l.max(0.0) as u64),
-                    reset: [0, 1].map(|d| secs((limit[d] as f64 - level[d]) / rate[d])),
+                    reset: EACH.map(|d| secs((limit[d] as f64 - level[d]) / rate[d])),
                     retry_after,
                 }
             }
@@ -117,19 +134,22 @@ impl Meter {
                 while log.front().is_some_and(|&(at, _)| at + window <= now) {
                     log.pop_front();
                 }
-                let used = [log.len() as u64, log.iter().map(|&(_, t)| t).sum()];
-                let short = [0, 1].map(|d| used[d] + cost[d] > limit[d]);
+                let used = |log: &VecDeque<(Instant, [u64; DIMS])>| {
+                    EACH.map(|d| log.iter().map(|(_, c)| c[d]).sum::<u64>())
+                };
+                let before = used(log);
+                let short = EACH.map(|d| before[d].saturating_add(cost[d]) > limit[d]);
                 let admitted = !short.contains(&true);
                 let mut retry_after = Duration::ZERO;
                 if admitted {
-                    log.push_back((now, tokens));
+                    log.push_back((now, cost));
                 } else {
                     // The oldest entries expire first: wait until enough of
                     // each short dimension has.
-                    for d in (0..2).filter(|&d| short[d]) {
-                        let mut excess = used[d] + cost[d] - limit[d];
-                        for &(at, t) in log.iter() {
-                            excess = excess.saturating_sub([1, t][d]);
+                    for d in EACH.into_iter().filter(|&d| short[d]) {
+                        let mut excess = before[d] + cost[d] - limit[d];
+                        for &(at, c) in log.iter() {
+                            excess = excess.saturating_sub(c[d]);
                             if excess == 0 {
                                 retry_after = retry_after.max(at + window - now);
                                 break;
@@ -137,15 +157,19 @@ impl Meter {
                         }
                     }
                 }
-                let used = [log.len() as u64, log.iter().map(|&(_, t)| t).sum()];
-                let whole = log
-                    .back()
-                    .map_or(Duration::ZERO, |&(at, _)| at + window - now);
+                let after = used(log);
+                // Whole again when the last entry that spent some of it leaves.
+                let reset = EACH.map(|d| {
+                    log.iter()
+                        .rev()
+                        .find(|(_, c)| c[d] > 0)
+                        .map_or(Duration::ZERO, |&(at, _)| at + window - now)
+                });
                 Verdict {
                     admitted,
                     short,
-                    remaining: [0, 1].map(|d| limit[d].saturating_sub(used[d])),
-                    reset: [0, 1].map(|d| if used[d] == 0 { Duration::ZERO } else { whole }),
+                    remaining: EACH.map(|d| limit[d].saturating_sub(after[d])),
+                    reset,
                     retry_after,
                 }
             }
@@ -154,22 +178,22 @@ impl Meter {
                 let current = (since.as_nanos() / window.as_nanos()) as u64;
                 if current != *index {
                     *index = current;
-                    *used = [0; 2];
+                    *used = [0; DIMS];
                 }
                 let next = window * (current as u32 + 1);
                 let to_next = next.saturating_sub(since);
-                let short = [0, 1].map(|d| used[d] + cost[d] > limit[d]);
+                let short = EACH.map(|d| used[d].saturating_add(cost[d]) > limit[d]);
                 let admitted = !short.contains(&true);
                 if admitted {
-                    for d in 0..2 {
+                    for d in EACH {
                         used[d] += cost[d];
                     }
                 }
                 Verdict {
                     admitted,
                     short,
-                    remaining: [0, 1].map(|d| limit[d].saturating_sub(used[d])),
-                    reset: [0, 1].map(|d| {
+                    remaining: EACH.map(|d| limit[d].saturating_sub(used[d])),
+                    reset: EACH.map(|d| {
                         if used[d] == 0 {
                             Duration::ZERO
                         } else {
@@ -224,13 +248,20 @@ mod tests {
 
     /// A meter of 20 requests and 3 000 tokens per 2 s.
     fn meter(kind: Kind, epoch: Instant) -> Meter {
-        Meter::new(kind, W, [20, 3_000], epoch)
+        Meter::new(kind, W, [20, 3_000, UNLIMITED, UNLIMITED], epoch)
+    }
+
+    impl Meter {
+        /// A request of `tokens`, all of them input.
+        fn spend(&mut self, now: Instant, tokens: u64) -> Verdict {
+            self.take(now, tokens, 0)
+        }
     }
 
     /// How many requests of `tokens` a burst at `now` gets admitted.
     fn burst(meter: &mut Meter, now: Instant, tokens: u64) -> usize {
         (0..100)
-            .take_while(|_| meter.take(now, tokens).admitted)
+            .take_while(|_| meter.spend(now, tokens).admitted)
             .count()
     }
 
@@ -256,14 +287,14 @@ mod tests {
         let t0 = Instant::now();
         let mut m = meter(Kind::Refill, t0);
         assert_eq!(burst(&mut m, t0, 200), 15);
-        let refused = m.take(t0, 200);
+        let refused = m.spend(t0, 200);
         assert!(refused.short[TOKENS] && !refused.short[REQUESTS]);
-        assert_eq!(refused.remaining, [5, 0]);
+        assert_eq!(refused.remaining[..2], [5, 0]);
         // 200 tokens at 1 500 per second: 133.34 ms.
         assert_eq!(refused.retry_after.as_micros(), 133_334);
         assert_eq!(refused.reset[TOKENS], W);
-        assert!(!m.take(t0 + 133 * MS, 200).admitted);
-        assert!(m.take(t0 + 134 * MS, 200).admitted);
+        assert!(!m.spend(t0 + 133 * MS, 200).admitted);
+        assert!(m.spend(t0 + 134 * MS, 200).admitted);
     }
 
     #[test]
@@ -271,9 +302,9 @@ mod tests {
         let t0 = Instant::now();
         let mut m = meter(Kind::Rolling, t0);
         for i in 0..15 {
-            assert!(m.take(t0 + i * 100 * MS, 200).admitted);
+            assert!(m.spend(t0 + i * 100 * MS, 200).admitted);
         }
-        let refused = m.take(t0 + 1500 * MS, 200);
+        let refused = m.spend(t0 + 1500 * MS, 200);
         assert!(!refused.admitted);
         assert_eq!(refused.retry_after, 500 * MS, "when the first one leaves");
         assert_eq!(
@@ -281,9 +312,9 @@ mod tests {
             W - 100 * MS,
             "when the last one leaves"
         );
-        assert!(!m.take(t0 + 1999 * MS, 200).admitted);
-        assert!(m.take(t0 + W, 200).admitted);
-        assert!(!m.take(t0 + W, 200).admitted, "one left, one came in");
+        assert!(!m.spend(t0 + 1999 * MS, 200).admitted);
+        assert!(m.spend(t0 + W, 200).admitted);
+        assert!(!m.spend(t0 + W, 200).admitted, "one left, one came in");
     }
 
     #[test]
@@ -291,9 +322,9 @@ mod tests {
         let t0 = Instant::now();
         let mut m = meter(Kind::Fixed, t0);
         assert_eq!(burst(&mut m, t0 + 1900 * MS, 200), 15);
-        let refused = m.take(t0 + 1900 * MS, 200);
+        let refused = m.spend(t0 + 1900 * MS, 200);
         assert_eq!(refused.retry_after, 100 * MS);
-        assert_eq!(refused.reset, [100 * MS; 2]);
+        assert_eq!(refused.reset[..2], [100 * MS; 2]);
         assert_eq!(
             burst(&mut m, t0 + W, 200),
             15,
@@ -306,7 +337,52 @@ mod tests {
         for kind in [Kind::Refill, Kind::Rolling, Kind::Fixed] {
             let t0 = Instant::now();
             let mut m = meter(kind, t0);
-            assert!(!m.take(t0 + 10 * W, 3_001).admitted, "{kind:?}");
+            assert!(!m.spend(t0 + 10 * W, 3_001).admitted, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn input_and_output_are_dimensions_of_their_own_in_each_kind() {
+        for kind in Kind::ALL {
+            let t0 = Instant::now();
+            // 5 000 tokens in all, of them at most 1 000 input and 2 500 output.
+            let mut m = Meter::new(kind, W, [20, 5_000, 1_000, 2_500], t0);
+            let input = (0..10).take_while(|_| m.take(t0, 300, 10).admitted);
+            assert_eq!(input.count(), 3, "{kind:?}: 300 input each");
+            let refused = m.take(t0, 300, 10);
+            assert_eq!(refused.short, [false, false, true, false], "{kind:?}");
+            assert_eq!(refused.remaining, [17, 4_070, 100, 2_470], "{kind:?}");
+            let (retry_after, whole) = match kind {
+                // 200 input short and 900 spent, refilled at 500 a second.
+                Kind::Refill => (400 * MS, 1800 * MS),
+                Kind::Rolling | Kind::Fixed => (W, W),
+            };
+            assert_eq!(refused.retry_after, retry_after, "{kind:?}");
+            assert_eq!(refused.reset[INPUT], whole, "{kind:?}");
+            assert!(
+                m.take(t0, 100, 10).admitted,
+                "{kind:?}: 100 input still fit"
+            );
+
+            let mut m = Meter::new(kind, W, [20, 5_000, 1_000, 2_500], t0);
+            let output = (0..10).take_while(|_| m.take(t0, 10, 500).admitted);
+            assert_eq!(output.count(), 5, "{kind:?}: 500 output each");
+            let refused = m.take(t0, 10, 500);
+            assert_eq!(refused.short, [false, false, false, true], "{kind:?}");
+            assert_eq!(refused.remaining[OUTPUT], 0, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn an_unlimited_dimension_is_never_short() {
+        for kind in Kind::ALL {
+            let t0 = Instant::now();
+            let mut m = meter(kind, t0);
+            let taken = m.take(t0, 1_000, 1_000);
+            assert!(taken.admitted, "{kind:?}");
+            assert_eq!(taken.remaining[TOKENS], 1_000, "{kind:?}");
+            let refused = m.take(t0, 1_000, 1);
+            assert_eq!(refused.short, [false, true, false, false], "{kind:?}");
         }
     }
 
