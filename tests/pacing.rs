@@ -46,6 +46,26 @@ async fn costing(
     Ok(())
 }
 
+/// The callers of one test: each spawned `costing` call (caller `i`)
+/// notes when it started, counted from now, in `starts`.
+fn callers(
+    upstream: Upstream,
+    cost: u32,
+    busy: Duration,
+) -> (
+    Starts,
+    impl Fn(usize) -> tokio::task::JoinHandle<Result<(), Error>>,
+) {
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let noted = starts.clone();
+    let spawn = move |i: usize| {
+        let (upstream, starts) = (upstream.clone(), noted.clone());
+        tokio::spawn(async move { costing(&upstream, cost, i, &starts, t0, busy).await })
+    };
+    (starts, spawn)
+}
+
 /// The same without `cost`: its attempts spend the mean cost learned.
 #[retry(layer = "provider", upstream = upstream)]
 async fn plain(
@@ -138,12 +158,7 @@ async fn requests_and_tokens_both_hold_before_an_attempt_starts() {
 async fn a_cancelled_waiter_strands_nobody() {
     let upstream =
         Upstream::new("cancel").with_quota(Quota::per(Duration::from_secs(1)).requests(1));
-    let starts: Starts = Arc::default();
-    let t0 = Instant::now();
-    let spawn = |i: usize| {
-        let (upstream, starts) = (upstream.clone(), starts.clone());
-        tokio::spawn(async move { costing(&upstream, 1, i, &starts, t0, ms(1)).await })
-    };
+    let (starts, spawn) = callers(upstream.clone(), 1, ms(1));
     let first = spawn(0);
     tokio::task::yield_now().await;
     let second = spawn(1);
@@ -170,12 +185,7 @@ async fn a_cancelled_waiter_strands_nobody() {
 /// a second, waiting for the refill, is cancelled at 300 ms; a third comes
 /// at 400 ms. When each started.
 async fn a_cancelled_waiters_place(upstream: &Upstream, cost: u32) -> Vec<(usize, Duration)> {
-    let starts: Starts = Arc::default();
-    let t0 = Instant::now();
-    let spawn = |i: usize| {
-        let (upstream, starts) = (upstream.clone(), starts.clone());
-        tokio::spawn(async move { costing(&upstream, cost, i, &starts, t0, ms(1)).await })
-    };
+    let (starts, spawn) = callers(upstream.clone(), cost, ms(1));
     let first = spawn(0);
     tokio::task::yield_now().await;
     let second = spawn(1);
@@ -442,12 +452,7 @@ async fn a_call_that_waited_says_why_when_its_first_attempt_succeeds() {
 #[tokio::test(start_paused = true)]
 async fn a_scout_cancelled_mid_attempt_lets_the_others_go_at_once() {
     let upstream = Upstream::new("cancelled scout");
-    let starts: Starts = Arc::default();
-    let t0 = Instant::now();
-    let spawn = |i: usize| {
-        let (upstream, starts) = (upstream.clone(), starts.clone());
-        tokio::spawn(async move { costing(&upstream, 0, i, &starts, t0, ms(500)).await })
-    };
+    let (starts, spawn) = callers(upstream.clone(), 0, ms(500));
     let scout = spawn(0);
     tokio::task::yield_now().await;
     let others = [spawn(1), spawn(2)];
@@ -552,12 +557,7 @@ async fn an_adapted_rate_paces_at_its_rate_whatever_429s_it_meets() {
 async fn an_attempt_paced_into_a_hold_waits_for_the_hold_to_end() {
     let upstream = Upstream::new("paced, then held")
         .with_quota(Quota::per(Duration::from_secs(1)).requests(1));
-    let starts: Starts = Arc::default();
-    let t0 = Instant::now();
-    let spawn = |i: usize| {
-        let (upstream, starts) = (upstream.clone(), starts.clone());
-        tokio::spawn(async move { costing(&upstream, 1, i, &starts, t0, ms(1)).await })
-    };
+    let (starts, spawn) = callers(upstream.clone(), 1, ms(1));
     let first = spawn(0);
     tokio::task::yield_now().await;
     // Paced to 1 025 ms; held at 500 ms until 2 500 ms.
