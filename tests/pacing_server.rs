@@ -15,7 +15,7 @@ use std::time::Duration;
 use nika_retry::retry;
 use nika_retry::upstream::{Quota, Upstream};
 use nika_retry_tests::fault::quota::{
-    CallError as Error, Config, Counts, Kind, QuotaServer, post, tokens_of,
+    CallError as Error, Config, Counts, Dialect, Kind, QuotaServer, post, tokens_of,
 };
 
 const CALLS: usize = 20;
@@ -140,5 +140,35 @@ async fn without_headers_the_ramp_and_the_adaptive_rate_meet_few_429s() {
         assert!(counts.limited <= 6, "{kind:?}: {counts:?}");
         assert!(later <= 4, "{kind:?}: {later} after the burst, {counts:?}");
         assert!(failed <= 1, "{kind:?}: {failed} failed, {counts:?}");
+    }
+}
+
+/// A server whose clock differs from the machine's by more than its
+/// `Date`'s second of resolution: Anthropic's reset instants are read
+/// against its `Date`, not against the machine's clock. 1.5 s behind, the
+/// resets of a 1 s window all look past (the upstream used to send
+/// nothing more, for a minute); 1.5 s ahead, each looks 1.5 s later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropics_reset_instants_are_read_against_the_servers_date() {
+    for offset in [-1_500, 1_500] {
+        let runs = each_kind(|kind| {
+            let config = config(kind)
+                .dialect(Dialect::Anthropic)
+                .clock_offset(offset);
+            (config, Upstream::new(kind.name()))
+        })
+        .await;
+        for (kind, run) in runs {
+            eprintln!(
+                "{offset} ms, {kind:?}: {:?}, {} later",
+                run.counts, run.later
+            );
+            assert_eq!(run.failed, 0, "{offset} ms, {kind:?}: {:?}", run.counts);
+            assert!(
+                run.counts.requests <= CALLS + 6,
+                "{offset} ms, {kind:?}: {:?}",
+                run.counts
+            );
+        }
     }
 }

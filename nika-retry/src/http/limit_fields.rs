@@ -6,7 +6,7 @@ use core::time::Duration;
 use std::time::SystemTime;
 
 use super::Headers;
-use super::rate_limits::{count, go_duration, header, rfc3339};
+use super::rate_limits::{count, go_duration, header, rfc3339, server_now};
 
 /// What a response's headers say of one limit (requests, or tokens).
 /// Each field is `None` when no header says it or its value is unusable.
@@ -98,6 +98,7 @@ pub struct RateLimitFields {
 /// assert_eq!((requests.remaining, requests.reset), (Some(40), Some(Duration::from_secs(12))));
 /// ```
 pub fn rate_limit_fields<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> RateLimitFields {
+    let now = server_now(headers, now);
     let openai = |dim: &str| LimitFields {
         limit: header(headers, &format!("x-ratelimit-limit-{dim}")).and_then(count),
         remaining: header(headers, &format!("x-ratelimit-remaining-{dim}")).and_then(count),

@@ -181,7 +181,9 @@ fn whole(value: &str, unit: fn(u64) -> Duration) -> Option<Duration> {
 ///
 /// In order, the first present and valid one wins: `retry-after-ms` (the LLM
 /// providers' header), `x-amz-retry-after` (ms), `grpc-retry-pushback-ms`,
-/// then `Retry-After`. Names match case-insensitively.
+/// then `Retry-After`. Names match case-insensitively. A `Retry-After` date
+/// is read against `now`, or against the response's `Date` where that shows
+/// the server's clock more than a second away from `now`.
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
@@ -203,7 +205,10 @@ pub fn retry_hint<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<D
     ]
     .into_iter()
     .find_map(|name| text(name).and_then(parse_millis))
-    .or_else(|| text("retry-after").and_then(|v| parse_retry_after(v, now)))
+    .or_else(|| {
+        let now = rate_limits::server_now(headers, now);
+        text("retry-after").and_then(|v| parse_retry_after(v, now))
+    })
 }
 
 /// Response headers that [`retry_hint`] can read.

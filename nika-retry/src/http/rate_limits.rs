@@ -34,7 +34,8 @@ struct Limit {
 }
 
 /// Reads the rate-limit headers of a response as `now` (the response's
-/// time) sees them: OpenAI's `x-ratelimit-remaining-{requests,tokens}` with
+/// time; the response's `Date` where it shows the server's clock more than
+/// a second away) sees them: OpenAI's `x-ratelimit-remaining-{requests,tokens}` with
 /// `x-ratelimit-reset-*` (a Go duration: `6m0s`, `1s`, `12ms`), Anthropic's
 /// `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{remaining,reset}`
 /// (the reset an RFC 3339 instant), and the IETF `RateLimit` field (`r=`
@@ -61,6 +62,7 @@ struct Limit {
 /// assert_eq!(rate_limits(&[("x-ratelimit-reset-requests", "soon")][..], SystemTime::now()), None);
 /// ```
 pub fn rate_limits<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<RateLimits> {
+    let now = server_now(headers, now);
     let openai = OPENAI.iter().filter_map(|&(remaining, reset, requests)| {
         Some(Limit {
             remaining: count(header(headers, remaining)?)?,
@@ -198,6 +200,29 @@ pub(super) fn go_duration(value: &str) -> Option<Duration> {
 }
 
 /// An RFC 3339 instant, in UTC (`Z`) or at an offset (`+02:00`).
+/// The instant a response's own instants (Anthropic's resets, a
+/// `Retry-After` date) are read against: `now`, the machine's clock when
+/// the response arrived, unless the response's `Date` shows the server's
+/// clock elsewhere by more than `Date`'s second of resolution; then the
+/// `Date`. The server's true now lies in `[date, date + 1 s)`, so an
+/// instant read against `date` is never read early: every estimate errs
+/// on the server's side. A server 1.5 s behind would otherwise have every
+/// reset of a 1 s window read as past (and the limit's window as unknown);
+/// one 1.5 s ahead, every reset 1.5 s late.
+pub(super) fn server_now<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> SystemTime {
+    let Some(date) = header(headers, "date").and_then(|v| httpdate::parse_http_date(v.trim()).ok())
+    else {
+        return now;
+    };
+    // A `Date` later than the response's arrival, or a second or more
+    // before it, cannot come from a clock that agrees with this one.
+    let apart = match now.duration_since(date) {
+        Ok(behind) => behind >= Duration::from_secs(1),
+        Err(_) => true,
+    };
+    if apart { date } else { now }
+}
+
 pub(super) fn rfc3339(value: &str) -> Option<SystemTime> {
     let Some((local, zone)) = value
         .len()
@@ -269,6 +294,42 @@ mod tests {
 
     fn read(headers: &[(&str, &str)]) -> Option<(u32, Duration)> {
         rate_limits(headers, now()).map(|l| (l.remaining, l.reset))
+    }
+
+    /// Anthropic's reset 3 s after `now()` by the machine's clock, beside
+    /// the server's `Date` `date_offset` seconds from `now()`.
+    fn reset_beside_a_date(date_offset: i64) -> Option<Duration> {
+        let date = now()
+            .checked_add(Duration::from_secs(date_offset.max(0).unsigned_abs()))
+            .and_then(|t| t.checked_sub(Duration::from_secs(date_offset.min(0).unsigned_abs())))
+            .unwrap();
+        let date = httpdate::fmt_http_date(date);
+        let at = humantime::format_rfc3339(now() + Duration::from_secs(3)).to_string();
+        let headers = [
+            ("anthropic-ratelimit-requests-remaining", "4"),
+            ("anthropic-ratelimit-requests-reset", at.as_str()),
+            ("date", date.as_str()),
+        ];
+        rate_limits(&headers[..], now()).map(|l| l.reset)
+    }
+
+    #[test]
+    fn an_instant_is_read_against_the_date_of_a_server_whose_clock_is_elsewhere() {
+        // The same clock (a `Date` of this second): the machine's now.
+        assert_eq!(reset_beside_a_date(0), Some(Duration::from_secs(3)));
+        // 2 s behind: the reset is 5 s from the server's now, not 3.
+        assert_eq!(reset_beside_a_date(-2), Some(Duration::from_secs(5)));
+        // 2 s ahead: 1 s, not 3; 5 s ahead, the reset is past: ignored.
+        assert_eq!(reset_beside_a_date(2), Some(Duration::from_secs(1)));
+        assert_eq!(reset_beside_a_date(5), None);
+        // A `Date` that cannot be read changes nothing.
+        let at = humantime::format_rfc3339(now() + Duration::from_secs(3)).to_string();
+        let headers = [
+            ("anthropic-ratelimit-requests-remaining", "4"),
+            ("anthropic-ratelimit-requests-reset", at.as_str()),
+            ("date", "yesterday"),
+        ];
+        assert_eq!(read(&headers), Some((4, Duration::from_secs(3))));
     }
 
     #[test]
