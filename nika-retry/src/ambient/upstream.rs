@@ -1,5 +1,6 @@
 //! [`InForceUpstream`]: the upstream of the innermost call in force that
-//! names one, for [`upstream::current`](crate::upstream::current).
+//! names one, for [`upstream::current`](crate::upstream::current), and
+//! when its attempt left, for the headers that attempt reads.
 
 use core::cell::Cell;
 use core::mem::ManuallyDrop;
@@ -16,6 +17,18 @@ std::thread_local! {
     /// is left to drop when the thread ends.
     static UPSTREAM: Cell<ManuallyDrop<Option<Upstream>>> =
         const { Cell::new(ManuallyDrop::new(None)) };
+    /// When the attempt in force left, on its upstream's pacer clock (0:
+    /// not recorded: its upstream paced nothing when it started).
+    static DEPARTED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// What an attempt of a call that names an upstream puts in force while
+/// it is polled.
+pub(crate) struct InForce {
+    /// A clone of the call's handle.
+    pub(crate) handle: Option<Upstream>,
+    /// When the attempt left ([`Upstream::departure`]).
+    pub(crate) departed: u64,
 }
 
 /// The place of the upstream in force: each poll of an attempt of a call
@@ -23,15 +36,19 @@ std::thread_local! {
 pub(crate) struct InForceUpstream;
 
 impl Ambient for InForceUpstream {
-    type Value = Option<Upstream>;
+    type Value = InForce;
 
     #[inline(always)]
-    fn swap(value: &mut Option<Upstream>) {
+    fn swap(value: &mut InForce) {
         // A move each way: no count touched, nothing dropped.
-        let mine = ManuallyDrop::new(value.take());
+        let mine = ManuallyDrop::new(value.handle.take());
         let outer = UPSTREAM.with(|place| place.replace(mine));
         // `value` was emptied above: forgetting its `None` skips a drop check.
-        core::mem::forget(core::mem::replace(value, ManuallyDrop::into_inner(outer)));
+        core::mem::forget(core::mem::replace(
+            &mut value.handle,
+            ManuallyDrop::into_inner(outer),
+        ));
+        value.departed = DEPARTED.with(|place| place.replace(value.departed));
     }
 }
 
@@ -45,6 +62,21 @@ pub(crate) fn upstream() -> Option<Upstream> {
     })
 }
 
+/// When the attempt in force left, if its upstream is `upstream` and it
+/// was recorded.
+pub(crate) fn departed(upstream: &Upstream) -> Option<u64> {
+    let departed = DEPARTED.with(Cell::get);
+    if departed == 0 {
+        return None;
+    }
+    UPSTREAM.with(|place| {
+        let handle = place.take();
+        let same = handle.as_ref().is_some_and(|h| h.same(upstream));
+        place.set(handle);
+        same.then_some(departed)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,19 +85,38 @@ mod tests {
     #[test]
     fn the_innermost_handle_is_in_force_and_the_outer_comes_back() {
         assert!(upstream().is_none());
-        let mut outer = Some(Upstream::new("outer"));
+        let mut outer = InForce {
+            handle: Some(Upstream::new("outer")),
+            departed: 7,
+        };
         {
             let _outer = Swap::<InForceUpstream>::new(&mut outer);
             assert_eq!(upstream().unwrap().name(), "outer");
-            let mut inner = Some(Upstream::new("inner"));
+            let inner_handle = Upstream::new("inner");
+            let mut inner = InForce {
+                handle: Some(inner_handle.clone()),
+                departed: 9,
+            };
             {
                 let _inner = Swap::<InForceUpstream>::new(&mut inner);
                 assert_eq!(upstream().unwrap().name(), "inner");
+                assert_eq!(departed(&inner_handle), Some(9));
+                assert_eq!(
+                    departed(&Upstream::new("inner")),
+                    None,
+                    "another upstream of that name"
+                );
             }
-            assert_eq!(inner.unwrap().name(), "inner", "given back to its owner");
+            assert_eq!(
+                inner.handle.unwrap().name(),
+                "inner",
+                "given back to its owner"
+            );
+            assert_eq!(inner.departed, 9);
             assert_eq!(upstream().unwrap().name(), "outer");
+            assert_eq!(departed(&inner_handle), None);
         }
-        assert_eq!(outer.unwrap().name(), "outer");
+        assert_eq!(outer.handle.unwrap().name(), "outer");
         assert!(upstream().is_none());
     }
 }

@@ -31,6 +31,12 @@ pub struct LimitFields {
     /// The window the limit is counted over (`RateLimit-Policy`'s `w`);
     /// OpenAI and Anthropic do not send it.
     pub window: Option<Duration>,
+    /// `reset` was an instant (Anthropic's), read against the response:
+    /// the window it bounds is counted from when the request reached the
+    /// server, earlier than the response by the answer's time, where a
+    /// duration (OpenAI's, the IETF's) is counted from the server's
+    /// writing it as it admitted.
+    pub(crate) instant: bool,
 }
 
 impl LimitFields {
@@ -104,14 +110,20 @@ pub fn rate_limit_fields<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> R
         remaining: header(headers, &format!("x-ratelimit-remaining-{dim}")).and_then(count),
         reset: header(headers, &format!("x-ratelimit-reset-{dim}")).and_then(go_duration),
         window: None,
+        instant: false,
     };
-    let anthropic = |dim: &str| LimitFields {
-        limit: header(headers, &format!("anthropic-ratelimit-{dim}-limit")).and_then(count),
-        remaining: header(headers, &format!("anthropic-ratelimit-{dim}-remaining")).and_then(count),
-        reset: header(headers, &format!("anthropic-ratelimit-{dim}-reset"))
+    let anthropic = |dim: &str| {
+        let reset = header(headers, &format!("anthropic-ratelimit-{dim}-reset"))
             .and_then(|v| rfc3339(v.trim()))
-            .and_then(|at| at.duration_since(now).ok()),
-        window: None,
+            .and_then(|at| at.duration_since(now).ok());
+        LimitFields {
+            limit: header(headers, &format!("anthropic-ratelimit-{dim}-limit")).and_then(count),
+            remaining: header(headers, &format!("anthropic-ratelimit-{dim}-remaining"))
+                .and_then(count),
+            reset,
+            window: None,
+            instant: reset.is_some(),
+        }
     };
     let (ietf_requests, ietf_tokens) = ietf(headers);
     let first = |readings: [LimitFields; 3]| readings.into_iter().find(LimitFields::any);
@@ -193,6 +205,7 @@ fn ietf<H: Headers + ?Sized>(headers: &H) -> (LimitFields, LimitFields) {
                 .and_then(|m| m.reset)
                 .map(Duration::from_secs),
             window: tightest.window.map(Duration::from_secs),
+            instant: false,
         })
     };
     (

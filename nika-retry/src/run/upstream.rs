@@ -10,7 +10,7 @@ use core::task::{Context, Poll};
 use tokio::time::Instant;
 
 use super::call::{Call, Deadline};
-use crate::ambient::{InForceUpstream, Swap};
+use crate::ambient::{InForce, InForceUpstream, Swap};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::time::Nanos;
@@ -120,8 +120,9 @@ pin_project_lite::pin_project! {
     pub struct WithUpstream<F> {
         #[pin]
         fut: F,
-        // The attempt's own handle between polls; the one it hides during them.
-        handle: Option<Upstream>,
+        // The attempt's own handle (and when it left) between polls; the
+        // ones it hides during them.
+        in_force: InForce,
     }
 }
 
@@ -130,9 +131,13 @@ impl<F> WithUpstream<F> {
     /// no allocation); with none, `fut` as it is.
     #[inline(always)]
     pub fn new(turn: &UpstreamTurn<'_>, fut: F) -> Self {
+        let upstream = turn.0.as_ref().map(Turn::upstream);
         WithUpstream {
             fut,
-            handle: turn.0.as_ref().map(|turn| turn.upstream().clone()),
+            in_force: InForce {
+                departed: upstream.map_or(0, Upstream::departure),
+                handle: upstream.cloned(),
+            },
         }
     }
 }
@@ -143,11 +148,11 @@ impl<F: Future> Future for WithUpstream<F> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        if this.handle.is_none() {
+        if this.in_force.handle.is_none() {
             // Alone: the upstream of a call around it stays in force.
             return this.fut.poll(cx);
         }
-        let _in_force = Swap::<InForceUpstream>::new(this.handle);
+        let _in_force = Swap::<InForceUpstream>::new(this.in_force);
         this.fut.poll(cx)
     }
 }

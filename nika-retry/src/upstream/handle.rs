@@ -5,7 +5,7 @@
 //! of that behaviour.
 
 use std::borrow::Cow;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -71,6 +71,25 @@ impl Shared {
             store,
             token: fastrand::u64(..),
             fleet_queue: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl Upstream {
+    /// Whether `other` is a handle of the same upstream (its clone).
+    pub(crate) fn same(&self, other: &Upstream) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// When an attempt leaving now left, on the pacer's clock, for the
+    /// headers it reads ([`observe`](Upstream::observe)); 0 while nothing
+    /// is paced, which reads no clock.
+    #[inline]
+    pub(crate) fn departure(&self) -> u64 {
+        if self.shared.pacing.load(Ordering::Relaxed) {
+            self.shared.pacer.now().max(1)
+        } else {
+            0
         }
     }
 }

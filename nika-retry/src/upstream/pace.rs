@@ -34,7 +34,7 @@ impl Upstream {
         let pacer = &self.shared.pacer;
         if fields.requests.any() || fields.tokens.any() {
             pacer.heard.store(true, Ordering::Relaxed);
-            pacer.learn(fields);
+            pacer.learn(fields, crate::ambient::departed(self));
             pacer.warm();
             pacer.ramp.stop();
             self.publish_pacing();

@@ -267,14 +267,25 @@ impl Pacer {
         &self.scouted
     }
 
-    /// Takes what a response's headers say of the limits in.
-    pub(super) fn learn(&self, fields: &RateLimitFields) {
+    /// Takes what a response's headers say of the limits in: the response
+    /// of an attempt that left at `departed` (pacer time), if known.
+    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<u64>) {
         let now = self.now();
+        // A reset given as an instant is when the window that counted the
+        // request ends: at most that long after the request left, which
+        // bounds the window from above (from the response, it would read
+        // short by the answer's time, and free what was sent early).
+        let answered = Duration::from_nanos(departed.map_or(0, |d| now.saturating_sub(d)));
         let (requests, tokens, windows) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
-            let requests = Self::learn_one(&self.requests, &mut learn.requests, &fields.requests);
-            let tokens = Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens);
+            let requests = Self::learn_one(
+                &self.requests,
+                &mut learn.requests,
+                &fields.requests,
+                answered,
+            );
+            let tokens = Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens, answered);
             (requests, tokens, [learn.requests, learn.tokens])
         };
         // A reading said that the server counts by window, not by refill
@@ -324,14 +335,14 @@ impl Pacer {
             let Some((_, w, source)) = bucket.get() else {
                 continue;
             };
-            // Counted for the longest reset seen (a window is at least
-            // that long), or the window read or declared (a fixed window's
+            // Counted for the longest reset seen, from when its request
+            // left (a window is at least that long), or the window read or declared (a fixed window's
             // resets are shorter); and a margin for the way there, which a
             // reset read after the response does not see.
-            let w = if window.longest_reset.is_zero() || source == LimitSource::Declared {
+            let w = if window.longest_bound.is_zero() || source == LimitSource::Declared {
                 w
             } else {
-                window.longest_reset
+                window.longest_bound
             };
             let whole_at = now.saturating_add(nanos(fields.reset.unwrap_or(w)));
             let w = nanos(w);
@@ -351,13 +362,18 @@ impl Pacer {
         bucket: &Bucket,
         window: &mut Window,
         fields: &LimitFields,
+        answered: Duration,
     ) -> (Option<u64>, bool) {
         let Some(limit) = fields.limit.filter(|&l| l > 0) else {
             return (None, false);
         };
+        let bound = fields
+            .reset
+            .filter(|_| fields.instant)
+            .map(|r| r.saturating_add(answered));
         let w = match fields.window.filter(|w| !w.is_zero()) {
             Some(w) => w,
-            None => window.read(limit, fields.remaining, fields.reset),
+            None => window.read(limit, fields.remaining, fields.reset, bound),
         };
         if let Some((_, declared, LimitSource::Declared)) = bucket.get()
             && let (Some(remaining), Some(reset)) = (fields.remaining, fields.reset)

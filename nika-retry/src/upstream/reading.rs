@@ -14,6 +14,11 @@ const MINUTE: Duration = Duration::from_secs(60);
 pub(super) struct Window {
     /// The longest reset seen: a window is at least that long.
     pub(super) longest_reset: Duration,
+    /// The longest a window may be, as far as the resets seen say: each
+    /// reset counted from when its request left when it was an instant
+    /// (from the response, it reads short by the answer's time). What the
+    /// upstream sent stays counted this long.
+    pub(super) longest_bound: Duration,
     /// The shortest window that a continuous refill would explain, from
     /// readings with 2 or more missing.
     refill: Option<Duration>,
@@ -41,21 +46,31 @@ impl Window {
     /// requests window of 2 s reads as 1.4 s and its 429s follow. A
     /// reading of 1 missing bounds nothing that way; it counts (as `m`)
     /// until a reading of more comes.
+    ///
+    /// `bound`: the reset counted from when the request left, if longer
+    /// (an instant's): the refill's upper estimates take it, the lower
+    /// ones the reset, so that a slow answer makes neither look like a
+    /// window.
     pub(super) fn read(
         &mut self,
         l: u64,
         remaining: Option<u64>,
         reset: Option<Duration>,
+        bound: Option<Duration>,
     ) -> Duration {
         if let Some(reset) = reset.filter(|r| !r.is_zero()) {
             let reset = reset.min(MAX_HOLD);
             self.longest_reset = self.longest_reset.max(reset);
+            let bound = bound.map_or(reset, |b| b.clamp(reset, MAX_HOLD));
+            self.longest_bound = self.longest_bound.max(bound);
             let missing = remaining.map_or(0, |r| l.saturating_sub(r));
             let over = |reset: Duration, m: u64| {
                 let ns = reset.as_nanos() * u128::from(l) / u128::from(m);
                 Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD)
             };
-            let refill = |m: u64| over(reset, m);
+            // A refill is at most what the reset counted from when its
+            // request left says, at least what it says from the response.
+            let refill = |m: u64| over(bound, m);
             if missing > 0 {
                 // Whole in `reset` less the millisecond it was rounded up
                 // by, with at most `missing` missing: at least this window.
@@ -102,7 +117,7 @@ mod tests {
     #[test]
     fn a_continuous_refill_is_read_from_one_response() {
         let mut w = Window::default();
-        let read = w.read(20, Some(19), Some(Duration::from_millis(100)));
+        let read = w.read(20, Some(19), Some(Duration::from_millis(100)), None);
         assert_eq!(read, Duration::from_secs(2));
     }
 
@@ -110,15 +125,15 @@ mod tests {
     fn a_fixed_window_seen_from_its_start_is_corrected_by_later_responses() {
         let mut w = Window::default();
         // 2 s windows: 1 spent at its start, then 10 halfway through.
-        let first = w.read(20, Some(19), Some(Duration::from_secs(2)));
+        let first = w.read(20, Some(19), Some(Duration::from_secs(2)), None);
         assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
-        let later = w.read(20, Some(10), Some(Duration::from_secs(1)));
+        let later = w.read(20, Some(10), Some(Duration::from_secs(1)), None);
         assert_eq!(
             later.as_millis(),
             2222,
             "1 s for 9 and a bit: at most 20/9 s"
         );
-        let end = w.read(20, Some(0), Some(Duration::from_millis(100)));
+        let end = w.read(20, Some(0), Some(Duration::from_millis(100)), None);
         assert_eq!(end.as_millis(), 2000, "never below the longest reset");
     }
 
@@ -126,18 +141,38 @@ mod tests {
     fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
         // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
         let mut w = Window::default();
-        let read = w.read(20, Some(18), Some(Duration::from_millis(110)));
+        let read = w.read(20, Some(18), Some(Duration::from_millis(110)), None);
         assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
     }
 
     #[test]
     fn a_reading_without_reset_assumes_a_minute() {
         let mut w = Window::default();
-        assert_eq!(w.read(500, Some(499), None), MINUTE);
-        assert_eq!(w.read(500, None, Some(Duration::MAX)), MAX_HOLD);
+        assert_eq!(w.read(500, Some(499), None, None), MINUTE);
+        assert_eq!(w.read(500, None, Some(Duration::MAX), None), MAX_HOLD);
     }
 
     const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn a_refill_read_from_instants_after_slow_answers_is_no_window() {
+        // 3 000 tokens per 2 s refilling at 1 500 a second, its resets
+        // instants (Anthropic's): each read 50–150 ms after its request
+        // reached the server, 1 ms after it left. From the response, the
+        // first (200 missing, whole in 133 ms) read after 120 ms says a
+        // refill of 0.2 s; the last of the burst (3 000 missing) 2 s.
+        let mut w = Window::default();
+        let read = |w: &mut Window, missing: u64, answer_ms: u32| {
+            let whole = Duration::from_secs_f64(missing as f64 / 1500.0);
+            let reset = whole.saturating_sub(answer_ms * MS);
+            w.read(3000, Some(3000 - missing), Some(reset), Some(whole + MS));
+        };
+        read(&mut w, 200, 120);
+        for (i, missing) in (400..=3000).step_by(200).enumerate() {
+            read(&mut w, missing, 50 + (i as u32 * 37) % 100);
+            assert!(!w.windowed, "{missing} missing");
+        }
+    }
 
     #[test]
     fn a_refill_server_is_never_read_as_a_window() {
@@ -154,7 +189,7 @@ mod tests {
             }
             let reset = Duration::from_secs_f64((3000.0 - level) / 1500.0);
             let reset = Duration::from_millis(reset.as_nanos().div_ceil(1_000_000) as u64);
-            w.read(3000, Some(level as u64), Some(reset));
+            w.read(3000, Some(level as u64), Some(reset), None);
             assert!(!w.windowed, "reading {i}: {level} left, whole in {reset:?}");
         }
     }
@@ -164,9 +199,9 @@ mod tests {
         // Written as the server admits: the request just admitted leaves
         // the window last, whole a window later whatever is missing.
         let mut w = Window::default();
-        w.read(3000, Some(2800), Some(2000 * MS));
+        w.read(3000, Some(2800), Some(2000 * MS), None);
         assert!(!w.windowed, "one reading: a 30 s refill, for all it says");
-        w.read(3000, Some(0), Some(2000 * MS));
+        w.read(3000, Some(0), Some(2000 * MS), None);
         assert!(
             w.windowed,
             "200 missing and 3 000 missing, both whole in 2 s"
@@ -176,16 +211,16 @@ mod tests {
     #[test]
     fn a_fixed_window_is_read_as_its_end_comes_nearer() {
         let mut w = Window::default();
-        w.read(20, Some(19), Some(1900 * MS));
-        w.read(20, Some(5), Some(1850 * MS));
+        w.read(20, Some(19), Some(1900 * MS), None);
+        w.read(20, Some(5), Some(1850 * MS), None);
         assert!(
             w.windowed,
             "15 missing and 1 missing, whole within 50 ms of each other"
         );
         // Read from a window's end: whole sooner than its refill allows.
         let mut w = Window::default();
-        w.read(20, Some(0), Some(2000 * MS));
-        w.read(20, Some(0), Some(1000 * MS));
+        w.read(20, Some(0), Some(2000 * MS), None);
+        w.read(20, Some(0), Some(1000 * MS), None);
         assert!(w.windowed, "all missing, whole in 2 s and then in 1 s");
     }
 }
