@@ -198,3 +198,32 @@ async fn anthropics_reset_instants_bound_the_window_from_when_the_request_left()
     // the response met 3–6 over the three kinds in every run.
     assert!(limited <= 1, "{limited} 429s");
 }
+
+/// The IETF fields: the policy says the window (`w`), and `t` counts
+/// whole seconds. That the server says how long its window is tells
+/// nothing of whether it refills or counts by window: the readings are
+/// read for it all the same (the upstream used to pace every IETF server
+/// as a refill, and met 2–3 429s on each of the rolling and fixed ones),
+/// each reset taken as rounded up by a second. A window of 2 s is told
+/// apart that way; one of a second cannot be (every `t` reads 1), and is
+/// paced by the log of what was sent, right on both kinds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ietf_fields_are_paced_on_every_kind() {
+    for window in [WINDOW, 2 * WINDOW] {
+        let runs = each_kind(|kind| {
+            let config = Config {
+                window,
+                ..config(kind).dialect(Dialect::Ietf)
+            };
+            (config, Upstream::new(kind.name()))
+        })
+        .await;
+        let mut limited = 0;
+        for (kind, run) in runs {
+            eprintln!("ietf, {window:?}, {kind:?}: {:?}", run.counts);
+            assert_eq!(run.failed, 0, "{window:?}, {kind:?}: {:?}", run.counts);
+            limited += run.counts.limited;
+        }
+        assert!(limited <= 1, "{window:?}: {limited} 429s");
+    }
+}

@@ -85,7 +85,8 @@ pub struct RateLimitFields {
 /// `x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, Anthropic's
 /// `anthropic-ratelimit-{requests,tokens,input-tokens}-{limit,remaining,reset}`,
 /// and the IETF `RateLimit-Policy` (`q` the quota, `w` the window in
-/// seconds; `qu="tokens"` for a token quota) with its `RateLimit` (`r`,
+/// seconds; `qu="tokens"`, or without `qu` a name that says tokens, for a
+/// token quota) with its `RateLimit` (`r`,
 /// `t`), paired by policy name. The first dialect that says anything of a
 /// dimension is its reading. An unparsable, negative or past value is
 /// `None`, never a panic; a count past `u64` is `u64::MAX`.
@@ -158,6 +159,10 @@ fn members(value: &str) -> impl Iterator<Item = Member<'_>> {
         let name = params.next().unwrap_or_default().trim().trim_matches('"');
         let mut m = Member {
             name,
+            // Without `qu` the draft counts requests; a policy named for
+            // tokens ("tokens", "input-tokens") counts them all the same,
+            // as a server that tells its policies apart by name means.
+            tokens: name.to_ascii_lowercase().contains("token"),
             ..Member::default()
         };
         for param in params {
@@ -280,6 +285,31 @@ mod tests {
         assert_eq!(fields.requests.window, Some(Duration::from_secs(3600)));
         assert_eq!(fields.tokens.limit, Some(5000));
         assert_eq!(fields.tokens.remaining, None);
+    }
+
+    #[test]
+    fn ietf_policies_without_qu_are_told_apart_by_name() {
+        let fields = read(&[
+            (
+                "RateLimit-Policy",
+                "\"requests\";q=20;w=2, \"tokens\";q=3000;w=2, \"output-tokens\";q=2500;w=2",
+            ),
+            (
+                "RateLimit",
+                "\"requests\";r=19;t=2, \"tokens\";r=2800;t=2, \"output-tokens\";r=2400;t=2",
+            ),
+        ]);
+        assert_eq!(fields.requests.limit, Some(20), "not the tokens' 3 000");
+        assert_eq!(fields.requests.remaining, Some(19));
+        // The tighter of the two token policies (1 250 a second).
+        assert_eq!(fields.tokens.limit, Some(2500));
+        assert_eq!(fields.tokens.remaining, Some(2400));
+        // `qu` says otherwise: requests, whatever the name.
+        let fields = read(&[("RateLimit-Policy", "\"tokens\";q=30;w=2;qu=\"requests\"")]);
+        assert_eq!(
+            (fields.requests.limit, fields.tokens.limit),
+            (Some(30), None)
+        );
     }
 
     #[test]

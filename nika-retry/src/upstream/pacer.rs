@@ -371,10 +371,17 @@ impl Pacer {
             .reset
             .filter(|_| fields.instant)
             .map(|r| r.saturating_add(answered));
-        let w = match fields.window.filter(|w| !w.is_zero()) {
-            Some(w) => w,
-            None => window.read(limit, fields.remaining, fields.reset, bound),
-        };
+        // Read even when the server says its window (the IETF's `w`):
+        // what it says of the window's length tells nothing of whether it
+        // refills or counts by window.
+        let read = window.read(limit, fields.remaining, fields.reset, bound);
+        let said = fields.window.filter(|w| !w.is_zero());
+        if let (Some(said), Some(reset)) = (said, fields.reset) {
+            // Resets in whole seconds of a window no longer than a second
+            // cannot tell a refill from a window: the log, right on both.
+            window.windowed |= said <= Duration::from_secs(1) && reset.subsec_nanos() == 0;
+        }
+        let w = said.unwrap_or(read);
         if let Some((_, declared, LimitSource::Declared)) = bucket.get()
             && let (Some(remaining), Some(reset)) = (fields.remaining, fields.reset)
         {

@@ -72,9 +72,15 @@ impl Window {
             // request left says, at least what it says from the response.
             let refill = |m: u64| over(bound, m);
             if missing > 0 {
-                // Whole in `reset` less the millisecond it was rounded up
-                // by, with at most `missing` missing: at least this window.
-                let low = over(reset.saturating_sub(Duration::from_millis(1)), missing);
+                // Whole in `reset` less what it was rounded up by (a
+                // millisecond; a second when it reads whole seconds, as
+                // the IETF's `t` always does), with at most `missing`
+                // missing: at least this window.
+                let rounding = match reset.subsec_nanos() {
+                    0 => Duration::from_secs(1),
+                    _ => Duration::from_millis(1),
+                };
+                let low = over(reset.saturating_sub(rounding), missing);
                 self.refill_low = self.refill_low.max(low);
             }
             match missing {
@@ -153,6 +159,7 @@ mod tests {
     }
 
     const MS: Duration = Duration::from_millis(1);
+    const SECOND: Duration = Duration::from_secs(1);
 
     #[test]
     fn a_refill_read_from_instants_after_slow_answers_is_no_window() {
@@ -172,6 +179,29 @@ mod tests {
             read(&mut w, missing, 50 + (i as u32 * 37) % 100);
             assert!(!w.windowed, "{missing} missing");
         }
+    }
+
+    #[test]
+    fn a_refill_read_in_whole_seconds_is_no_window_and_a_rolling_one_is() {
+        // 3 000 tokens per 2 s, `t` rounded up to the second (the IETF's):
+        // a refill missing 200 whole in 133 ms reads `t=1`.
+        let seconds = |missing: u64| {
+            let whole = Duration::from_secs_f64(missing as f64 / 1500.0);
+            Some(Duration::from_secs(
+                whole.as_nanos().div_ceil(1_000_000_000) as u64,
+            ))
+        };
+        let mut w = Window::default();
+        for missing in (200..=3000).step_by(200) {
+            w.read(3000, Some(3000 - missing), seconds(missing), None);
+            assert!(!w.windowed, "{missing} missing");
+        }
+        // A rolling window: whole in its 2 s, whatever is missing.
+        let mut w = Window::default();
+        for missing in [200, 3000] {
+            w.read(3000, Some(3000 - missing), Some(2 * SECOND), None);
+        }
+        assert!(w.windowed);
     }
 
     #[test]
