@@ -438,7 +438,18 @@ fn main() {
             !dialects.is_empty(),
             "--dialect openai | anthropic | ietf | none | all"
         );
-        dialect_table(&dialects, &kinds, runs, setup, &runtime, &redis);
+        // `--only LABEL` picks the contenders; by default the one with cost.
+        let contenders: Vec<Contender> = match only.as_str() {
+            "" => vec![Contender::SharedCost],
+            only => Contender::ALL
+                .iter()
+                .copied()
+                .filter(|c| c.label().contains(only))
+                .collect(),
+        };
+        for contender in contenders {
+            dialect_table(&dialects, &kinds, runs, setup, contender, &runtime, &redis);
+        }
         return;
     }
     let cost = tokens_of(&prompt());
@@ -502,6 +513,7 @@ fn dialect_table(
     kinds: &[Kind],
     runs: u64,
     setup: Setup,
+    contender: Contender,
     runtime: &tokio::runtime::Runtime,
     redis: &Redis,
 ) {
@@ -513,7 +525,8 @@ fn dialect_table(
     };
     let offset = setup.offset_ms;
     println!(
-        "\none shared Upstream, cold, with cost; {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {} tokens at once; generation {generation}{round}; server clock {offset:+} ms; {runs} runs; 429s met more than 100 ms after the first in brackets\n",
+        "\n{}; {REQUESTS} requests and {TOKENS} tokens per {WINDOW:?}; {CALLS} calls of {} tokens at once; generation {generation}{round}; server clock {offset:+} ms; {runs} runs; 429s met more than 100 ms after the first in brackets\n",
+        contender.label(),
         tokens_of(&prompt())
     );
     println!(
@@ -529,7 +542,7 @@ fn dialect_table(
         for &kind in kinds {
             let outcomes: Vec<Outcome> = (0..runs)
                 .map(|seed| {
-                    runtime.block_on(run(Contender::SharedCost, kind, seed + 1, setup, redis))
+                    runtime.block_on(run(contender, kind, seed + 1, setup, redis))
                 })
                 .collect();
             let all = || outcomes.iter();
