@@ -79,6 +79,8 @@
 //! - [`stream`]: a streamed response, retried only before its first content, `read` and `total` followed past the fn's return.
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
+//! - `metrics` (feature `opentelemetry`): calls, attempts, retry delays, waits at an upstream,
+//!   its pushbacks and streams' time to first chunk, as OpenTelemetry instruments.
 //! - [`upstream`]: the state calls against one upstream limit share: one 429 holds them all
 //!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
@@ -253,6 +255,12 @@ mod connect;
 pub mod engine;
 pub mod events;
 pub mod http;
+#[cfg(feature = "opentelemetry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "opentelemetry")))]
+pub mod metrics;
+// Without the feature: the runtime's hooks, each doing nothing.
+#[cfg(not(feature = "opentelemetry"))]
+mod metrics;
 #[cfg(feature = "reqwest-middleware")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub mod reqwest_middleware;

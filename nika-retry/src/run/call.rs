@@ -17,6 +17,7 @@ use super::site::Site;
 use super::violation;
 use crate::ambient::exchange::{self, Outer};
 use crate::ambient::{AttemptSlot, Budget, Frame, Idempotence, StreamFrame, Swap};
+use crate::metrics::{CallClock, StreamOf};
 use crate::task;
 use crate::time::{Nanos, Total};
 use crate::vocab::bucket::TokenBucket;
@@ -80,6 +81,9 @@ pub struct CallState {
     /// poll of an attempt puts it in force. A call that awaits no stream
     /// never pays for one.
     pub(super) streams: bool,
+    /// When the call started and its time with no attempt in flight, for
+    /// its metrics (feature `opentelemetry`; nothing without it).
+    pub(super) metrics: CallClock,
 }
 
 impl<D> core::ops::Deref for Call<D> {
@@ -169,6 +173,7 @@ impl CallState {
             last_category: None,
             start: None,
             streams: false,
+            metrics: CallClock::start(),
         }
     }
 
@@ -246,6 +251,7 @@ impl CallState {
             read,
             total,
             layer: self.site.layer,
+            of: StreamOf::new(self.site.operation),
         })
     }
 

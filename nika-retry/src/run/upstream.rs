@@ -13,6 +13,7 @@ use super::call::{Call, Deadline};
 use crate::ambient::{InForceUpstream, Swap};
 use crate::engine::Failure;
 use crate::events::WaitReason;
+use crate::metrics::End;
 use crate::time::Nanos;
 use crate::upstream::{COST_UNKNOWN, Held, Turn, Upstream};
 
@@ -45,6 +46,12 @@ impl<'u> UpstreamTurn<'u> {
             span: turn.waited(),
             reason: turn.wait_reason(),
         })
+    }
+
+    /// The upstream of the turn; `None`: the call is alone.
+    #[inline(always)]
+    pub(super) fn upstream(&self) -> Option<&'u Upstream> {
+        self.0.as_ref().map(Turn::upstream)
     }
 
     /// Whether a success ends the turn with nothing to tell the upstream.
@@ -181,7 +188,15 @@ impl<D: Deadline> Call<D> {
                     cap: self.site.config.max_retry_after,
                     deadline: self.timing.deadline(),
                 };
-                upstream.wait_boxed(patience, cost, reserved).await?
+                match upstream.wait_boxed(patience, cost, reserved).await {
+                    Ok(admitted) => admitted,
+                    Err(held) => {
+                        // The call ends here, after the attempts it made.
+                        let attempts = self.attempt - 1;
+                        self.metrics.ended(self.site, attempts, End::Held);
+                        return Err(held);
+                    }
+                }
             }
         };
         Ok(())
