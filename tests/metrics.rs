@@ -332,7 +332,7 @@ async fn a_429_and_a_503_with_a_hint_are_each_one_pushback_not_two() {
     let (out, seen) = Seen::run(pushed_back(&upstream, &script)).await;
     assert_eq!(out.unwrap(), 2);
     assert_eq!(seen.events()[0].category, Some(ErrorCategory::Transient));
-    assert_eq!(seen.events()[0].from_hint, true);
+    assert!(seen.events()[0].from_hint);
     let name = kv(UPSTREAM_NAME, "metrics/unavailable");
     let hint = point(
         UPSTREAM_PUSHBACKS,

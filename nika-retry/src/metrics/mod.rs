@@ -76,7 +76,8 @@ mod names;
 mod off;
 #[cfg(feature = "opentelemetry")]
 mod record;
-#[cfg(all(test, feature = "opentelemetry"))]
+#[cfg(test)]
+#[cfg(feature = "opentelemetry")]
 pub(crate) mod tests;
 
 #[cfg(feature = "opentelemetry")]

@@ -60,10 +60,16 @@ impl StreamOf {
 }
 
 /// Nothing: no byte in a `Starting`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct FirstChunk;
 
 impl FirstChunk {
+    /// A stream awaited outside any annotated fn (until it finds one).
+    #[inline(always)]
+    pub(crate) const fn outside() -> FirstChunk {
+        FirstChunk
+    }
+
     #[inline(always)]
     pub(crate) fn of(_: &StreamFrame) -> FirstChunk {
         FirstChunk

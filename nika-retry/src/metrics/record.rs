@@ -199,11 +199,17 @@ impl StreamOf {
 
 /// Where a stream was awaited: the layer and the operation of its annotated
 /// fn, if any; kept by [`Starting`](crate::stream::Starting) until its first content.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct FirstChunk(Option<(Layer, &'static str)>);
 
 impl FirstChunk {
-    /// A stream under `frame` (outside any annotated fn: `default()`).
+    /// A stream awaited outside any annotated fn (until it finds one).
+    #[inline(always)]
+    pub(crate) const fn outside() -> FirstChunk {
+        FirstChunk(None)
+    }
+
+    /// A stream under `frame`.
     #[inline]
     pub(crate) fn of(frame: &StreamFrame) -> FirstChunk {
         FirstChunk(Some((frame.layer, frame.of.0)))

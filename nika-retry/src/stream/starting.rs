@@ -67,7 +67,7 @@ impl<S: Stream, P> Starting<S, P> {
             held: Vec::new(),
             limits: None,
             start: None,
-            first_chunk: FirstChunk::default(),
+            first_chunk: FirstChunk::outside(),
         }
     }
 }
