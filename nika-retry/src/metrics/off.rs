@@ -4,6 +4,8 @@
 
 use core::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::ambient::StreamFrame;
 use crate::engine::{Failure, Outcome};
 use crate::events::WaitReason;
@@ -28,15 +30,22 @@ pub(crate) struct CallClock;
 
 impl CallClock {
     #[inline(always)]
-    pub(crate) fn start() -> CallClock {
+    pub(crate) const fn new() -> CallClock {
         CallClock
+    }
+
+    /// No start read as the call is made: the call reads the clock when
+    /// it needs it.
+    #[inline(always)]
+    pub(crate) fn start() -> Option<Instant> {
+        None
     }
 
     #[inline(always)]
     pub(crate) fn idle(&mut self, _: Duration) {}
 
     #[inline(always)]
-    pub(crate) fn ended(&self, _: &Site, _: u32, _: End) {}
+    pub(crate) fn ended(&self, _: Option<Instant>, _: &Site, _: u32, _: End) {}
 }
 
 #[inline(always)]

@@ -165,7 +165,7 @@ impl<D: Deadline> Call<D> {
         match result.error() {
             // A first attempt that succeeds, outside any token bucket: done.
             None if self.attempt == 1 && self.bucket.is_none() && waited.span.is_none() => {
-                self.metrics.ended(self.site, 1, End::Success);
+                self.metrics.ended(self.start, self.site, 1, End::Success);
                 (None, None)
             }
             None => {
@@ -175,7 +175,7 @@ impl<D: Deadline> Call<D> {
                 } else {
                     End::Success
                 };
-                self.metrics.ended(self.site, self.attempt, end);
+                self.metrics.ended(self.start, self.site, self.attempt, end);
                 (None, None)
             }
             Some(error) => {
@@ -311,9 +311,12 @@ impl CallState {
         let wake = delay.map(|delay| later(now, delay));
         match delay {
             Some(delay) => self.metrics.idle(delay),
-            None => self
-                .metrics
-                .ended(self.site, attempt, End::Failed(outcome, failure.category)),
+            None => self.metrics.ended(
+                Some(start),
+                self.site,
+                attempt,
+                End::Failed(outcome, failure.category),
+            ),
         }
         if !observers::listening(events::level(outcome, attempt, reason)) {
             return wake;

@@ -75,14 +75,17 @@ pub struct CallState {
     /// ([`stream`](crate::stream)) and for the events: set when the first
     /// attempt first goes pending or when an attempt fails, so it is `None`
     /// only during the first poll of the first attempt, when "now" is the
-    /// start. A first attempt ready at once never reads the clock for it.
+    /// start. A first attempt ready at once never reads the clock for it
+    /// (with feature `opentelemetry`, it is set as the call is made: the
+    /// call's duration counts from it).
     pub(super) start: Option<Instant>,
     /// A stream in the body asked for the call's frame: from then on every
     /// poll of an attempt puts it in force. A call that awaits no stream
     /// never pays for one.
     pub(super) streams: bool,
-    /// When the call started and its time with no attempt in flight, for
-    /// its metrics (feature `opentelemetry`; nothing without it).
+    /// Its time with no attempt in flight, for its metrics (feature
+    /// `opentelemetry`, which also sets `start` as the call is made;
+    /// nothing without it).
     pub(super) metrics: CallClock,
 }
 
@@ -171,9 +174,11 @@ impl CallState {
             key: IdempotencyKey::UNDRAWN,
             first_failure: Nanos::NONE,
             last_category: None,
-            start: None,
+            // With metrics, the call's start is read now; without, when
+            // it is needed.
+            start: CallClock::start(),
             streams: false,
-            metrics: CallClock::start(),
+            metrics: CallClock::new(),
         }
     }
 

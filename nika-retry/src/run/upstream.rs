@@ -193,7 +193,8 @@ impl<D: Deadline> Call<D> {
                     Err(held) => {
                         // The call ends here, after the attempts it made.
                         let attempts = self.attempt - 1;
-                        self.metrics.ended(self.site, attempts, End::Held);
+                        self.metrics
+                            .ended(self.start, self.site, attempts, End::Held);
                         return Err(held);
                     }
                 }
