@@ -13,7 +13,6 @@ use super::call::{Call, Deadline};
 use crate::ambient::{InForceUpstream, Swap};
 use crate::engine::Failure;
 use crate::events::WaitReason;
-use crate::metrics::End;
 use crate::time::Nanos;
 use crate::upstream::{COST_UNKNOWN, Held, Turn, Upstream};
 
@@ -188,18 +187,25 @@ impl<D: Deadline> Call<D> {
                     cap: self.site.config.max_retry_after,
                     deadline: self.timing.deadline(),
                 };
-                match upstream.wait_boxed(patience, cost, reserved).await {
-                    Ok(admitted) => admitted,
-                    Err(held) => {
-                        // The call ends here, after the attempts it made.
-                        let attempts = self.attempt - 1;
-                        self.metrics
-                            .ended(self.start, self.site, attempts, End::Held);
-                        return Err(held);
-                    }
+                let admitted = upstream.wait_boxed(patience, cost, reserved).await;
+                // Held: the call ends here, after the attempts it made. Only
+                // with metrics does the future keep `self` across the wait.
+                #[cfg(feature = "opentelemetry")]
+                if admitted.is_err() {
+                    self.ended_held();
                 }
+                admitted?
             }
         };
         Ok(())
+    }
+
+    /// The call returns `Held` before its next attempt: its metrics.
+    #[cfg(feature = "opentelemetry")]
+    #[cold]
+    fn ended_held(&self) {
+        let attempts = self.attempt - 1;
+        let end = crate::metrics::End::Held;
+        self.metrics.ended(self.start, self.site, attempts, end);
     }
 }
