@@ -14,13 +14,14 @@
 //!   `nika_retry.call.attempts` and `nika_retry.retry.delay` (how long the
 //!   calls had no attempt in flight); per upstream,
 //!   `nika_retry.upstream.wait.duration` by why they waited (its cold
-//!   start, its pace) and `nika_retry.upstream.pushbacks` by reason (the
-//!   429 the first burst meets).
+//!   start, its hold, its pace) and `nika_retry.upstream.pushbacks` by
+//!   reason (the 429 its first request meets).
 //!
 //! Self-contained: it compiles from the published crates and its own code.
 //! Its loopback model server (`serve`, at the bottom: not part of what you
 //! copy) counts requests in a rolling second, sends OpenAI's rate-limit
-//! headers on every answer and a 429 with `Retry-After` over the limit. In
+//! headers on every answer and a 429 with `Retry-After` over the limit (and
+//! on the first request, as if another client had spent the second). In
 //! a project of your own:
 //!
 //! ```toml
@@ -129,8 +130,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         seen.requests.load(Ordering::SeqCst),
         seen.limited.load(Ordering::SeqCst),
     );
-    // What nika-retry recorded, as the stdout exporter prints it.
-    meters.force_flush()?;
+    // What nika-retry recorded, as the stdout exporter prints it (once,
+    // as the provider shuts down).
     meters.shutdown()?;
     Ok(())
 }
@@ -138,7 +139,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 // ---- The loopback model server (not part of what you copy): at most
 // `limit` requests in any `window`, 20 ms per answer, OpenAI's
 // `x-ratelimit-*` request headers on every answer, 429 with `Retry-After`
-// over the limit.
+// over the limit and to the first request.
 
 /// What the server saw.
 #[derive(Default)]
@@ -171,18 +172,18 @@ async fn connection(
 ) {
     let mut buf = Vec::new();
     while read_request(&mut socket, &mut buf).await {
-        seen.requests.fetch_add(1, Ordering::SeqCst);
+        let first = seen.requests.fetch_add(1, Ordering::SeqCst) == 0;
         let (admitted, headers) = {
             let mut log = log.lock().unwrap();
             let now = Instant::now();
             log.retain(|&at| at + window > now);
-            let admitted = log.len() < limit;
+            let admitted = log.len() < limit && !first;
             if admitted {
                 log.push_back(now);
             }
             // Whole again when the newest leaves; room when the oldest does.
             let whole = log.back().map_or(Duration::ZERO, |&at| at + window - now);
-            let room = log.front().map_or(Duration::ZERO, |&at| at + window - now);
+            let room = log.front().map_or(window, |&at| at + window - now);
             let mut headers = format!(
                 "x-ratelimit-limit-requests: {limit}\r\nx-ratelimit-remaining-requests: {}\r\n\
                  x-ratelimit-reset-requests: {}ms\r\n",
