@@ -19,6 +19,13 @@
 //!
 //! Before criterion runs, the binary prints the allocations per call of each
 //! (every thread's: the SDK's reader thread exports once a minute).
+//! Instructions per call, which a loaded machine does not move (needs
+//! valgrind; `NIKA_METRICS=sdk` for the SDK, the binary built each way):
+//!
+//! ```sh
+//! BENCH=metrics bash benches/instructions.sh target/release/deps/metrics-<hash> \
+//!     success/retry failure/retry failure/observed
+//! ```
 
 use std::future::Future;
 use std::hint::black_box;
@@ -34,6 +41,9 @@ use tokio::runtime::Runtime;
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
 use counting_alloc::ALLOCS;
+
+#[path = "support/bench_run.rs"]
+mod bench_run;
 
 #[path = "support/flaky.rs"]
 mod flaky;
@@ -145,7 +155,31 @@ fn metrics(c: &mut Criterion) {
 
 criterion_group!(benches, metrics);
 
+/// `BENCH_RUN=group/name:calls`: only `calls` calls of that contender
+/// (`success/retry`, `failure/retry`, `failure/observed`), for
+/// `benches/instructions.sh`.
+fn run_one(contender: &str, calls: u32) {
+    meter();
+    let rt = paused_runtime();
+    let counter = Arc::new(Counter::default());
+    rt.block_on(async {
+        for _ in 0..calls {
+            let result = match contender {
+                "success/retry" => success(black_box(1)).await,
+                "failure/retry" => recovers(black_box(1)).await,
+                "failure/observed" => observe(counter.clone(), recovers(black_box(1))).await,
+                other => panic!("BENCH_RUN: no contender {other}"),
+            };
+            black_box(result).ok();
+        }
+    });
+}
+
 fn main() {
+    if let Some((contender, calls)) = bench_run::requested() {
+        run_one(&contender, calls);
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
 }
