@@ -6,13 +6,12 @@ use core::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::ambient::StreamFrame;
 use crate::engine::{Failure, Outcome};
-use crate::events::WaitReason;
-use crate::events::upstream::UpstreamEvent;
-use crate::run::Site;
-use crate::upstream::Upstream;
+use crate::events::upstream::{UpstreamEvent, WaitReason};
+use crate::run::site::Site;
+use crate::upstream::handle::Upstream;
 use crate::vocab::category::ErrorCategory;
+use crate::vocab::layer::Layer;
 
 /// How a call ended (read only with the feature).
 #[allow(dead_code)]
@@ -80,7 +79,7 @@ impl FirstChunk {
     }
 
     #[inline(always)]
-    pub(crate) fn of(_: &StreamFrame) -> FirstChunk {
+    pub(crate) fn of(_: Layer, _: StreamOf) -> FirstChunk {
         FirstChunk
     }
 

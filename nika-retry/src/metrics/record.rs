@@ -15,14 +15,12 @@ use opentelemetry::KeyValue;
 use tokio::time::Instant;
 
 use super::names;
-use crate::ambient::StreamFrame;
 use crate::ambient::meter::instruments;
 use crate::engine::{Failure, Outcome};
-use crate::events::WaitReason;
-use crate::events::upstream::{HoldReason, UpstreamEvent};
-use crate::run::Site;
+use crate::events::upstream::{HoldReason, UpstreamEvent, WaitReason};
+use crate::run::site::Site;
 use crate::time::Nanos;
-use crate::upstream::Upstream;
+use crate::upstream::handle::Upstream;
 use crate::vocab::category::ErrorCategory;
 use crate::vocab::layer::Layer;
 
@@ -215,10 +213,10 @@ impl FirstChunk {
         FirstChunk(None)
     }
 
-    /// A stream under `frame`.
+    /// A stream under the frame of the fn `of`, of `layer`.
     #[inline]
-    pub(crate) fn of(frame: &StreamFrame) -> FirstChunk {
-        FirstChunk(Some((frame.layer, frame.of.0)))
+    pub(crate) fn of(layer: Layer, of: StreamOf) -> FirstChunk {
+        FirstChunk(Some((layer, of.0)))
     }
 
     /// The stream's first content came `after` the start of its call.

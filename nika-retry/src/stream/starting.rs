@@ -91,7 +91,7 @@ where
             let (limits, start) = match ambient::stream_frame() {
                 FrameInForce::Outside => (None, None),
                 FrameInForce::Frame(frame) => {
-                    this.first_chunk = FirstChunk::of(&frame);
+                    this.first_chunk = FirstChunk::of(frame.layer, frame.of);
                     (Carried::of(frame), frame.start)
                 }
                 // The innermost call puts its frame in force on its next
