@@ -125,8 +125,8 @@ pub(crate) fn emit(event: &RetryEvent) {
 }
 
 /// Sends an upstream's `event` to `tracing`, to the metrics (a hold that
-/// no attempt caused is a pushback) and to every observer in force,
-/// innermost first.
+/// no refused attempt caused is a pushback) and to every observer in
+/// force, innermost first.
 pub(crate) fn emit_upstream(event: &UpstreamEvent) {
     #[cfg(feature = "tracing")]
     crate::events::upstream::trace(event);

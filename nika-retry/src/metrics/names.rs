@@ -42,9 +42,11 @@ pub const UPSTREAM_WAIT_DURATION: &str = "nika_retry.upstream.wait.duration";
 
 /// `nika_retry.upstream.pushbacks` (counter, `{pushback}`): each time an
 /// upstream pushed back, counted once: an attempt through it that the
-/// server refused (a 429, or a failure with a `Retry-After`), or a hold
-/// that no attempt caused (rate-limit headers saying nothing is left, the
-/// breaker, by hand). Attributes: [`UPSTREAM_NAME`], [`PUSHBACK_REASON`].
+/// server refused (a 429, or a failure with a `Retry-After`: the hold it
+/// causes is not counted again), or a hold for another reason (rate-limit
+/// headers saying nothing is left, the breaker opening, a hold by hand),
+/// each time one starts or grows. Attributes: [`UPSTREAM_NAME`],
+/// [`PUSHBACK_REASON`].
 ///
 /// ```
 /// assert_eq!(nika_retry::metrics::UPSTREAM_PUSHBACKS, "nika_retry.upstream.pushbacks");
