@@ -23,7 +23,8 @@ CALLS=${CALLS:-20000}
 BENCH=${BENCH:-retry_paths}
 BIN=${1:-}
 if [[ -z $BIN ]]; then
-    cargo bench --manifest-path "$REPO/Cargo.toml" --bench "$BENCH" --no-run >/dev/null 2>&1
+    # Without feature `opentelemetry`, as benches/report.sh builds them.
+    cargo bench --manifest-path "$REPO/Cargo.toml" --no-default-features --bench "$BENCH" --no-run >/dev/null 2>&1
     BIN=$(ls -t "${CARGO_TARGET_DIR:-$REPO/target}"/release/deps/"$BENCH"-* | grep -v '\.d$' | head -1)
 fi
 shift || true

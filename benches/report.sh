@@ -34,7 +34,10 @@ if [[ -n $(git status --porcelain --untracked-files=no -- nika-retry nika-retry-
 fi
 
 echo "building the benches (release) ..." >&2
-cargo bench --bench retry_paths --bench stream_items --no-run >/dev/null 2>&1
+# Without feature `opentelemetry` (on by default in the root package): the
+# figures of a user who records no metrics, comparable run to run; what the
+# metrics add is benches/metrics.rs's (BENCHMARKS.md, "Metrics").
+cargo bench --no-default-features --bench retry_paths --bench stream_items --no-run >/dev/null 2>&1
 newest() { ls -t "$TARGET"/release/deps/"$1"-* | grep -v '\.d$' | head -1; }
 paths_bin=$(newest retry_paths)
 stream_bin=$(newest stream_items)

@@ -8,6 +8,8 @@ pub mod doc;
 pub mod fault;
 pub mod fleet;
 pub mod logs;
+#[cfg(feature = "opentelemetry")]
+pub mod metrics;
 #[cfg(feature = "redis")]
 pub mod redis_server;
 pub mod verb;

@@ -8,6 +8,10 @@
 //! per attempt. It counts the
 //! allocations of the thread that runs the calls only: the test harness's
 //! own thread may allocate at any moment on a loaded machine.
+//!
+//! Every call here records its metrics (feature `opentelemetry`, on in the
+//! workspace's tests) through the OpenTelemetry SDK, installed before the
+//! first call: the figures above hold with them.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -25,6 +29,8 @@ use nika_retry::stream::{Started, started};
 use nika_retry::task::{TaskPolicy, scope};
 use nika_retry::upstream::{Quota, Upstream};
 use nika_retry::{Layer, RetryConfig, current_attempt, retry, timeout};
+#[cfg(feature = "opentelemetry")]
+use nika_retry_tests::metrics;
 use nika_retry_tests::{Error, ProviderError};
 
 type Res = Result<u32, Error>;
@@ -315,6 +321,9 @@ where
 }
 
 fn runtime(paused: bool) -> tokio::runtime::Runtime {
+    // Every test builds its runtime first: the SDK is in before any call.
+    #[cfg(feature = "opentelemetry")]
+    nika_retry_tests::metrics::install();
     let mut builder = tokio::runtime::Builder::new_current_thread();
     builder.enable_time();
     if paused {
@@ -344,6 +353,23 @@ fn no_allocation_per_call_nor_per_attempt() {
         ("paced, without a wait", allocations(&live, succeeds_paced)),
     ];
     assert_eq!(success.map(|(_, n)| n), [0; 6], "success path: {success:?}");
+    #[cfg(feature = "opentelemetry")]
+    {
+        use nika_retry::metrics::{CALL_DURATION, OPERATION, OUTCOME};
+        // Recorded, each call: the SDK counted them all.
+        let calls = u64::from(WARM_UP + CALLS);
+        for (operation, n) in [
+            ("alloc::succeeds", calls),
+            ("alloc::succeeds_upstream", calls),
+        ] {
+            let at = [
+                metrics::kv(OPERATION, operation),
+                metrics::kv(OUTCOME, "success"),
+            ];
+            let recorded = metrics::point(CALL_DURATION, &at).map(|p| p.count);
+            assert_eq!(recorded, Some(n), "{operation}");
+        }
+    }
     let requests = PACED.limits().requests.unwrap();
     assert_eq!(requests.in_flight, 0, "each admission's cost given back");
 
@@ -382,6 +408,23 @@ fn no_allocation_per_call_nor_per_attempt() {
     // Two retries and one recovery reported per observed call.
     assert_eq!(count.0.load(Ordering::SeqCst), 3 * (WARM_UP + CALLS));
     assert_eq!(failure.map(|(_, n)| n), [0; 6], "failure path: {failure:?}");
+    #[cfg(feature = "opentelemetry")]
+    {
+        use nika_retry::metrics::{CALL_ATTEMPTS, OPERATION, OUTCOME, RETRY_DELAY};
+        // Each recovered call recorded its attempts and its time between them.
+        let at = [
+            metrics::kv(OPERATION, "alloc::recovers"),
+            metrics::kv(OUTCOME, "recovered"),
+        ];
+        let attempts = metrics::point(CALL_ATTEMPTS, &at).unwrap();
+        // Observed or not: twice as many calls as the warm-up and the measure.
+        let calls = u64::from(2 * (WARM_UP + CALLS));
+        assert_eq!((attempts.count, attempts.sum), (calls, 3.0 * calls as f64));
+        assert_eq!(
+            metrics::point(RETRY_DELAY, &at).map(|p| p.count),
+            Some(calls)
+        );
+    }
     assert_eq!(UPSTREAM.held_for(), None, "the upstream stayed open");
 }
 

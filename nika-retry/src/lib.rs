@@ -79,6 +79,8 @@
 //! - [`stream`]: a streamed response, retried only before its first content, `read` and `total` followed past the fn's return.
 //! - [`task`]: a workflow task's `retry:` and `timeout:` in force, and the attempt budget.
 //! - [`events`]: every decision, tagged with its layer, to `tracing` and to observers.
+//! - `metrics` (feature `opentelemetry`): calls, attempts, retry delays, waits at an upstream,
+//!   its pushbacks and streams' time to first chunk, as OpenTelemetry instruments.
 //! - [`upstream`]: the state calls against one upstream limit share: one 429 holds them all
 //!   (with feature `redis`, all the worker processes of a fleet: `RedisStore`).
 //! - [`TokenBucket`]: an opt-in retry quota shared across calls of a layer.
@@ -176,6 +178,19 @@
 //   middleware over `adapter::drive` (a request's copy by `try_clone`, each
 //   attempt with its own copy of the extensions), and `Classify` for the
 //   middleware stack's error (`classify.rs`).
+// - `metrics/` (the public module with feature `opentelemetry`): the
+//   instruments' names (`names`), the instruments made from a meter
+//   (`instruments`), and what the runtime records where it decides
+//   (`record`: a call's end and its time with no attempt in flight, a wait
+//   at an upstream, a pushback, a stream's first chunk), called from
+//   `run/after.rs`, `run/upstream.rs`, `ambient/observers.rs` and
+//   `stream/starting.rs`; without the feature, `off.rs`: the same names,
+//   doing nothing, empty types. Those callers take the hooks through
+//   `metrics/mod.rs`, which picks `record` or `off` by the feature. A
+//   third import runs back up, closing no circle: `ambient/meter.rs`, the
+//   process's instruments, holds `metrics::instruments::Instruments`, which
+//   reaches no `ambient` state; `record` reads `run/site.rs`'s `Site`, which
+//   imports nothing of `metrics`.
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //
@@ -253,6 +268,12 @@ mod connect;
 pub mod engine;
 pub mod events;
 pub mod http;
+#[cfg(feature = "opentelemetry")]
+#[cfg_attr(docsrs, doc(cfg(feature = "opentelemetry")))]
+pub mod metrics;
+// Without the feature: the runtime's hooks, each doing nothing.
+#[cfg(not(feature = "opentelemetry"))]
+mod metrics;
 #[cfg(feature = "reqwest-middleware")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reqwest-middleware")))]
 pub mod reqwest_middleware;

@@ -5,6 +5,7 @@ use core::cell::Cell;
 use core::time::Duration;
 
 use super::{Ambient, AttemptSlot, CONTEXT, STREAM};
+use crate::metrics::StreamOf;
 use crate::time::Total;
 use crate::vocab::layer::Layer;
 
@@ -19,6 +20,9 @@ pub(crate) struct StreamFrame {
     pub(crate) read: Option<Duration>,
     pub(crate) total: Option<Total>,
     pub(crate) layer: Layer,
+    /// Its fn, for the stream's time to first chunk (feature
+    /// `opentelemetry`; nothing without it).
+    pub(crate) of: StreamOf,
 }
 
 /// What a stream polled now finds around it.

@@ -124,11 +124,13 @@ pub(crate) fn emit(event: &RetryEvent) {
     });
 }
 
-/// Sends an upstream's `event` to `tracing` and to every observer in force,
-/// innermost first.
+/// Sends an upstream's `event` to `tracing`, to the metrics (a hold that
+/// no refused attempt caused is a pushback) and to every observer in
+/// force, innermost first.
 pub(crate) fn emit_upstream(event: &UpstreamEvent) {
     #[cfg(feature = "tracing")]
     crate::events::upstream::trace(event);
+    crate::metrics::held(event);
     OBSERVERS.with(|o| {
         for observer in o.borrow().iter().rev() {
             observer.on_upstream(event);

@@ -359,6 +359,7 @@ fn a_stream_takes_the_innermost_frame_or_waits_for_it() {
         read: Some(Duration::from_millis(ms)),
         total: None,
         layer: Layer::Http,
+        of: crate::metrics::StreamOf::new("tests::frame"),
     };
     assert_eq!(stream_frame(), FrameInForce::Outside);
     {
@@ -412,6 +413,7 @@ fn a_timeout_alone_puts_its_frame_in_force_only_once_a_stream_asks() {
         read: Some(Duration::from_millis(7)),
         total: None,
         layer: Layer::Provider,
+        of: crate::metrics::StreamOf::new("tests::alone"),
     };
     // Outside any call: a stream in its body asks it; its body without a
     // stream leaves nothing changed.

@@ -16,6 +16,7 @@ use super::upstream::{UpstreamTurn, Waited};
 use crate::ambient::{self, AroundFailure, Budget, Idempotence, observers};
 use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
 use crate::events::{self, Outcome, RetryEvent};
+use crate::metrics::{self, End};
 use crate::task;
 use crate::time::{Nanos, later};
 use crate::vocab::category::ErrorCategory;
@@ -113,6 +114,9 @@ impl<D: Deadline> Call<D> {
         C: FnOnce() -> Option<RetryConfig>,
     {
         let waited = turn.waited();
+        if let Some(span) = waited_at_upstream(waited) {
+            self.upstream_waited(turn, span, waited);
+        }
         if result.error().is_none() && turn.success_ends() {
             // The common case apart: no failure to carry to `settle`, no
             // backoff to draw for it.
@@ -121,8 +125,22 @@ impl<D: Deadline> Call<D> {
                 .0;
         }
         let (until, failure) = self.after(waited, result, config, self_type, cannot_replay);
+        if let (Some(failure), Some(upstream)) = (&failure, turn.upstream()) {
+            metrics::refused(upstream, failure);
+        }
         turn.settle(failure, until);
         until
+    }
+
+    /// The attempt waited `span` at the upstream of `turn`: time with no
+    /// attempt in flight, for the call's metrics, and a wait of its own.
+    #[cold]
+    #[inline(never)]
+    fn upstream_waited(&mut self, turn: &UpstreamTurn<'_>, span: Duration, waited: Waited) {
+        self.metrics.idle(span);
+        if let Some(upstream) = turn.upstream() {
+            metrics::waited(upstream, span, waited.reason);
+        }
     }
 
     /// [`next`](Call::next), for a call that waited `waited` at its
@@ -147,10 +165,17 @@ impl<D: Deadline> Call<D> {
         match result.error() {
             // A first attempt that succeeds, outside any token bucket: done.
             None if self.attempt == 1 && self.bucket.is_none() && waited.span.is_none() => {
+                self.metrics.ended(self.start, self.site, 1, End::Success);
                 (None, None)
             }
             None => {
                 self.succeeded(self_type, waited);
+                let end = if self.attempt > 1 {
+                    End::Recovered
+                } else {
+                    End::Success
+                };
+                self.metrics.ended(self.start, self.site, self.attempt, end);
                 (None, None)
             }
             Some(error) => {
@@ -284,6 +309,15 @@ impl CallState {
             Decision::GiveUp(why) => (None, false, Some(why), budget),
         };
         let wake = delay.map(|delay| later(now, delay));
+        match delay {
+            Some(delay) => self.metrics.idle(delay),
+            None => self.metrics.ended(
+                Some(start),
+                self.site,
+                attempt,
+                End::Failed(outcome, failure.category),
+            ),
+        }
         if !observers::listening(events::level(outcome, attempt, reason)) {
             return wake;
         }

@@ -17,6 +17,7 @@ use super::site::Site;
 use super::violation;
 use crate::ambient::exchange::{self, Outer};
 use crate::ambient::{AttemptSlot, Budget, Frame, Idempotence, StreamFrame, Swap};
+use crate::metrics::{CallClock, StreamOf};
 use crate::task;
 use crate::time::{Nanos, Total};
 use crate::vocab::bucket::TokenBucket;
@@ -74,12 +75,18 @@ pub struct CallState {
     /// ([`stream`](crate::stream)) and for the events: set when the first
     /// attempt first goes pending or when an attempt fails, so it is `None`
     /// only during the first poll of the first attempt, when "now" is the
-    /// start. A first attempt ready at once never reads the clock for it.
+    /// start. A first attempt ready at once never reads the clock for it
+    /// (with feature `opentelemetry`, it is set as the call is made: the
+    /// call's duration counts from it).
     pub(super) start: Option<Instant>,
     /// A stream in the body asked for the call's frame: from then on every
     /// poll of an attempt puts it in force. A call that awaits no stream
     /// never pays for one.
     pub(super) streams: bool,
+    /// Its time with no attempt in flight, for its metrics (feature
+    /// `opentelemetry`, which also sets `start` as the call is made;
+    /// nothing without it).
+    pub(super) metrics: CallClock,
 }
 
 impl<D> core::ops::Deref for Call<D> {
@@ -167,8 +174,11 @@ impl CallState {
             key: IdempotencyKey::UNDRAWN,
             first_failure: Nanos::NONE,
             last_category: None,
-            start: None,
+            // With metrics, the call's start is read now; without, when
+            // it is needed.
+            start: CallClock::start(),
             streams: false,
+            metrics: CallClock::new(),
         }
     }
 
@@ -246,6 +256,7 @@ impl CallState {
             read,
             total,
             layer: self.site.layer,
+            of: StreamOf::new(self.site.operation),
         })
     }
 

@@ -105,6 +105,7 @@ where
                     read: inner.read_limit(),
                     total: *deadline,
                     layer: site.layer,
+                    of: crate::metrics::StreamOf::new(site.operation),
                 };
                 let mut frame = (Some(frame), false);
                 let _frame = Swap::<OnceFrame>::new(&mut frame);

@@ -47,6 +47,12 @@ impl<'u> UpstreamTurn<'u> {
         })
     }
 
+    /// The upstream of the turn; `None`: the call is alone.
+    #[inline(always)]
+    pub(super) fn upstream(&self) -> Option<&'u Upstream> {
+        self.0.as_ref().map(Turn::upstream)
+    }
+
     /// Whether a success ends the turn with nothing to tell the upstream.
     #[inline(always)]
     pub(super) fn success_ends(&self) -> bool {
@@ -186,9 +192,25 @@ impl<D: Deadline> Call<D> {
                     cap: self.site.config.max_retry_after,
                     deadline: self.timing.deadline(),
                 };
-                upstream.wait_boxed(patience, cost, reserved).await?
+                let admitted = upstream.wait_boxed(patience, cost, reserved).await;
+                // Held: the call ends here, after the attempts it made. Only
+                // with metrics does the future keep `self` across the wait.
+                #[cfg(feature = "opentelemetry")]
+                if admitted.is_err() {
+                    self.ended_held();
+                }
+                admitted?
             }
         };
         Ok(())
+    }
+
+    /// The call returns `Held` before its next attempt: its metrics.
+    #[cfg(feature = "opentelemetry")]
+    #[cold]
+    fn ended_held(&self) {
+        let attempts = self.attempt - 1;
+        let end = crate::metrics::End::Held;
+        self.metrics.ended(self.start, self.site, attempts, end);
     }
 }

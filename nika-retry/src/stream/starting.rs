@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::carried::Carried;
 use super::{MAX_HELD, Started};
 use crate::ambient::{self, FrameInForce};
+use crate::metrics::FirstChunk;
 
 /// The future [`started`](super::started) and
 /// [`started_when`](super::started_when) return: it polls the stream until
@@ -53,6 +54,9 @@ pub struct Starting<S: Stream, P> {
     limits: Option<Option<Carried>>,
     /// Where time to first content counts from.
     start: Option<Instant>,
+    /// The fn it is awaited in, for its metrics (nothing without feature
+    /// `opentelemetry`).
+    first_chunk: FirstChunk,
 }
 
 impl<S: Stream, P> Starting<S, P> {
@@ -63,6 +67,7 @@ impl<S: Stream, P> Starting<S, P> {
             held: Vec::new(),
             limits: None,
             start: None,
+            first_chunk: FirstChunk::outside(),
         }
     }
 }
@@ -85,7 +90,10 @@ where
         if this.limits.is_none() {
             let (limits, start) = match ambient::stream_frame() {
                 FrameInForce::Outside => (None, None),
-                FrameInForce::Frame(frame) => (Carried::of(frame), frame.start),
+                FrameInForce::Frame(frame) => {
+                    this.first_chunk = FirstChunk::of(frame.layer, frame.of);
+                    (Carried::of(frame), frame.start)
+                }
                 // The innermost call puts its frame in force on its next
                 // poll, which this wake-up asks for at once.
                 FrameInForce::NotYet => {
@@ -137,6 +145,10 @@ impl<S: Stream, P> Starting<S, P> {
                 "gen_ai.response.time_to_first_chunk",
                 time_to_first_content.as_secs_f64(),
             );
+        }
+        // And as a metric, `gen_ai.client.operation.time_to_first_chunk`.
+        if content.is_some() {
+            self.first_chunk.came(time_to_first_content);
         }
         Started::new(
             self.stream.take(),
