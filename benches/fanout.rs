@@ -541,9 +541,7 @@ fn dialect_table(
         let setup = Setup { dialect, ..setup };
         for &kind in kinds {
             let outcomes: Vec<Outcome> = (0..runs)
-                .map(|seed| {
-                    runtime.block_on(run(contender, kind, seed + 1, setup, redis))
-                })
+                .map(|seed| runtime.block_on(run(contender, kind, seed + 1, setup, redis)))
                 .collect();
             let all = || outcomes.iter();
             let allows = setup.config(kind, 0).allows_body(CALLS, &prompt());

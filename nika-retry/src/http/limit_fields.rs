@@ -3,7 +3,7 @@
 //! upstream that paces its calls.
 
 use core::time::Duration;
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::Headers;
 use super::rate_limits::{count, go_duration, header, rfc3339, server_now};
@@ -37,6 +37,10 @@ pub struct LimitFields {
     /// duration (OpenAI's, the IETF's) is counted from the server's
     /// writing it as it admitted.
     pub(crate) instant: bool,
+    /// `reset` was written in whole seconds (the IETF's `t`, an instant or
+    /// a duration without a fraction): rounded up by up to a second, where
+    /// a fraction says the millisecond.
+    pub(crate) whole_seconds: bool,
 }
 
 impl LimitFields {
@@ -105,18 +109,28 @@ pub struct RateLimitFields {
 /// assert_eq!((requests.remaining, requests.reset), (Some(40), Some(Duration::from_secs(12))));
 /// ```
 pub fn rate_limit_fields<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> RateLimitFields {
+    let ours = now;
     let now = server_now(headers, now);
-    let openai = |dim: &str| LimitFields {
-        limit: header(headers, &format!("x-ratelimit-limit-{dim}")).and_then(count),
-        remaining: header(headers, &format!("x-ratelimit-remaining-{dim}")).and_then(count),
-        reset: header(headers, &format!("x-ratelimit-reset-{dim}")).and_then(go_duration),
-        window: None,
-        instant: false,
+    // Read against the server's `Date`, an instant is known to its second.
+    let by_date = now != ours;
+    let openai = |dim: &str| {
+        let reset = header(headers, &format!("x-ratelimit-reset-{dim}")).and_then(go_duration);
+        LimitFields {
+            limit: header(headers, &format!("x-ratelimit-limit-{dim}")).and_then(count),
+            remaining: header(headers, &format!("x-ratelimit-remaining-{dim}")).and_then(count),
+            reset,
+            window: None,
+            instant: false,
+            whole_seconds: reset.is_some_and(|r| r.subsec_nanos() == 0),
+        }
     };
     let anthropic = |dim: &str| {
-        let reset = header(headers, &format!("anthropic-ratelimit-{dim}-reset"))
-            .and_then(|v| rfc3339(v.trim()))
-            .and_then(|at| at.duration_since(now).ok());
+        let at = header(headers, &format!("anthropic-ratelimit-{dim}-reset"))
+            .and_then(|v| rfc3339(v.trim()));
+        let reset = at.and_then(|at| at.duration_since(now).ok());
+        let whole = at
+            .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+            .is_some_and(|since| since.subsec_nanos() == 0);
         LimitFields {
             limit: header(headers, &format!("anthropic-ratelimit-{dim}-limit")).and_then(count),
             remaining: header(headers, &format!("anthropic-ratelimit-{dim}-remaining"))
@@ -124,6 +138,7 @@ pub fn rate_limit_fields<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> R
             reset,
             window: None,
             instant: reset.is_some(),
+            whole_seconds: reset.is_some() && (whole || by_date),
         }
     };
     let (ietf_requests, ietf_tokens) = ietf(headers);
@@ -211,6 +226,7 @@ fn ietf<H: Headers + ?Sized>(headers: &H) -> (LimitFields, LimitFields) {
                 .map(Duration::from_secs),
             window: tightest.window.map(Duration::from_secs),
             instant: false,
+            whole_seconds: current.as_ref().is_some_and(|m| m.reset.is_some()),
         })
     };
     (

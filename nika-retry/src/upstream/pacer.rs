@@ -374,7 +374,11 @@ impl Pacer {
         // Read even when the server says its window (the IETF's `w`):
         // what it says of the window's length tells nothing of whether it
         // refills or counts by window.
-        let read = window.read(limit, fields.remaining, fields.reset, bound);
+        let rounding = match fields.whole_seconds {
+            true => Duration::from_secs(1),
+            false => Duration::from_millis(1),
+        };
+        let read = window.read(limit, fields.remaining, fields.reset, bound, rounding);
         let said = fields.window.filter(|w| !w.is_zero());
         if let (Some(said), Some(reset)) = (said, fields.reset) {
             // Resets in whole seconds of a window no longer than a second
@@ -453,6 +457,32 @@ impl Drop for Pending<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refill_whose_instants_are_whole_seconds_is_not_read_as_a_window() {
+        // Anthropic's headers from a bucket of 3 000 tokens refilling at
+        // 1 500 a second, each reset instant rounded up to the second.
+        use std::time::{SystemTime, UNIX_EPOCH};
+        let pacer = Pacer::default();
+        let now = SystemTime::now();
+        for missing in (200..=3000_u64).step_by(200) {
+            let whole = now + Duration::from_secs_f64(missing as f64 / 1500.0);
+            let secs = whole.duration_since(UNIX_EPOCH).unwrap().as_secs() + 1;
+            let at = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs));
+            let headers = [
+                ("anthropic-ratelimit-tokens-limit", "3000".to_owned()),
+                (
+                    "anthropic-ratelimit-tokens-remaining",
+                    (3000 - missing).to_string(),
+                ),
+                ("anthropic-ratelimit-tokens-reset", at.to_string()),
+            ];
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            pacer.learn(&crate::http::rate_limit_fields(&headers[..], now), None);
+            assert!(!pacer.tokens.windowed(), "{missing} missing, whole at {at}");
+        }
+    }
 
     #[test]
     fn a_stale_dimension_is_reserved_again_and_the_current_one_keeps_its_place() {

@@ -49,14 +49,16 @@ impl Window {
     ///
     /// `bound`: the reset counted from when the request left, if longer
     /// (an instant's): the refill's upper estimates take it, the lower
-    /// ones the reset, so that a slow answer makes neither look like a
-    /// window.
+    /// ones the reset less `rounding` (what the server may have rounded it
+    /// up by), so that neither a slow answer nor a rounded reset makes a
+    /// refill look like a window.
     pub(super) fn read(
         &mut self,
         l: u64,
         remaining: Option<u64>,
         reset: Option<Duration>,
         bound: Option<Duration>,
+        rounding: Duration,
     ) -> Duration {
         if let Some(reset) = reset.filter(|r| !r.is_zero()) {
             let reset = reset.min(MAX_HOLD);
@@ -72,14 +74,8 @@ impl Window {
             // request left says, at least what it says from the response.
             let refill = |m: u64| over(bound, m);
             if missing > 0 {
-                // Whole in `reset` less what it was rounded up by (a
-                // millisecond; a second when it reads whole seconds, as
-                // the IETF's `t` always does), with at most `missing`
-                // missing: at least this window.
-                let rounding = match reset.subsec_nanos() {
-                    0 => Duration::from_secs(1),
-                    _ => Duration::from_millis(1),
-                };
+                // Whole in `reset` less what it was rounded up by, with at
+                // most `missing` missing: at least this window.
                 let low = over(reset.saturating_sub(rounding), missing);
                 self.refill_low = self.refill_low.max(low);
             }
@@ -123,7 +119,7 @@ mod tests {
     #[test]
     fn a_continuous_refill_is_read_from_one_response() {
         let mut w = Window::default();
-        let read = w.read(20, Some(19), Some(Duration::from_millis(100)), None);
+        let read = w.read(20, Some(19), Some(Duration::from_millis(100)), None, MS);
         assert_eq!(read, Duration::from_secs(2));
     }
 
@@ -131,15 +127,15 @@ mod tests {
     fn a_fixed_window_seen_from_its_start_is_corrected_by_later_responses() {
         let mut w = Window::default();
         // 2 s windows: 1 spent at its start, then 10 halfway through.
-        let first = w.read(20, Some(19), Some(Duration::from_secs(2)), None);
+        let first = w.read(20, Some(19), Some(Duration::from_secs(2)), None, MS);
         assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
-        let later = w.read(20, Some(10), Some(Duration::from_secs(1)), None);
+        let later = w.read(20, Some(10), Some(Duration::from_secs(1)), None, MS);
         assert_eq!(
             later.as_millis(),
             2222,
             "1 s for 9 and a bit: at most 20/9 s"
         );
-        let end = w.read(20, Some(0), Some(Duration::from_millis(100)), None);
+        let end = w.read(20, Some(0), Some(Duration::from_millis(100)), None, MS);
         assert_eq!(end.as_millis(), 2000, "never below the longest reset");
     }
 
@@ -147,15 +143,15 @@ mod tests {
     fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
         // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
         let mut w = Window::default();
-        let read = w.read(20, Some(18), Some(Duration::from_millis(110)), None);
+        let read = w.read(20, Some(18), Some(Duration::from_millis(110)), None, MS);
         assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
     }
 
     #[test]
     fn a_reading_without_reset_assumes_a_minute() {
         let mut w = Window::default();
-        assert_eq!(w.read(500, Some(499), None, None), MINUTE);
-        assert_eq!(w.read(500, None, Some(Duration::MAX), None), MAX_HOLD);
+        assert_eq!(w.read(500, Some(499), None, None, MS), MINUTE);
+        assert_eq!(w.read(500, None, Some(Duration::MAX), None, MS), MAX_HOLD);
     }
 
     const MS: Duration = Duration::from_millis(1);
@@ -172,7 +168,13 @@ mod tests {
         let read = |w: &mut Window, missing: u64, answer_ms: u32| {
             let whole = Duration::from_secs_f64(missing as f64 / 1500.0);
             let reset = whole.saturating_sub(answer_ms * MS);
-            w.read(3000, Some(3000 - missing), Some(reset), Some(whole + MS));
+            w.read(
+                3000,
+                Some(3000 - missing),
+                Some(reset),
+                Some(whole + MS),
+                MS,
+            );
         };
         read(&mut w, 200, 120);
         for (i, missing) in (400..=3000).step_by(200).enumerate() {
@@ -193,13 +195,13 @@ mod tests {
         };
         let mut w = Window::default();
         for missing in (200..=3000).step_by(200) {
-            w.read(3000, Some(3000 - missing), seconds(missing), None);
+            w.read(3000, Some(3000 - missing), seconds(missing), None, SECOND);
             assert!(!w.windowed, "{missing} missing");
         }
         // A rolling window: whole in its 2 s, whatever is missing.
         let mut w = Window::default();
         for missing in [200, 3000] {
-            w.read(3000, Some(3000 - missing), Some(2 * SECOND), None);
+            w.read(3000, Some(3000 - missing), Some(2 * SECOND), None, SECOND);
         }
         assert!(w.windowed);
     }
@@ -219,7 +221,7 @@ mod tests {
             }
             let reset = Duration::from_secs_f64((3000.0 - level) / 1500.0);
             let reset = Duration::from_millis(reset.as_nanos().div_ceil(1_000_000) as u64);
-            w.read(3000, Some(level as u64), Some(reset), None);
+            w.read(3000, Some(level as u64), Some(reset), None, MS);
             assert!(!w.windowed, "reading {i}: {level} left, whole in {reset:?}");
         }
     }
@@ -229,9 +231,9 @@ mod tests {
         // Written as the server admits: the request just admitted leaves
         // the window last, whole a window later whatever is missing.
         let mut w = Window::default();
-        w.read(3000, Some(2800), Some(2000 * MS), None);
+        w.read(3000, Some(2800), Some(2000 * MS), None, MS);
         assert!(!w.windowed, "one reading: a 30 s refill, for all it says");
-        w.read(3000, Some(0), Some(2000 * MS), None);
+        w.read(3000, Some(0), Some(2000 * MS), None, MS);
         assert!(
             w.windowed,
             "200 missing and 3 000 missing, both whole in 2 s"
@@ -241,16 +243,16 @@ mod tests {
     #[test]
     fn a_fixed_window_is_read_as_its_end_comes_nearer() {
         let mut w = Window::default();
-        w.read(20, Some(19), Some(1900 * MS), None);
-        w.read(20, Some(5), Some(1850 * MS), None);
+        w.read(20, Some(19), Some(1900 * MS), None, MS);
+        w.read(20, Some(5), Some(1850 * MS), None, MS);
         assert!(
             w.windowed,
             "15 missing and 1 missing, whole within 50 ms of each other"
         );
         // Read from a window's end: whole sooner than its refill allows.
         let mut w = Window::default();
-        w.read(20, Some(0), Some(2000 * MS), None);
-        w.read(20, Some(0), Some(1000 * MS), None);
+        w.read(20, Some(0), Some(2000 * MS), None, MS);
+        w.read(20, Some(0), Some(1000 * MS), None, MS);
         assert!(w.windowed, "all missing, whole in 2 s and then in 1 s");
     }
 }
