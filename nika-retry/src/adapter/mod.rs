@@ -11,16 +11,22 @@
 //! - [`judge`]: a response as a failure (its status, `x-should-retry`, the
 //!   server's hint, what it reached), its rate-limit headers to the upstream.
 //! - [`drive`]: the loop.
+//! - `body`: a response's body after its headers, read inside the attempt
+//!   or held to its limits past the adapter's return (`ReadBody`).
 // Each adapter uses it under its own feature.
 #![cfg_attr(
     not(any(feature = "tower", feature = "reqwest-middleware")),
     allow(dead_code, unused_imports)
 )]
 
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+mod body;
 mod drive;
 mod judge;
 mod options;
 
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub use body::{FromBodyError, ReadBody, TimedBody};
 pub(crate) use drive::{Errors, drive};
 pub(crate) use judge::response_failure;
 pub use options::Timeouts;

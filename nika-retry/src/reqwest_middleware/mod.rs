@@ -32,14 +32,15 @@
 //! carrying OpenTelemetry's `http.request.resend_count` on the attempts
 //! after the first.
 
+mod body;
 mod classify;
 
 use ::reqwest_middleware::{Middleware, Next};
 use http::Extensions;
 use reqwest::{Request, Response};
 
-pub use crate::adapter::Timeouts;
 use crate::adapter::{Errors, Options, Sites, drive, response_failure};
+pub use crate::adapter::{ReadBody, Timeouts};
 use crate::upstream::{Held, Upstream};
 use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
@@ -79,6 +80,7 @@ static SITES: Sites = Sites::new("nika_retry::reqwest_middleware::Retry");
 #[derive(Clone, Debug)]
 pub struct Retry {
     options: Options,
+    read: ReadBody,
 }
 
 impl Retry {
@@ -86,6 +88,7 @@ impl Retry {
     pub fn new(layer: Layer) -> Retry {
         Retry {
             options: Options::new(&SITES, layer),
+            read: ReadBody::LIMITS,
         }
     }
 
@@ -96,6 +99,7 @@ impl Retry {
     pub fn config(self, config: RetryConfig) -> Retry {
         Retry {
             options: self.options.config(config),
+            ..self
         }
     }
 
@@ -105,6 +109,7 @@ impl Retry {
     pub fn timeouts(self, timeouts: Timeouts) -> Retry {
         Retry {
             options: self.options.timeouts(timeouts),
+            ..self
         }
     }
 
@@ -116,6 +121,7 @@ impl Retry {
     pub fn upstream(self, upstream: Upstream) -> Retry {
         Retry {
             options: self.options.upstream(upstream),
+            ..self
         }
     }
 
@@ -127,6 +133,7 @@ impl Retry {
     pub fn cost(self, cost: u32) -> Retry {
         Retry {
             options: self.options.cost(cost),
+            ..self
         }
     }
 
@@ -137,7 +144,31 @@ impl Retry {
     pub fn idempotent(self, idempotent: bool) -> Retry {
         Retry {
             options: self.options.idempotent(idempotent),
+            ..self
         }
+    }
+
+    /// How each response's body is read ([`ReadBody`]): by default
+    /// ([`ReadBody::LIMITS`]) it is the caller's once the headers are in,
+    /// held to [`timeouts`](Retry::timeouts)' `read` (inactivity since its
+    /// last frame) and `total`; [`ReadBody::WHOLE`] reads it inside the
+    /// attempt (a cut or a stall is retried); [`ReadBody::FIRST_CONTENT`]
+    /// holds a streamed body inside the attempt until its first content.
+    /// An expired limit in the body is a `reqwest::Error` from
+    /// `Response::bytes` (or `chunk`, `bytes_stream`) whose source is the
+    /// [`TimeoutError`] (`Classify::timeout` finds it).
+    ///
+    /// ```
+    /// use nika_retry::Layer;
+    /// use nika_retry::reqwest_middleware::{ReadBody, Retry};
+    ///
+    /// // A completion that is not streamed: a body cut mid-way is retried.
+    /// let retry = Retry::new(Layer::Provider).read_body(ReadBody::WHOLE);
+    /// # drop(retry);
+    /// ```
+    #[must_use]
+    pub fn read_body(self, read: ReadBody) -> Retry {
+        Retry { read, ..self }
     }
 
     /// The layer whose policy this is.
@@ -165,6 +196,10 @@ impl Middleware for Retry {
         // borrows them for the attempt); the last one's are handed back.
         let last = std::sync::Mutex::new(None);
         let original = &*extensions;
+        let timeouts = self.options.timeouts;
+        let read = self
+            .read
+            .acts(timeouts.read.is_some() || timeouts.total.is_some());
         let send = |request: Request| {
             let next = next.clone();
             let mut own = original.clone();
@@ -174,7 +209,12 @@ impl Middleware for Retry {
                 *last
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(own);
-                result
+                // The body, inside the attempt: read or held as `read_body`
+                // says, then under the limits past the middleware's return.
+                match result {
+                    Ok(response) if read => body::read(response, &self.read).await,
+                    result => result,
+                }
             }
         };
         // The method's RFC 9110 idempotence, unless the middleware said.

@@ -95,12 +95,14 @@
 //! [`Started`] it gives applies no limit.
 
 mod carried;
+mod in_force;
 mod started;
 mod starting;
 #[cfg(test)]
 mod tests;
 
 use crate::vocab::timeout_error::TimeoutError;
+pub(crate) use in_force::{carried_in_force, carrying, replaying};
 pub use started::Started;
 pub use starting::Starting;
 

@@ -88,6 +88,7 @@
 
 mod bounds;
 mod protocol;
+mod read_body;
 mod service;
 
 use std::sync::Arc;
@@ -97,9 +98,10 @@ use crate::upstream::Upstream;
 use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
 
-pub use crate::adapter::Timeouts;
+pub use crate::adapter::{FromBodyError, ReadBody, TimedBody, Timeouts};
 pub use bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
 pub use protocol::{Cloned, Http, HttpBody, Protocol};
+pub use read_body::ReadBodyService;
 pub use service::{ResponseFuture, RetryService};
 
 /// The name of the layer's calls in events and layer reports.
