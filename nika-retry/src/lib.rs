@@ -273,6 +273,12 @@ pub mod tower;
 pub mod upstream;
 mod vocab;
 
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "tower", feature = "reqwest-middleware")))
+)]
+pub use adapter::{Cost, Idempotent};
 pub use attempt::{AttemptInfo, current_attempt};
 pub use connect::{Connect, connect};
 pub use vocab::bucket::TokenBucket;

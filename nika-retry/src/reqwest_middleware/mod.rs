@@ -39,8 +39,8 @@ use ::reqwest_middleware::{Middleware, Next};
 use http::Extensions;
 use reqwest::{Request, Response};
 
-use crate::adapter::{Errors, Options, Sites, drive, response_failure};
-pub use crate::adapter::{ReadBody, Timeouts};
+pub use crate::adapter::{Cost, Idempotent, ReadBody, Timeouts};
+use crate::adapter::{Errors, Marks, Options, Sites, drive, response_failure};
 use crate::upstream::{Held, Upstream};
 use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
@@ -128,7 +128,9 @@ impl Retry {
     /// What one attempt spends of the upstream's token limit (as
     /// `#[retry(cost = …)]`: prompt tokens plus `max_tokens`, the same for
     /// every request of this middleware); without it, the mean the upstream
-    /// learned. Needs [`upstream`](Retry::upstream) to mean anything.
+    /// learned. Needs [`upstream`](Retry::upstream) to mean anything. A
+    /// request's own [`Cost`] (`RequestBuilder::with_extension`) wins for
+    /// that request.
     #[must_use]
     pub fn cost(self, cost: u32) -> Retry {
         Retry {
@@ -139,7 +141,23 @@ impl Retry {
 
     /// Whether every request may be sent again whatever its failed attempt
     /// reached, over its method's default (`false` for a `POST` that the
-    /// server does not deduplicate).
+    /// server does not deduplicate). A request's own [`Idempotent`]
+    /// (`RequestBuilder::with_extension(Idempotent(true))`: a chat
+    /// completion `POST`) wins for that request.
+    ///
+    /// ```
+    /// use nika_retry::{Idempotent, Layer};
+    /// use nika_retry::reqwest_middleware::Retry;
+    ///
+    /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+    ///     .with(Retry::new(Layer::Provider))
+    ///     .build();
+    /// // A chat completion: sent again after a 500 or a lost answer.
+    /// let chat = client
+    ///     .post("http://localhost/v1/chat/completions")
+    ///     .with_extension(Idempotent(true));
+    /// # drop(chat);
+    /// ```
     #[must_use]
     pub fn idempotent(self, idempotent: bool) -> Retry {
         Retry {
@@ -219,7 +237,10 @@ impl Middleware for Retry {
         };
         // The method's RFC 9110 idempotence, unless the middleware said.
         let idempotent = Some(request.method().is_idempotent());
-        let options = &self.options;
+        // What the request says of itself (`with_extension`) wins over the
+        // middleware, for it.
+        let own = Marks::of(extensions).over(&self.options);
+        let options = own.as_ref().unwrap_or(&self.options);
         let upstream = options.upstream.as_ref();
         let judge = |response: &Response| {
             response_failure(upstream, response.status().as_u16(), response.headers())

@@ -98,7 +98,7 @@ use crate::upstream::Upstream;
 use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
 
-pub use crate::adapter::{FromBodyError, ReadBody, TimedBody, Timeouts};
+pub use crate::adapter::{Cost, FromBodyError, Idempotent, ReadBody, TimedBody, Timeouts};
 pub use bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
 pub use protocol::{Cloned, Http, HttpBody, Protocol};
 pub use read_body::ReadBodyService;
@@ -174,6 +174,8 @@ impl<P> RetryLayer<P> {
 
     /// What one attempt spends of the upstream's token limit, as
     /// `#[retry(cost = …)]` (only with [`upstream`](RetryLayer::upstream)).
+    /// A request's own [`Cost`] extension wins for that request (a cost
+    /// from its prompt's size).
     #[must_use]
     pub fn cost(self, cost: u32) -> Self {
         self.with(|o| o.cost(cost))
@@ -182,7 +184,9 @@ impl<P> RetryLayer<P> {
     /// Whether a request may be sent again whatever its attempt reached, as
     /// `#[retry(idempotent = …)]`: `false` retries only what certainly had
     /// no effect. Without it, the [`Protocol`]'s (an `http::Request`'s
-    /// method, RFC 9110).
+    /// method, RFC 9110: a `POST` is not). A request's own [`Idempotent`]
+    /// extension wins for that request: a chat completion `POST` marked
+    /// `Idempotent(true)` through a client whose payments are not.
     #[must_use]
     pub fn idempotent(self, idempotent: bool) -> Self {
         self.with(|o| o.idempotent(idempotent))
@@ -195,6 +199,27 @@ impl<P> RetryLayer<P> {
             options: self.options,
             protocol,
         }
+    }
+
+    /// This layer with [`ReadBody`] right below it (where the attempt is in
+    /// force): each response's body read as `read` says, held to
+    /// [`timeouts`](RetryLayer::timeouts)' `read` and `total` past the
+    /// layer's return. Without it, the limits end at the headers: a body
+    /// read after the layer returned is not held to them.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::tower::{ReadBody, RetryLayer, Timeouts};
+    /// use nika_retry::Layer;
+    ///
+    /// let layer = RetryLayer::new(Layer::Provider)
+    ///     .timeouts(Timeouts::NONE.with_read(Duration::from_secs(30)))
+    ///     .read_body(ReadBody::WHOLE);
+    /// # let _ = layer;
+    /// ```
+    #[must_use]
+    pub fn read_body(self, read: ReadBody) -> tower_layer::Stack<ReadBody, Self> {
+        tower_layer::Stack::new(read, self)
     }
 
     /// The same options for `http::Request`s whose body `copy` replays:

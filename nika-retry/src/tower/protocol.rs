@@ -2,7 +2,7 @@
 //! a request for another attempt, whether it is idempotent, and how to read
 //! a response's status ([`Protocol`]).
 
-use http::{HeaderMap, Request, Response};
+use http::{Extensions, HeaderMap, Request, Response};
 
 /// What a [`RetryLayer`](super::RetryLayer) knows of the requests it sends
 /// and their responses, as `tower::retry::Policy::clone_request` does for
@@ -58,6 +58,14 @@ pub trait Protocol<Req, Res> {
         None
     }
 
+    /// The extensions of `request`, where the layer reads what it says of
+    /// itself ([`Idempotent`](crate::Idempotent), [`Cost`](crate::Cost)),
+    /// over the layer's options; `None` (the default): it says nothing.
+    fn extensions<'r>(&self, request: &'r Req) -> Option<&'r Extensions> {
+        let _ = request;
+        None
+    }
+
     /// The status and headers of `response`, for the layer to judge it (a
     /// status of 400 or more is a failure) and give its rate-limit headers
     /// to the upstream; `None` (the default): a response is a success.
@@ -69,8 +77,9 @@ pub trait Protocol<Req, Res> {
 
 /// The default [`Protocol`]: an `http::Request` whose body is `Clone`,
 /// replayed whole (its extensions included), idempotent as its method is
-/// (RFC 9110: `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`), its
-/// responses judged by their status and headers.
+/// (RFC 9110: `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`) unless
+/// its extensions say ([`Idempotent`](crate::Idempotent), and
+/// [`Cost`](crate::Cost)), its responses judged by their status and headers.
 ///
 /// ```
 /// use http::{Method, Request, Response, StatusCode};
@@ -99,6 +108,10 @@ impl<B: Clone, R> Protocol<Request<B>, Response<R>> for Http {
 
     fn idempotent(&self, request: &Request<B>) -> Option<bool> {
         Some(request.method().is_idempotent())
+    }
+
+    fn extensions<'r>(&self, request: &'r Request<B>) -> Option<&'r Extensions> {
+        Some(request.extensions())
     }
 
     fn head<'r>(&self, response: &'r Response<R>) -> Option<(u16, &'r HeaderMap)> {
@@ -142,6 +155,10 @@ where
 
     fn idempotent(&self, request: &Request<B>) -> Option<bool> {
         Some(request.method().is_idempotent())
+    }
+
+    fn extensions<'r>(&self, request: &'r Request<B>) -> Option<&'r Extensions> {
+        Some(request.extensions())
     }
 
     fn head<'r>(&self, response: &'r Response<R>) -> Option<(u16, &'r HeaderMap)> {

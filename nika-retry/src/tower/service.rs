@@ -11,7 +11,7 @@ use tower_service::Service;
 
 use super::bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
 use super::protocol::Protocol;
-use crate::adapter::{Errors, Options, drive, response_failure};
+use crate::adapter::{Errors, Marks, Options, drive, response_failure};
 use crate::vocab::classify::Classify;
 
 /// A service whose requests are sent by the policy of a layer: built by
@@ -86,10 +86,16 @@ where
         let replay = self.protocol.clone();
         let judge = self.protocol.clone();
         let upstream = self.options.upstream.clone();
+        // What the request says of itself wins over the layer, for it.
+        let marks = self.protocol.extensions(&request).map(Marks::of);
+        let options = match marks.and_then(|marks| marks.over(&self.options)) {
+            Some(own) => Arc::new(own),
+            None => Arc::clone(&self.options),
+        };
         // The loop's future itself, boxed: no `async` block around it to
         // keep a second copy of its arguments.
         let fut = drive(
-            Arc::clone(&self.options),
+            options,
             request,
             move |request| replay.replay(request),
             attempts(ready),

@@ -1,0 +1,78 @@
+//! What one request says of itself, over the adapter's options: request
+//! extensions both adapters read ([`Idempotent`], [`Cost`]).
+
+use super::options::Options;
+
+/// A request extension: whether this request may be sent again whatever
+/// its failed attempt reached, over the adapter's
+/// [`idempotent`](crate::tower::RetryLayer::idempotent) and the method's
+/// (RFC 9110) for this request only. A chat completion `POST` is
+/// `Idempotent(true)` (a second one only generates the answer again); a
+/// payment through the same client is not.
+///
+/// On an `http::Request` (the `tower` layer): its extensions; on a
+/// `reqwest_middleware` request: `RequestBuilder::with_extension`.
+///
+/// ```
+/// use nika_retry::Idempotent;
+///
+/// let chat = http::Request::post("http://localhost/v1/chat/completions")
+///     .extension(Idempotent(true))
+///     .body(String::from("{}"))
+///     .unwrap();
+/// assert_eq!(chat.extensions().get(), Some(&Idempotent(true)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Idempotent(pub bool);
+
+/// A request extension: what each attempt of this request spends of the
+/// upstream's token limit (prompt tokens plus `max_tokens`), over the
+/// adapter's [`cost`](crate::tower::RetryLayer::cost), for this request
+/// only; as `#[retry(cost = …)]`, it means something only with an
+/// upstream.
+///
+/// ```
+/// use nika_retry::Cost;
+///
+/// let prompt = "tell a story";
+/// let chat = http::Request::post("http://localhost/v1/chat/completions")
+///     .extension(Cost(prompt.len() as u32 / 4 + 512))
+///     .body(String::from(prompt))
+///     .unwrap();
+/// assert_eq!(chat.extensions().get(), Some(&Cost(515)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cost(pub u32);
+
+/// The marks a request carries, read from its extensions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Marks {
+    pub(crate) idempotent: Option<Idempotent>,
+    pub(crate) cost: Option<Cost>,
+}
+
+impl Marks {
+    /// The marks in `extensions`.
+    pub(crate) fn of(extensions: &http::Extensions) -> Marks {
+        Marks {
+            idempotent: extensions.get().copied(),
+            cost: extensions.get().copied(),
+        }
+    }
+
+    /// `options` for this request: `None` when it says nothing of its own
+    /// (the adapter's options then serve it unchanged, not copied).
+    pub(crate) fn over(self, options: &Options) -> Option<Options> {
+        if self == Marks::default() {
+            return None;
+        }
+        let mut options = options.clone();
+        if let Some(Idempotent(idempotent)) = self.idempotent {
+            options = options.idempotent(idempotent);
+        }
+        if let Some(Cost(cost)) = self.cost {
+            options = options.cost(cost);
+        }
+        Some(options)
+    }
+}
