@@ -28,6 +28,13 @@
 //! and if its failure would have been retried, its event says why it was
 //! not ([`GiveUp::NotReplayable`](crate::engine::GiveUp::NotReplayable)).
 //!
+//! The body: with `read` or `total` set, it is held to them after the
+//! middleware returned ([`ReadBody::LIMITS`], the default); [`Retry::read_body`]
+//! reads it whole inside the attempt ([`ReadBody::WHOLE`]) or holds a
+//! stream until its first content ([`ReadBody::first_content_when`]). Per
+//! request, the extensions [`Idempotent`] and [`Cost`]
+//! (`RequestBuilder::with_extension`) win over the middleware's own.
+//!
 //! Each attempt runs in a `tracing` span `attempt` (target `nika_retry`)
 //! carrying OpenTelemetry's `http.request.resend_count` on the attempts
 //! after the first.

@@ -76,6 +76,27 @@
 //! [`Timeouts`]) and `From<Held>` (its upstream's hold longer than it
 //! waits).
 //!
+//! # Where the limits stop: the body
+//!
+//! The layer returns once the headers are in: `attempt` bounds each attempt
+//! up to them, and a body read after the layer returned is held to `read`
+//! and `total` only with [`ReadBody`] right below the layer
+//! ([`RetryLayer::read_body`]): [`ReadBody::LIMITS`] holds it past the
+//! layer's return, [`ReadBody::WHOLE`] reads it inside the attempt (a cut
+//! or a stall is retried), [`ReadBody::first_content_when`] holds a
+//! streamed body inside the attempt until its first content (retried before
+//! it, never after). Its response is an `http::Response` of a
+//! [`TimedBody`], whose errors are the service's (which then holds the
+//! body's: [`FromBodyError`]).
+//!
+//! # Per request
+//!
+//! An `http::Request`'s extensions [`Idempotent`] and [`Cost`] win over
+//! [`RetryLayer::idempotent`] and [`RetryLayer::cost`] for that request: a
+//! chat completion `POST` marked `Idempotent(true)` through a client whose
+//! payments are not, a cost from the prompt's size
+//! ([`Protocol::extensions`]).
+//!
 //! # Cancellation and traces
 //!
 //! Dropping the response future drops the attempt in flight: nothing more
