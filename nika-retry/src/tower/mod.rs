@@ -123,7 +123,7 @@ pub use crate::adapter::{Cost, FromBodyError, Idempotent, ReadBody, TimedBody, T
 pub use bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
 pub use protocol::{Cloned, Http, HttpBody, Protocol};
 pub use read_body::ReadBodyService;
-pub use service::{ResponseFuture, RetryService};
+pub use service::{Ready, ResponseFuture, RetryService};
 
 /// The name of the layer's calls in events and layer reports.
 static SITES: Sites = Sites::new("nika_retry::tower::RetryLayer");
