@@ -59,8 +59,11 @@ enum Mode {
     Limits,
     Whole,
     /// `None`: any data frame that is not empty is content.
-    FirstContent(Option<Arc<dyn Fn(&[u8]) -> bool + Send + Sync>>),
+    FirstContent(Option<IsContent>),
 }
+
+/// Which data frames are content ([`ReadBody::first_content_when`]).
+type IsContent = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 impl ReadBody {
     /// The body is the caller's once the headers are in, held to `read`

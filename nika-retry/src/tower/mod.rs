@@ -16,7 +16,7 @@
 //! use nika_retry::tower::RetryLayer;
 //! use nika_retry::upstream::Held;
 //! use nika_retry::{Classify, Layer, TimeoutError};
-//! use tower::{Service, ServiceBuilder, ServiceExt};
+//! use tower::ServiceBuilder;
 //!
 //! /// The inner service's error: what `Classify` reads, and the two
 //! /// failures of the layer itself (a time limit, an upstream's hold).
