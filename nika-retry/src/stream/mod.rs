@@ -95,6 +95,7 @@
 //! [`Started`] it gives applies no limit.
 
 mod carried;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod in_force;
 mod started;
 mod starting;
@@ -102,6 +103,7 @@ mod starting;
 mod tests;
 
 use crate::vocab::timeout_error::TimeoutError;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use in_force::{carried_in_force, carrying, replaying};
 pub use started::Started;
 pub use starting::Starting;
