@@ -267,6 +267,8 @@ mod serde_impl;
 pub mod stream;
 pub mod task;
 mod time;
+#[cfg(feature = "tonic")]
+mod tonic_impl;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;

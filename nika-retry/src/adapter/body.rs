@@ -95,6 +95,7 @@ impl ReadBody {
 
     /// Whether this mode reads anything inside the attempt, or the limits
     /// it carries would hold the body (`read` or `total` set).
+    #[cfg(feature = "reqwest-middleware")]
     pub(crate) fn acts(&self, limited: bool) -> bool {
         !matches!(self.mode, Mode::Limits) || limited
     }

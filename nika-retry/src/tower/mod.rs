@@ -121,6 +121,8 @@ use crate::vocab::layer::Layer;
 
 pub use crate::adapter::{Cost, FromBodyError, Idempotent, ReadBody, TimedBody, Timeouts};
 pub use bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
+#[cfg(feature = "tonic")]
+pub use protocol::Tonic;
 pub use protocol::{Cloned, Http, HttpBody, Protocol};
 pub use read_body::ReadBodyService;
 pub use service::{Ready, ResponseFuture, RetryService};

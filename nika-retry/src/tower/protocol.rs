@@ -186,3 +186,47 @@ impl<Req: Clone, Res> Protocol<Req, Res> for Cloned {
         Some(request.clone())
     }
 }
+
+/// A tonic request replayed by its message (feature `tonic`): its
+/// metadata, extensions and message cloned for each attempt, for a layer
+/// over a tonic client's call (a generated client's method in a
+/// `tower::service_fn`, or `tonic::client::Grpc::unary`). A `Channel`
+/// itself takes `http::Request`s whose body is a stream it cannot send
+/// twice: retry above it, where the message still is.
+///
+/// Its responses are never failures: a failed call is the service's error,
+/// a [`tonic::Status`] that classifies after gRPC A6 ([`Classify`](crate::Classify)).
+/// Its idempotence is the layer's, or the request's own
+/// [`Idempotent`](crate::Idempotent) extension (gRPC methods say nothing).
+///
+/// ```
+/// use nika_retry::tower::{Protocol, Tonic};
+/// use nika_retry::Idempotent;
+///
+/// let mut request = tonic::Request::new(String::from("hello"));
+/// request.metadata_mut().insert("x-tenant", "acme".parse().unwrap());
+/// request.extensions_mut().insert(Idempotent(true));
+/// let copy = Protocol::<_, tonic::Response<String>>::replay(&Tonic, &request).unwrap();
+/// assert_eq!(copy.get_ref(), "hello");
+/// assert_eq!(copy.metadata().get("x-tenant").unwrap(), "acme");
+/// assert_eq!(copy.extensions().get(), Some(&Idempotent(true)));
+/// ```
+#[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tonic;
+
+#[cfg(feature = "tonic")]
+impl<M: Clone, R> Protocol<tonic::Request<M>, tonic::Response<R>> for Tonic {
+    fn replay(&self, request: &tonic::Request<M>) -> Option<tonic::Request<M>> {
+        Some(tonic::Request::from_parts(
+            request.metadata().clone(),
+            request.extensions().clone(),
+            request.get_ref().clone(),
+        ))
+    }
+
+    fn extensions<'r>(&self, request: &'r tonic::Request<M>) -> Option<&'r Extensions> {
+        Some(request.extensions())
+    }
+}
