@@ -12,7 +12,9 @@
 //!
 //! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
 //!     // 3 attempts, 250 ms then 1 s (or the server's `Retry-After`), 5xx and
-//!     // connection failures; a 429 holds every request through `upstream`.
+//!     // connection failures; a 429 holds every request through `upstream`
+//!     // and is handed back (a client that calls a model itself wants
+//!     // `Layer::Provider`, which waits the hint and sends again).
 //!     .with(Retry::new(Layer::Http).upstream(Upstream::new("api.example.com")))
 //!     .build();
 //! # drop(client);
@@ -111,7 +113,12 @@ impl Retry {
     }
 
     /// The time limits of each request ([`Timeouts`]); an expired one is
-    /// a [`TimeoutError`] in a [`reqwest_middleware::Error::Middleware`](::reqwest_middleware::Error).
+    /// a [`TimeoutError`] in a [`reqwest_middleware::Error::Middleware`](::reqwest_middleware::Error)
+    /// (in the body, read after the middleware returned: the source of
+    /// reqwest's error, see [`read_body`](Retry::read_body)). That error
+    /// holds an `anyhow::Error`, which records a backtrace where
+    /// `RUST_BACKTRACE` or `RUST_LIB_BACKTRACE` asks for one and prints it
+    /// with `{:?}`: `RUST_LIB_BACKTRACE=0` keeps it to one line.
     #[must_use]
     pub fn timeouts(self, timeouts: Timeouts) -> Retry {
         Retry {
