@@ -248,6 +248,8 @@ pub struct TimedBody<B: Body, E> {
 impl<B: Body, E> TimedBody<B, E> {
     /// How long the first content took, from the start of the call (its
     /// first attempt): with [`ReadBody::FIRST_CONTENT`] only.
+    // The middleware hands the body back inside a `reqwest::Body`.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub fn time_to_first_content(&self) -> Option<Duration> {
         self.time_to_first_content
     }

@@ -30,7 +30,9 @@ mod marks;
 mod options;
 
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
-pub use body::{FromBodyError, ReadBody, TimedBody};
+pub use body::ReadBody;
+#[cfg(feature = "tower")]
+pub use body::{FromBodyError, TimedBody};
 pub(crate) use drive::{Errors, drive};
 pub(crate) use judge::response_failure;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
