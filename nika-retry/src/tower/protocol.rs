@@ -216,7 +216,10 @@ impl<Req: Clone, Res> Protocol<Req, Res> for Cloned {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tonic;
 
+// Not recommended: an `http::Request` whose body is not `Clone` reads as
+// the trait's own message, not as a list of the protocols it is not.
 #[cfg(feature = "tonic")]
+#[diagnostic::do_not_recommend]
 impl<M: Clone, R> Protocol<tonic::Request<M>, tonic::Response<R>> for Tonic {
     fn replay(&self, request: &tonic::Request<M>) -> Option<tonic::Request<M>> {
         Some(tonic::Request::from_parts(
