@@ -352,6 +352,19 @@ async fn middleware_a_stream_cut_before_its_first_content_is_sent_again_after_it
 }
 
 #[tokio::test]
+async fn middleware_a_held_body_keeps_what_reqwest_says_of_the_response() {
+    let server = FaultServer::start([Fault::ok("twelve bytes")]).await;
+    for read in [ReadBody::LIMITS, ReadBody::WHOLE] {
+        let client = middleware_client(Layer::Http, Timeouts::NONE.with_read(READ), read);
+        let response = client.get(server.url("/path")).send().await.unwrap();
+        assert_eq!(response.url().as_str(), server.url("/path"));
+        assert_eq!(response.content_length(), Some(12));
+        assert_eq!(response.remote_addr(), Some(server.addr()));
+        assert_eq!(response.bytes().await.unwrap(), "twelve bytes");
+    }
+}
+
+#[tokio::test]
 async fn middleware_without_limits_hands_the_body_back_as_it_came() {
     // No `read`, no `total`: nothing to hold, the body is reqwest's own.
     let server = FaultServer::start([Fault::ok("plain")]).await;

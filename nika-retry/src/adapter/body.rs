@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use bytes::Buf;
 use futures_core::{FusedStream, Stream};
-use http_body::{Body, Frame};
+use http_body::{Body, Frame, SizeHint};
 
 use crate::stream::{Started, StreamError, carried_in_force, carrying, replaying, started_when};
 
@@ -108,6 +108,9 @@ impl ReadBody {
         B: Body,
         E: FromBodyError<B::Error> + StreamError,
     {
+        // What the body says of its length (`content-length`), for a body
+        // handed on unread; a body read whole is exactly what was read.
+        let mut size_hint = Some(body.size_hint());
         let mut frames = Frames {
             body: Box::pin(body),
             error: E::from_body_error,
@@ -115,11 +118,15 @@ impl ReadBody {
         let (started, time_to_first_content) = match &self.mode {
             Mode::Whole => {
                 let mut items = Vec::new();
+                let mut length = 0;
                 while let Some(item) =
                     core::future::poll_fn(|cx| Pin::new(&mut frames).poll_next(cx)).await
                 {
-                    items.push(Ok(item?));
+                    let frame = item?;
+                    length += frame.data_ref().map_or(0, |data| data.remaining() as u64);
+                    items.push(Ok(frame));
                 }
+                size_hint = Some(SizeHint::with_exact(length));
                 (replaying(items), None)
             }
             Mode::FirstContent(is_content) if success => {
@@ -130,6 +137,8 @@ impl ReadBody {
                     })
                 };
                 let started = started_when(frames, is_content).await?;
+                // Partly read: what is left is not known.
+                size_hint = None;
                 let took = started.time_to_first_content();
                 (started, Some(took))
             }
@@ -138,6 +147,7 @@ impl ReadBody {
         Ok(TimedBody {
             started,
             time_to_first_content,
+            size_hint,
         })
     }
 }
@@ -243,6 +253,9 @@ impl<B: Body, E> Stream for Frames<B, E> {
 pub struct TimedBody<B: Body, E> {
     started: Started<Frames<B, E>>,
     time_to_first_content: Option<Duration>,
+    /// The body's length as known before its first frame is polled (then
+    /// `None`: `size_hint` is what is left, which the replay does not track).
+    size_hint: Option<SizeHint>,
 }
 
 impl<B: Body, E> TimedBody<B, E> {
@@ -264,14 +277,20 @@ where
     type Error = E;
 
     fn poll_frame(
-        mut self: Pin<&mut Self>,
+        self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<B::Data>, E>>> {
-        Pin::new(&mut self.started).poll_next(cx)
+        let this = self.get_mut();
+        this.size_hint = None;
+        Pin::new(&mut this.started).poll_next(cx)
     }
 
     fn is_end_stream(&self) -> bool {
         self.started.is_terminated()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.size_hint.clone().unwrap_or_default()
     }
 }
 
