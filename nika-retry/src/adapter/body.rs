@@ -290,7 +290,7 @@ where
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.size_hint.clone().unwrap_or_default()
+        self.size_hint.unwrap_or_default()
     }
 }
 
