@@ -180,7 +180,11 @@ impl<P> RetryLayer<P> {
     }
 
     /// The time limits of each request, as `#[timeout]`'s: `attempt`,
-    /// `read` (inactivity), `total`.
+    /// `read` (inactivity), `total`. They hold up to the response's headers;
+    /// the body read after the layer returned is held to `read` and `total`
+    /// only with [`read_body`](RetryLayer::read_body) (or [`ReadBody`] right
+    /// below the layer): without it, a body that stalls after its headers
+    /// waits as long as the inner client lets it.
     #[must_use]
     pub fn timeouts(self, timeouts: Timeouts) -> Self {
         self.with(|o| o.timeouts(timeouts))
