@@ -3,7 +3,7 @@
 //! upstream shared by every request to the model, and the response bodies
 //! held to the limits (`ReadBody`):
 //!
-//! - a chat completion is a `POST` marked `Idempotent(true)` (a second one
+//! - a chat completion is a `POST` marked `Idempotent::YES` (a second one
 //!   only generates the answer again) with a `Cost` from its prompt's size,
 //!   read whole inside the attempt (`ReadBody::WHOLE`): a 500, a body cut
 //!   mid-way or stalled past `read` is sent again, and the caller gets the
@@ -141,12 +141,12 @@ impl Gateway {
         let mut request =
             self.post("/v1/chat/completions", format!("{{\"prompt\":{prompt:?}}}"))?;
         // Generating the answer twice is harmless: idempotent for this layer.
-        request.extensions_mut().insert(Idempotent(true));
+        request.extensions_mut().insert(Idempotent::YES);
         // What it spends of the model's token limit: its prompt and answer.
         let tokens = u32::try_from(prompt.len() / 4).unwrap_or(u32::MAX);
         request
             .extensions_mut()
-            .insert(Cost(tokens.saturating_add(MAX_TOKENS)));
+            .insert(Cost::new(tokens.saturating_add(MAX_TOKENS)));
         let response = self.whole.clone().oneshot(request).await?;
         let status = response.status().as_u16();
         let body = response.into_body().collect().await?.to_bytes();
@@ -170,7 +170,7 @@ impl Gateway {
             "/v1/chat/completions",
             format!("{{\"prompt\":{prompt:?},\"stream\":true}}"),
         )?;
-        request.extensions_mut().insert(Idempotent(true));
+        request.extensions_mut().insert(Idempotent::YES);
         let response = self.streamed.clone().oneshot(request).await?;
         Ok(response.into_body())
     }

@@ -13,7 +13,7 @@
 //! client's method in yours) in a `tower::service_fn`, with the
 //! `nika_retry::tower::Tonic` protocol, which replays a
 //! `tonic::Request<M>` by cloning its message, metadata and extensions.
-//! `nika_retry::Idempotent(false)` in a request's extensions keeps a call
+//! `nika_retry::Idempotent::NO` in a request's extensions keeps a call
 //! that may have acted from being sent twice.
 //!
 //! Self-contained: it compiles from the published crates and its own code.
@@ -101,7 +101,7 @@ pub fn say(channel: tonic::transport::Channel) -> Result<Say, ConfigError> {
 pub async fn send(client: &Say, text: &str, acts: bool) -> Result<String, RpcError> {
     let mut request = Request::new(text.to_owned());
     if acts {
-        request.extensions_mut().insert(Idempotent(false));
+        request.extensions_mut().insert(Idempotent::NO);
     }
     let response = client.clone().oneshot(request).await?;
     Ok(response.into_inner())

@@ -30,7 +30,7 @@ fn marked(method: Method, url: &str, mark: impl Clone + Send + Sync + 'static) -
 async fn tower_a_chat_post_marked_idempotent_is_sent_again_after_a_500() {
     let server = FaultServer::start([Fault::Status(500), Fault::ok("answer")]).await;
     let mut service = through(RetryLayer::new(Layer::Http).config(quick(Layer::Http)));
-    let chat = marked(Method::POST, &server.url("/chat"), Idempotent(true));
+    let chat = marked(Method::POST, &server.url("/chat"), Idempotent::YES);
     assert_eq!(status(&mut service, chat).await.unwrap(), 200);
     assert_eq!(server.requests(), 2);
 
@@ -49,7 +49,7 @@ async fn tower_a_payment_marked_not_idempotent_is_sent_once_when_its_answer_is_l
         .config(quick(Layer::Http))
         .idempotent(true);
     let mut service = through(layer);
-    let payment = marked(Method::PUT, &server.url("/pay"), Idempotent(false));
+    let payment = marked(Method::PUT, &server.url("/pay"), Idempotent::NO);
     assert!(
         status(&mut service, payment).await.is_err(),
         "the lost answer"
@@ -74,19 +74,19 @@ async fn tower_two_costs_through_one_client_are_paced_by_their_own() {
     let mut service = through(RetryLayer::new(Layer::Provider).upstream(metered()));
     let url = server.url("/");
     // Drains the bucket.
-    status(&mut service, marked(Method::POST, &url, Cost(100)))
+    status(&mut service, marked(Method::POST, &url, Cost::new(100)))
         .await
         .unwrap();
     // 1 token: 10 ms of refill.
     let started = Instant::now();
-    status(&mut service, marked(Method::POST, &url, Cost(1)))
+    status(&mut service, marked(Method::POST, &url, Cost::new(1)))
         .await
         .unwrap();
     let small = started.elapsed();
     assert!(small < Duration::from_millis(400), "{small:?}");
     // 100 tokens: a second of refill.
     let started = Instant::now();
-    status(&mut service, marked(Method::POST, &url, Cost(100)))
+    status(&mut service, marked(Method::POST, &url, Cost::new(100)))
         .await
         .unwrap();
     let large = started.elapsed();
@@ -105,7 +105,7 @@ async fn middleware_a_chat_post_marked_idempotent_is_sent_again_after_a_500() {
     let client = middleware(Retry::new(Layer::Http).config(quick(Layer::Http)));
     let response = client
         .post(server.url("/chat"))
-        .with_extension(Idempotent(true))
+        .with_extension(Idempotent::YES)
         .send()
         .await
         .unwrap();
@@ -128,7 +128,7 @@ async fn middleware_a_payment_marked_not_idempotent_is_sent_once_when_its_answer
     );
     let sent = client
         .put(server.url("/pay"))
-        .with_extension(Idempotent(false))
+        .with_extension(Idempotent::NO)
         .send()
         .await;
     assert!(sent.is_err(), "the lost answer");
@@ -145,7 +145,7 @@ async fn middleware_two_costs_through_one_client_are_paced_by_their_own() {
     let server = FaultServer::start([Fault::ok("a")]).await;
     let client = middleware(Retry::new(Layer::Provider).upstream(metered()));
     let url = server.url("/");
-    let send = |cost: u32| client.post(&url).with_extension(Cost(cost)).send();
+    let send = |cost: u32| client.post(&url).with_extension(Cost::new(cost)).send();
     send(100).await.unwrap();
     let started = Instant::now();
     send(1).await.unwrap();

@@ -156,7 +156,7 @@ impl Retry {
     /// Whether every request may be sent again whatever its failed attempt
     /// reached, over its method's default (`false` for a `POST` that the
     /// server does not deduplicate). A request's own [`Idempotent`]
-    /// (`RequestBuilder::with_extension(Idempotent(true))`: a chat
+    /// (`RequestBuilder::with_extension(Idempotent::YES)`: a chat
     /// completion `POST`) wins for that request.
     ///
     /// ```
@@ -169,7 +169,7 @@ impl Retry {
     /// // A chat completion: sent again after a 500 or a lost answer.
     /// let chat = client
     ///     .post("http://localhost/v1/chat/completions")
-    ///     .with_extension(Idempotent(true));
+    ///     .with_extension(Idempotent::YES);
     /// # drop(chat);
     /// ```
     #[must_use]

@@ -93,7 +93,7 @@
 //!
 //! An `http::Request`'s extensions [`Idempotent`] and [`Cost`] win over
 //! [`RetryLayer::idempotent`] and [`RetryLayer::cost`] for that request: a
-//! chat completion `POST` marked `Idempotent(true)` through a client whose
+//! chat completion `POST` marked `Idempotent::YES` through a client whose
 //! payments are not, a cost from the prompt's size
 //! ([`Protocol::extensions`]).
 //!
@@ -213,7 +213,7 @@ impl<P> RetryLayer<P> {
     /// no effect. Without it, the [`Protocol`]'s (an `http::Request`'s
     /// method, RFC 9110: a `POST` is not). A request's own [`Idempotent`]
     /// extension wins for that request: a chat completion `POST` marked
-    /// `Idempotent(true)` through a client whose payments are not.
+    /// `Idempotent::YES` through a client whose payments are not.
     #[must_use]
     pub fn idempotent(self, idempotent: bool) -> Self {
         self.with(|o| o.idempotent(idempotent))

@@ -205,11 +205,11 @@ impl<Req: Clone, Res> Protocol<Req, Res> for Cloned {
 ///
 /// let mut request = tonic::Request::new(String::from("hello"));
 /// request.metadata_mut().insert("x-tenant", "acme".parse().unwrap());
-/// request.extensions_mut().insert(Idempotent(true));
+/// request.extensions_mut().insert(Idempotent::YES);
 /// let copy = Protocol::<_, tonic::Response<String>>::replay(&Tonic, &request).unwrap();
 /// assert_eq!(copy.get_ref(), "hello");
 /// assert_eq!(copy.metadata().get("x-tenant").unwrap(), "acme");
-/// assert_eq!(copy.extensions().get(), Some(&Idempotent(true)));
+/// assert_eq!(copy.extensions().get(), Some(&Idempotent::YES));
 /// ```
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]

@@ -169,11 +169,11 @@ fn tonic_replays_a_request_by_its_message_metadata_and_extensions() {
         "x-tenant",
         tonic::metadata::MetadataValue::from_static("acme"),
     );
-    request.extensions_mut().insert(Idempotent(false));
+    request.extensions_mut().insert(Idempotent::NO);
     let copy = Protocol::<_, tonic::Response<()>>::replay(&Tonic, &request).unwrap();
     assert_eq!(copy.get_ref(), "hello");
     assert_eq!(copy.metadata().get("x-tenant").unwrap(), "acme");
-    assert_eq!(copy.extensions().get(), Some(&Idempotent(false)));
+    assert_eq!(copy.extensions().get(), Some(&Idempotent::NO));
     let marks = Protocol::<_, tonic::Response<()>>::extensions(&Tonic, &request);
-    assert_eq!(marks.and_then(|e| e.get()), Some(&Idempotent(false)));
+    assert_eq!(marks.and_then(|e| e.get()), Some(&Idempotent::NO));
 }
