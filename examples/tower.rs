@@ -42,7 +42,7 @@ use nika_retry::upstream::Held;
 use nika_retry::{Classify, Layer, TimeoutError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::ServiceBuilder;
 
 /// The inner service's error, as the layer needs it: classified, and able
 /// to hold the layer's own failures (a time limit, an upstream's hold).

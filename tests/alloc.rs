@@ -521,7 +521,7 @@ impl tower::Service<u32> for Answers {
 #[test]
 fn the_tower_layer_boxes_its_future_once_per_request_and_allocates_nothing_per_attempt() {
     use nika_retry::tower::{Cloned, RetryLayer};
-    use tower::{Layer as _, Service as _, ServiceExt as _};
+    use tower::Layer as _;
 
     let config = RetryConfig::for_layer(Layer::Provider)
         .with_initial_backoff(Duration::from_millis(2))

@@ -19,7 +19,7 @@ use nika_retry::tower::{RetryLayer, Timeouts};
 use nika_retry::upstream::{HoldReason, Upstream};
 use nika_retry::{Boundary, Layer, retry};
 use nika_retry_tests::fault::{Fault, FaultServer};
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::ServiceBuilder;
 use tower_support::{Body, HttpError, quick, request, status, through};
 
 fn retry_after(status: u16, seconds: &str) -> Fault {

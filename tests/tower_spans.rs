@@ -16,7 +16,7 @@ use http::{Request, Response};
 use nika_retry::Layer;
 use nika_retry::tower::RetryLayer;
 use nika_retry_tests::ProviderError;
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::ServiceBuilder;
 
 /// What a `tracing` subscriber printed.
 #[derive(Clone, Default)]

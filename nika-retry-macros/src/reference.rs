@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::vocab::{Key, RETRY_KEYS, TIMEOUT_KEYS};
+use crate::vocab::{CATEGORY_KEYS, Key, RETRY_KEYS, TIMEOUT_KEYS};
 
 /// The workspace root (this crate's parent directory).
 fn root() -> PathBuf {
@@ -116,6 +116,19 @@ fn the_readme_and_the_rustdoc_list_every_key_of_both_attributes() {
         };
         wrong.extend(mismatches(text, place, attr, keys));
     }
+    assert!(wrong.is_empty(), "\n{}\n", wrong.join("\n"));
+}
+
+#[test]
+fn the_rustdoc_of_the_derive_lists_every_category_key() {
+    let lib = read("nika-retry/src/lib.rs");
+    let doc = doc_above(&lib, "pub use nika_retry_macros::Classify;");
+    let keys: Vec<Key> = CATEGORY_KEYS
+        .iter()
+        .map(|&name| Key { name, example: "" })
+        .collect();
+    let place = "the rustdoc of `nika_retry::Classify` (nika-retry/src/lib.rs)";
+    let wrong = mismatches(&doc, place, "category", &keys);
     assert!(wrong.is_empty(), "\n{}\n", wrong.join("\n"));
 }
 

@@ -288,12 +288,20 @@ mod serde_impl;
 pub mod stream;
 pub mod task;
 mod time;
+#[cfg(feature = "tonic")]
+mod tonic_impl;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 pub mod upstream;
 mod vocab;
 
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "tower", feature = "reqwest-middleware")))
+)]
+pub use adapter::{Cost, Idempotent};
 pub use attempt::{AttemptInfo, current_attempt};
 pub use connect::{Connect, connect};
 pub use vocab::bucket::TokenBucket;
@@ -720,6 +728,22 @@ pub use nika_retry_macros::timeout;
 /// unmarked; without it, an unmarked variant is a compile error.
 /// `#[category(crate = "nr")]` on the type names this crate where the
 /// dependency is renamed.
+///
+/// | `#[category]` key | takes | what it does |
+/// |---|---|---|
+/// | `transient` | nothing | a failure worth another attempt (a reset, a 5xx) |
+/// | `rate_limited` | nothing | the server asked to slow down (a 429): waited, then retried by the layers that retry it |
+/// | `auth` | nothing | credentials refused (401, 403): never retried |
+/// | `not_found` | nothing | nothing there (404): never retried |
+/// | `permanent` | nothing | retrying would fail again: never retried |
+/// | `transparent` | nothing | the variant's one field classifies (its `Classify`: category, hint, timeout, reached) |
+/// | `http_status` | a field (`u16`, `Option<u16>`, reqwest's `StatusCode`) | the category of that status ([`http::status_category`]), and what the attempt reached (429, 503, 408: refused) |
+/// | `from` | a field holding an [`ErrorCategory`] | the category decided at run time, as [`http::classify_response`](crate::http) returns it (`x-should-retry` over the status); with `http_status`, that one says only what the attempt reached |
+/// | `retry_after` | a field (`Duration`, `Option<Duration>`) | the server's wait, as the least the next attempt waits |
+/// | `retry_after_ms` | a field (`u64`, `Option<u64>`) | the same, in milliseconds |
+/// | `reached` | `no`, `refused` or `maybe` | what the failed attempt reached, for a call that is not idempotent: `no` (never left), `refused` (turned away unacted), `maybe` |
+/// | `default` | a category, on the enum | the category of the variants left unmarked |
+/// | `crate` | a string, on the type | the path of this crate where the dependency is renamed |
 ///
 /// ```
 /// use std::time::Duration;

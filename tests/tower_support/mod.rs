@@ -31,6 +31,9 @@ pub enum HttpError {
     Held(#[from] Held),
     #[error("HTTP {0}")]
     Status(u16),
+    /// The response body failed (`ReadBody`): cut, reset.
+    #[error(transparent)]
+    Body(#[from] hyper::Error),
 }
 
 impl Classify for HttpError {
@@ -41,6 +44,7 @@ impl Classify for HttpError {
             HttpError::Timeout(e) => e.category(),
             HttpError::Held(e) => e.category(),
             HttpError::Status(s) => status_category(*s),
+            HttpError::Body(_) => ErrorCategory::Transient,
         }
     }
 
@@ -57,7 +61,7 @@ impl Classify for HttpError {
             HttpError::Timeout(e) => e.reached(),
             HttpError::Held(e) => e.reached(),
             HttpError::Status(s) => status_reached(*s),
-            HttpError::Client(_) => Reached::Maybe,
+            HttpError::Client(_) | HttpError::Body(_) => Reached::Maybe,
         }
     }
 }

@@ -15,6 +15,13 @@ use crate::vocab::layer::Layer;
 /// [`TimeoutError`](crate::TimeoutError), converted into the service's
 /// error.
 ///
+/// One type for both adapters: `nika_retry::tower::Timeouts` and
+/// `nika_retry::reqwest_middleware::Timeouts` are this one. `attempt`
+/// bounds an attempt up to its response's headers (and its body, where the
+/// adapter reads it inside the attempt); `read` and `total` reach the body
+/// read after the adapter returned where it is held
+/// ([`ReadBody`](crate::tower::ReadBody)).
+///
 /// `#[non_exhaustive]`: built from [`Timeouts::NONE`] with its setters.
 ///
 /// ```

@@ -12,7 +12,9 @@
 //!
 //! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
 //!     // 3 attempts, 250 ms then 1 s (or the server's `Retry-After`), 5xx and
-//!     // connection failures; a 429 holds every request through `upstream`.
+//!     // connection failures; a 429 holds every request through `upstream`
+//!     // and is handed back (a client that calls a model itself wants
+//!     // `Layer::Provider`, which waits the hint and sends again).
 //!     .with(Retry::new(Layer::Http).upstream(Upstream::new("api.example.com")))
 //!     .build();
 //! # drop(client);
@@ -28,18 +30,26 @@
 //! and if its failure would have been retried, its event says why it was
 //! not ([`GiveUp::NotReplayable`](crate::engine::GiveUp::NotReplayable)).
 //!
+//! The body: with `read` or `total` set, it is held to them after the
+//! middleware returned ([`ReadBody::LIMITS`], the default); [`Retry::read_body`]
+//! reads it whole inside the attempt ([`ReadBody::WHOLE`]) or holds a
+//! stream until its first content ([`ReadBody::first_content_when`]). Per
+//! request, the extensions [`Idempotent`] and [`Cost`]
+//! (`RequestBuilder::with_extension`) win over the middleware's own.
+//!
 //! Each attempt runs in a `tracing` span `attempt` (target `nika_retry`)
 //! carrying OpenTelemetry's `http.request.resend_count` on the attempts
 //! after the first.
 
+mod body;
 mod classify;
 
 use ::reqwest_middleware::{Middleware, Next};
 use http::Extensions;
 use reqwest::{Request, Response};
 
-pub use crate::adapter::Timeouts;
-use crate::adapter::{Errors, Options, Sites, drive, response_failure};
+pub use crate::adapter::{Cost, Idempotent, ReadBody, Timeouts};
+use crate::adapter::{Errors, Marks, Options, Sites, drive, response_failure};
 use crate::upstream::{Held, Upstream};
 use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
@@ -79,6 +89,7 @@ static SITES: Sites = Sites::new("nika_retry::reqwest_middleware::Retry");
 #[derive(Clone, Debug)]
 pub struct Retry {
     options: Options,
+    read: ReadBody,
 }
 
 impl Retry {
@@ -86,6 +97,7 @@ impl Retry {
     pub fn new(layer: Layer) -> Retry {
         Retry {
             options: Options::new(&SITES, layer),
+            read: ReadBody::LIMITS,
         }
     }
 
@@ -96,15 +108,22 @@ impl Retry {
     pub fn config(self, config: RetryConfig) -> Retry {
         Retry {
             options: self.options.config(config),
+            ..self
         }
     }
 
     /// The time limits of each request ([`Timeouts`]); an expired one is
-    /// a [`TimeoutError`] in a [`reqwest_middleware::Error::Middleware`](::reqwest_middleware::Error).
+    /// a [`TimeoutError`] in a [`reqwest_middleware::Error::Middleware`](::reqwest_middleware::Error)
+    /// (in the body, read after the middleware returned: the source of
+    /// reqwest's error, see [`read_body`](Retry::read_body)). That error
+    /// holds an `anyhow::Error`, which records a backtrace where
+    /// `RUST_BACKTRACE` or `RUST_LIB_BACKTRACE` asks for one and prints it
+    /// with `{:?}`: `RUST_LIB_BACKTRACE=0` keeps it to one line.
     #[must_use]
     pub fn timeouts(self, timeouts: Timeouts) -> Retry {
         Retry {
             options: self.options.timeouts(timeouts),
+            ..self
         }
     }
 
@@ -116,28 +135,72 @@ impl Retry {
     pub fn upstream(self, upstream: Upstream) -> Retry {
         Retry {
             options: self.options.upstream(upstream),
+            ..self
         }
     }
 
     /// What one attempt spends of the upstream's token limit (as
     /// `#[retry(cost = …)]`: prompt tokens plus `max_tokens`, the same for
     /// every request of this middleware); without it, the mean the upstream
-    /// learned. Needs [`upstream`](Retry::upstream) to mean anything.
+    /// learned. Needs [`upstream`](Retry::upstream) to mean anything. A
+    /// request's own [`Cost`] (`RequestBuilder::with_extension`) wins for
+    /// that request.
     #[must_use]
     pub fn cost(self, cost: u32) -> Retry {
         Retry {
             options: self.options.cost(cost),
+            ..self
         }
     }
 
     /// Whether every request may be sent again whatever its failed attempt
     /// reached, over its method's default (`false` for a `POST` that the
-    /// server does not deduplicate).
+    /// server does not deduplicate). A request's own [`Idempotent`]
+    /// (`RequestBuilder::with_extension(Idempotent::YES)`: a chat
+    /// completion `POST`) wins for that request.
+    ///
+    /// ```
+    /// use nika_retry::{Idempotent, Layer};
+    /// use nika_retry::reqwest_middleware::Retry;
+    ///
+    /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+    ///     .with(Retry::new(Layer::Provider))
+    ///     .build();
+    /// // A chat completion: sent again after a 500 or a lost answer.
+    /// let chat = client
+    ///     .post("http://localhost/v1/chat/completions")
+    ///     .with_extension(Idempotent::YES);
+    /// # drop(chat);
+    /// ```
     #[must_use]
     pub fn idempotent(self, idempotent: bool) -> Retry {
         Retry {
             options: self.options.idempotent(idempotent),
+            ..self
         }
+    }
+
+    /// How each response's body is read ([`ReadBody`]): by default
+    /// ([`ReadBody::LIMITS`]) it is the caller's once the headers are in,
+    /// held to [`timeouts`](Retry::timeouts)' `read` (inactivity since its
+    /// last frame) and `total`; [`ReadBody::WHOLE`] reads it inside the
+    /// attempt (a cut or a stall is retried); [`ReadBody::FIRST_CONTENT`]
+    /// holds a streamed body inside the attempt until its first content.
+    /// An expired limit in the body is a `reqwest::Error` from
+    /// `Response::bytes` (or `chunk`, `bytes_stream`) whose source is the
+    /// [`TimeoutError`] (`Classify::timeout` finds it).
+    ///
+    /// ```
+    /// use nika_retry::Layer;
+    /// use nika_retry::reqwest_middleware::{ReadBody, Retry};
+    ///
+    /// // A completion that is not streamed: a body cut mid-way is retried.
+    /// let retry = Retry::new(Layer::Provider).read_body(ReadBody::WHOLE);
+    /// # drop(retry);
+    /// ```
+    #[must_use]
+    pub fn read_body(self, read: ReadBody) -> Retry {
+        Retry { read, ..self }
     }
 
     /// The layer whose policy this is.
@@ -165,6 +228,10 @@ impl Middleware for Retry {
         // borrows them for the attempt); the last one's are handed back.
         let last = std::sync::Mutex::new(None);
         let original = &*extensions;
+        let timeouts = self.options.timeouts;
+        let read = self
+            .read
+            .acts(timeouts.read.is_some() || timeouts.total.is_some());
         let send = |request: Request| {
             let next = next.clone();
             let mut own = original.clone();
@@ -174,12 +241,20 @@ impl Middleware for Retry {
                 *last
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(own);
-                result
+                // The body, inside the attempt: read or held as `read_body`
+                // says, then under the limits past the middleware's return.
+                match result {
+                    Ok(response) if read => body::read(response, &self.read).await,
+                    result => result,
+                }
             }
         };
         // The method's RFC 9110 idempotence, unless the middleware said.
         let idempotent = Some(request.method().is_idempotent());
-        let options = &self.options;
+        // What the request says of itself (`with_extension`) wins over the
+        // middleware, for it.
+        let own = Marks::of(extensions).over(&self.options);
+        let options = own.as_ref().unwrap_or(&self.options);
         let upstream = options.upstream.as_ref();
         let judge = |response: &Response| {
             response_failure(upstream, response.status().as_u16(), response.headers())

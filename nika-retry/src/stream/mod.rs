@@ -95,12 +95,16 @@
 //! [`Started`] it gives applies no limit.
 
 mod carried;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+mod in_force;
 mod started;
 mod starting;
 #[cfg(test)]
 mod tests;
 
 use crate::vocab::timeout_error::TimeoutError;
+#[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
+pub(crate) use in_force::{carried_in_force, carrying, replaying};
 pub use started::Started;
 pub use starting::Starting;
 

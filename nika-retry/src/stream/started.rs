@@ -91,7 +91,7 @@ pin_project_lite::pin_project! {
 }
 
 impl<S: Stream> Started<S> {
-    pub(super) fn new(
+    pub(crate) fn new(
         stream: Option<S>,
         held: Vec<S::Item>,
         content: Option<S::Item>,

@@ -16,7 +16,7 @@
 //! use nika_retry::tower::RetryLayer;
 //! use nika_retry::upstream::Held;
 //! use nika_retry::{Classify, Layer, TimeoutError};
-//! use tower::{Service, ServiceBuilder, ServiceExt};
+//! use tower::ServiceBuilder;
 //!
 //! /// The inner service's error: what `Classify` reads, and the two
 //! /// failures of the layer itself (a time limit, an upstream's hold).
@@ -76,6 +76,27 @@
 //! [`Timeouts`]) and `From<Held>` (its upstream's hold longer than it
 //! waits).
 //!
+//! # Where the limits stop: the body
+//!
+//! The layer returns once the headers are in: `attempt` bounds each attempt
+//! up to them, and a body read after the layer returned is held to `read`
+//! and `total` only with [`ReadBody`] right below the layer
+//! ([`RetryLayer::read_body`]): [`ReadBody::LIMITS`] holds it past the
+//! layer's return, [`ReadBody::WHOLE`] reads it inside the attempt (a cut
+//! or a stall is retried), [`ReadBody::first_content_when`] holds a
+//! streamed body inside the attempt until its first content (retried before
+//! it, never after). Its response is an `http::Response` of a
+//! [`TimedBody`], whose errors are the service's (which then holds the
+//! body's: [`FromBodyError`]).
+//!
+//! # Per request
+//!
+//! An `http::Request`'s extensions [`Idempotent`] and [`Cost`] win over
+//! [`RetryLayer::idempotent`] and [`RetryLayer::cost`] for that request: a
+//! chat completion `POST` marked `Idempotent::YES` through a client whose
+//! payments are not, a cost from the prompt's size
+//! ([`Protocol::extensions`]).
+//!
 //! # Cancellation and traces
 //!
 //! Dropping the response future drops the attempt in flight: nothing more
@@ -88,6 +109,7 @@
 
 mod bounds;
 mod protocol;
+mod read_body;
 mod service;
 
 use std::sync::Arc;
@@ -97,10 +119,13 @@ use crate::upstream::Upstream;
 use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
 
-pub use crate::adapter::Timeouts;
+pub use crate::adapter::{Cost, FromBodyError, Idempotent, ReadBody, TimedBody, Timeouts};
 pub use bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
+#[cfg(feature = "tonic")]
+pub use protocol::Tonic;
 pub use protocol::{Cloned, Http, HttpBody, Protocol};
-pub use service::{ResponseFuture, RetryService};
+pub use read_body::ReadBodyService;
+pub use service::{Ready, ResponseFuture, RetryService};
 
 /// The name of the layer's calls in events and layer reports.
 static SITES: Sites = Sites::new("nika_retry::tower::RetryLayer");
@@ -155,7 +180,11 @@ impl<P> RetryLayer<P> {
     }
 
     /// The time limits of each request, as `#[timeout]`'s: `attempt`,
-    /// `read` (inactivity), `total`.
+    /// `read` (inactivity), `total`. They hold up to the response's headers;
+    /// the body read after the layer returned is held to `read` and `total`
+    /// only with [`read_body`](RetryLayer::read_body) (or [`ReadBody`] right
+    /// below the layer): without it, a body that stalls after its headers
+    /// waits as long as the inner client lets it.
     #[must_use]
     pub fn timeouts(self, timeouts: Timeouts) -> Self {
         self.with(|o| o.timeouts(timeouts))
@@ -172,6 +201,8 @@ impl<P> RetryLayer<P> {
 
     /// What one attempt spends of the upstream's token limit, as
     /// `#[retry(cost = …)]` (only with [`upstream`](RetryLayer::upstream)).
+    /// A request's own [`Cost`] extension wins for that request (a cost
+    /// from its prompt's size).
     #[must_use]
     pub fn cost(self, cost: u32) -> Self {
         self.with(|o| o.cost(cost))
@@ -180,7 +211,9 @@ impl<P> RetryLayer<P> {
     /// Whether a request may be sent again whatever its attempt reached, as
     /// `#[retry(idempotent = …)]`: `false` retries only what certainly had
     /// no effect. Without it, the [`Protocol`]'s (an `http::Request`'s
-    /// method, RFC 9110).
+    /// method, RFC 9110: a `POST` is not). A request's own [`Idempotent`]
+    /// extension wins for that request: a chat completion `POST` marked
+    /// `Idempotent::YES` through a client whose payments are not.
     #[must_use]
     pub fn idempotent(self, idempotent: bool) -> Self {
         self.with(|o| o.idempotent(idempotent))
@@ -193,6 +226,27 @@ impl<P> RetryLayer<P> {
             options: self.options,
             protocol,
         }
+    }
+
+    /// This layer with [`ReadBody`] right below it (where the attempt is in
+    /// force): each response's body read as `read` says, held to
+    /// [`timeouts`](RetryLayer::timeouts)' `read` and `total` past the
+    /// layer's return. Without it, the limits end at the headers: a body
+    /// read after the layer returned is not held to them.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::tower::{ReadBody, RetryLayer, Timeouts};
+    /// use nika_retry::Layer;
+    ///
+    /// let layer = RetryLayer::new(Layer::Provider)
+    ///     .timeouts(Timeouts::NONE.with_read(Duration::from_secs(30)))
+    ///     .read_body(ReadBody::WHOLE);
+    /// # let _ = layer;
+    /// ```
+    #[must_use]
+    pub fn read_body(self, read: ReadBody) -> tower_layer::Stack<ReadBody, Self> {
+        tower_layer::Stack::new(read, self)
     }
 
     /// The same options for `http::Request`s whose body `copy` replays:

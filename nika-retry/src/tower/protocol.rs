@@ -2,7 +2,7 @@
 //! a request for another attempt, whether it is idempotent, and how to read
 //! a response's status ([`Protocol`]).
 
-use http::{HeaderMap, Request, Response};
+use http::{Extensions, HeaderMap, Request, Response};
 
 /// What a [`RetryLayer`](super::RetryLayer) knows of the requests it sends
 /// and their responses, as `tower::retry::Policy::clone_request` does for
@@ -58,6 +58,14 @@ pub trait Protocol<Req, Res> {
         None
     }
 
+    /// The extensions of `request`, where the layer reads what it says of
+    /// itself ([`Idempotent`](crate::Idempotent), [`Cost`](crate::Cost)),
+    /// over the layer's options; `None` (the default): it says nothing.
+    fn extensions<'r>(&self, request: &'r Req) -> Option<&'r Extensions> {
+        let _ = request;
+        None
+    }
+
     /// The status and headers of `response`, for the layer to judge it (a
     /// status of 400 or more is a failure) and give its rate-limit headers
     /// to the upstream; `None` (the default): a response is a success.
@@ -69,8 +77,9 @@ pub trait Protocol<Req, Res> {
 
 /// The default [`Protocol`]: an `http::Request` whose body is `Clone`,
 /// replayed whole (its extensions included), idempotent as its method is
-/// (RFC 9110: `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`), its
-/// responses judged by their status and headers.
+/// (RFC 9110: `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`) unless
+/// its extensions say ([`Idempotent`](crate::Idempotent), and
+/// [`Cost`](crate::Cost)), its responses judged by their status and headers.
 ///
 /// ```
 /// use http::{Method, Request, Response, StatusCode};
@@ -99,6 +108,10 @@ impl<B: Clone, R> Protocol<Request<B>, Response<R>> for Http {
 
     fn idempotent(&self, request: &Request<B>) -> Option<bool> {
         Some(request.method().is_idempotent())
+    }
+
+    fn extensions<'r>(&self, request: &'r Request<B>) -> Option<&'r Extensions> {
+        Some(request.extensions())
     }
 
     fn head<'r>(&self, response: &'r Response<R>) -> Option<(u16, &'r HeaderMap)> {
@@ -144,6 +157,10 @@ where
         Some(request.method().is_idempotent())
     }
 
+    fn extensions<'r>(&self, request: &'r Request<B>) -> Option<&'r Extensions> {
+        Some(request.extensions())
+    }
+
     fn head<'r>(&self, response: &'r Response<R>) -> Option<(u16, &'r HeaderMap)> {
         Some((response.status().as_u16(), response.headers()))
     }
@@ -167,5 +184,52 @@ pub struct Cloned;
 impl<Req: Clone, Res> Protocol<Req, Res> for Cloned {
     fn replay(&self, request: &Req) -> Option<Req> {
         Some(request.clone())
+    }
+}
+
+/// A tonic request replayed by its message (feature `tonic`): its
+/// metadata, extensions and message cloned for each attempt, for a layer
+/// over a tonic client's call (a generated client's method in a
+/// `tower::service_fn`, or `tonic::client::Grpc::unary`). A `Channel`
+/// itself takes `http::Request`s whose body is a stream it cannot send
+/// twice: retry above it, where the message still is.
+///
+/// Its responses are never failures: a failed call is the service's error,
+/// a [`tonic::Status`] that classifies after gRPC A6 ([`Classify`](crate::Classify)).
+/// Its idempotence is the layer's, or the request's own
+/// [`Idempotent`](crate::Idempotent) extension (gRPC methods say nothing).
+///
+/// ```
+/// use nika_retry::tower::{Protocol, Tonic};
+/// use nika_retry::Idempotent;
+///
+/// let mut request = tonic::Request::new(String::from("hello"));
+/// request.metadata_mut().insert("x-tenant", "acme".parse().unwrap());
+/// request.extensions_mut().insert(Idempotent::YES);
+/// let copy = Protocol::<_, tonic::Response<String>>::replay(&Tonic, &request).unwrap();
+/// assert_eq!(copy.get_ref(), "hello");
+/// assert_eq!(copy.metadata().get("x-tenant").unwrap(), "acme");
+/// assert_eq!(copy.extensions().get(), Some(&Idempotent::YES));
+/// ```
+#[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tonic;
+
+// Not recommended: an `http::Request` whose body is not `Clone` reads as
+// the trait's own message, not as a list of the protocols it is not.
+#[cfg(feature = "tonic")]
+#[diagnostic::do_not_recommend]
+impl<M: Clone, R> Protocol<tonic::Request<M>, tonic::Response<R>> for Tonic {
+    fn replay(&self, request: &tonic::Request<M>) -> Option<tonic::Request<M>> {
+        Some(tonic::Request::from_parts(
+            request.metadata().clone(),
+            request.extensions().clone(),
+            request.get_ref().clone(),
+        ))
+    }
+
+    fn extensions<'r>(&self, request: &'r tonic::Request<M>) -> Option<&'r Extensions> {
+        Some(request.extensions())
     }
 }

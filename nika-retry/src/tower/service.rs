@@ -3,6 +3,7 @@
 
 use core::fmt;
 use core::future::Future;
+use core::marker::PhantomData;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use tower_service::Service;
 
 use super::bounds::{CloneService, FromHeld, FromTimeoutError, SendFuture};
 use super::protocol::Protocol;
-use crate::adapter::{Errors, Options, drive, response_failure};
+use crate::adapter::{Errors, Marks, Options, drive, response_failure};
 use crate::vocab::classify::Classify;
 
 /// A service whose requests are sent by the policy of a layer: built by
@@ -58,6 +59,112 @@ impl<S, P> RetryService<S, P> {
     pub fn into_inner(self) -> S {
         self.inner
     }
+
+    /// What `tower::ServiceExt::ready` does: waits until the inner service
+    /// is ready. Here, so that a method call on the layered service
+    /// (`service.ready()`, `.call(…)`, `.oneshot(…)`) names what the layer
+    /// needs of the inner service that it lacks, as
+    /// `ServiceExt::oneshot(service, request)` does, rather than rustc's
+    /// "the method exists but its trait bounds were not satisfied".
+    ///
+    /// ```
+    /// use nika_retry::tower::RetryLayer;
+    /// use nika_retry::{Classify, Layer, TimeoutError};
+    /// use nika_retry::upstream::Held;
+    /// use tower::Layer as _;
+    ///
+    /// #[derive(Debug, thiserror::Error, Classify)]
+    /// enum Fault {
+    ///     #[error(transparent)]
+    ///     #[category(transparent)]
+    ///     Timeout(#[from] TimeoutError),
+    ///     #[error(transparent)]
+    ///     #[category(transparent)]
+    ///     Held(#[from] Held),
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let server = tower::service_fn(|n: http::Request<u32>| async move {
+    ///     Ok::<_, Fault>(http::Response::new(*n.body() + 1))
+    /// });
+    /// let mut service = RetryLayer::new(Layer::Http).layer(server);
+    /// let response = service.ready().await.unwrap().call(http::Request::new(1)).await.unwrap();
+    /// assert_eq!(*response.body(), 2);
+    /// # }
+    /// ```
+    pub fn ready<Req>(&mut self) -> Ready<'_, S, P, Req>
+    where
+        S: Service<Req>,
+    {
+        Ready {
+            service: Some(self),
+            request: PhantomData,
+        }
+    }
+
+    /// [`Service::call`], here so that a method call names what the layer
+    /// needs (see [`ready`](RetryService::ready)).
+    pub fn call<Req>(&mut self, request: Req) -> ResponseFuture<S::Response, S::Error>
+    where
+        S: Service<Req> + CloneService + Send + 'static,
+        S::Future: SendFuture,
+        S::Response: Send,
+        S::Error: Classify + FromTimeoutError + FromHeld + Send,
+        P: Protocol<Req, S::Response> + Clone + Send + Sync + 'static,
+        Req: Send + 'static,
+    {
+        <Self as Service<Req>>::call(self, request)
+    }
+
+    /// What `tower::ServiceExt::oneshot` does: waits until the service is
+    /// ready, then sends `request`. Here so that a method call names what
+    /// the layer needs (see [`ready`](RetryService::ready)).
+    pub fn oneshot<Req>(mut self, request: Req) -> ResponseFuture<S::Response, S::Error>
+    where
+        S: Service<Req> + CloneService + Send + 'static,
+        S::Future: SendFuture,
+        S::Response: Send,
+        S::Error: Classify + FromTimeoutError + FromHeld + Send,
+        P: Protocol<Req, S::Response> + Clone + Send + Sync + 'static,
+        Req: Send + 'static,
+    {
+        ResponseFuture(Box::pin(async move {
+            core::future::poll_fn(|cx| self.inner.poll_ready(cx)).await?;
+            <Self as Service<Req>>::call(&mut self, request).await
+        }))
+    }
+}
+
+/// The future of [`RetryService::ready`]: the service, once its inner
+/// service is ready.
+#[must_use = "futures do nothing unless polled"]
+pub struct Ready<'a, S, P, Req> {
+    service: Option<&'a mut RetryService<S, P>>,
+    request: PhantomData<fn(Req)>,
+}
+
+impl<'a, S: Service<Req>, P, Req> Future for Ready<'a, S, P, Req> {
+    type Output = Result<&'a mut RetryService<S, P>, S::Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(service) = self.service.as_mut() else {
+            panic!("`Ready` polled after it completed");
+        };
+        if let Err(error) = core::task::ready!(service.inner.poll_ready(cx)) {
+            return Poll::Ready(Err(error));
+        }
+        match self.service.take() {
+            Some(service) => Poll::Ready(Ok(service)),
+            None => unreachable!("taken once, just above"),
+        }
+    }
+}
+
+impl<S, P, Req> fmt::Debug for Ready<'_, S, P, Req> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ready").finish_non_exhaustive()
+    }
 }
 
 impl<S, P, Req> Service<Req> for RetryService<S, P>
@@ -86,10 +193,16 @@ where
         let replay = self.protocol.clone();
         let judge = self.protocol.clone();
         let upstream = self.options.upstream.clone();
+        // What the request says of itself wins over the layer, for it.
+        let marks = self.protocol.extensions(&request).map(Marks::of);
+        let options = match marks.and_then(|marks| marks.over(&self.options)) {
+            Some(own) => Arc::new(own),
+            None => Arc::clone(&self.options),
+        };
         // The loop's future itself, boxed: no `async` block around it to
         // keep a second copy of its arguments.
         let fut = drive(
-            Arc::clone(&self.options),
+            options,
             request,
             move |request| replay.replay(request),
             attempts(ready),

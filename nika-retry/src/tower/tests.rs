@@ -157,3 +157,23 @@ trait LayerOn<S>: tower_layer::Layer<S> {
 }
 
 impl<S, L: tower_layer::Layer<S>> LayerOn<S> for L {}
+
+#[cfg(feature = "tonic")]
+#[test]
+fn tonic_replays_a_request_by_its_message_metadata_and_extensions() {
+    use super::{Protocol, Tonic};
+    use crate::adapter::Idempotent;
+
+    let mut request = tonic::Request::new(String::from("hello"));
+    request.metadata_mut().insert(
+        "x-tenant",
+        tonic::metadata::MetadataValue::from_static("acme"),
+    );
+    request.extensions_mut().insert(Idempotent::NO);
+    let copy = Protocol::<_, tonic::Response<()>>::replay(&Tonic, &request).unwrap();
+    assert_eq!(copy.get_ref(), "hello");
+    assert_eq!(copy.metadata().get("x-tenant").unwrap(), "acme");
+    assert_eq!(copy.extensions().get(), Some(&Idempotent::NO));
+    let marks = Protocol::<_, tonic::Response<()>>::extensions(&Tonic, &request);
+    assert_eq!(marks.and_then(|e| e.get()), Some(&Idempotent::NO));
+}

@@ -1,16 +1,14 @@
-// Pinned as rustc prints it: through a method call on the layered service
-// (`.ready()`), before the request's type is known, rustc only says that
-// `RetryService<…>: Service<_>` does not hold, not which bound failed (here
-// `Fault: From<TimeoutError>`). The same mistake through
-// `ServiceExt::oneshot(service, request)` names it
-// (tower_error_without_from_timeout.rs). If a rustc names it here too,
-// this file's .stderr changes: README "Tower services" can then drop its
-// advice.
+// Through method calls on the layered service (`.ready()`, then `.call(…)`),
+// the bound the inner service lacks (here `Fault: From<TimeoutError>`) is
+// named once, at `.call`: `RetryService` has `ready`, `call` and `oneshot`
+// of its own, whose bounds rustc reports with their messages, where
+// `ServiceExt`'s would say only that `RetryService<…>: Service<_>` does not
+// hold (E0599).
 use http::{Request, Response};
 use nika_retry::tower::RetryLayer;
 use nika_retry::upstream::Held;
 use nika_retry::{Classify, Layer};
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::ServiceBuilder;
 
 #[derive(Debug, thiserror::Error, Classify)]
 enum Fault {
