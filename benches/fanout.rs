@@ -438,10 +438,13 @@ fn main() {
             !dialects.is_empty(),
             "--dialect openai | anthropic | ietf | none | all"
         );
-        // `--only LABEL` picks the contenders; by default the one with cost.
-        let contenders: Vec<Contender> = match only.as_str() {
-            "" => vec![Contender::SharedCost],
-            only => Contender::ALL
+        // `--only LABEL` picks the contenders (the one of that label, else
+        // those whose label holds it); by default the one with cost.
+        let exact = Contender::ALL.iter().copied().find(|c| c.label() == only);
+        let contenders: Vec<Contender> = match (only.as_str(), exact) {
+            ("", _) => vec![Contender::SharedCost],
+            (_, Some(exact)) => vec![exact],
+            (only, None) => Contender::ALL
                 .iter()
                 .copied()
                 .filter(|c| c.label().contains(only))

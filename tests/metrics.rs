@@ -444,7 +444,7 @@ async fn the_tower_layer_records_as_an_annotated_fn_does() {
     // Before anything records: the tests share one provider.
     nika_retry_tests::metrics::install();
     use nika_retry::tower::{Cloned, RetryLayer};
-    use tower::{Layer as _, ServiceExt as _};
+    use tower::Layer as _;
 
     let config = RetryConfig::for_layer(Layer::Tool)
         .with_max_attempts(3)

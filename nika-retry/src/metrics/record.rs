@@ -125,9 +125,13 @@ impl CallClock {
     }
 }
 
-/// The name of `upstream`, as an attribute.
-fn upstream_name(upstream: &str) -> KeyValue {
-    KeyValue::new(names::UPSTREAM_NAME, upstream.to_owned())
+/// The name of `upstream`, as an attribute: no allocation for a name
+/// given as a `&'static str`.
+fn upstream_name(upstream: &Upstream) -> KeyValue {
+    match upstream.static_name() {
+        Some(name) => KeyValue::new(names::UPSTREAM_NAME, name),
+        None => KeyValue::new(names::UPSTREAM_NAME, upstream.name().to_owned()),
+    }
 }
 
 /// An attempt waited `waited` at `upstream` before it started, for `reason`.
@@ -144,7 +148,7 @@ pub(crate) fn waited(upstream: &Upstream, waited: Duration, reason: Option<WaitR
     instruments().upstream_wait.record(
         waited.as_secs_f64(),
         &[
-            upstream_name(upstream.name()),
+            upstream_name(upstream),
             KeyValue::new(names::WAIT_REASON, reason),
         ],
     );
@@ -161,7 +165,7 @@ pub(crate) fn refused(upstream: &Upstream, failure: &Failure) {
     } else {
         return;
     };
-    pushback(upstream.name(), reason);
+    pushback(upstream_name(upstream), reason);
 }
 
 /// A hold of an upstream started or grew: a pushback of its own unless an
@@ -174,18 +178,19 @@ pub(crate) fn held(event: &UpstreamEvent) {
         HoldReason::Breaker => "breaker",
         HoldReason::ByHand => "by_hand",
     };
-    pushback(&event.upstream, reason);
+    // A hold is rare, and its event owns the name already.
+    pushback(
+        KeyValue::new(names::UPSTREAM_NAME, event.upstream.clone()),
+        reason,
+    );
 }
 
 #[cold]
 #[inline(never)]
-fn pushback(upstream: &str, reason: &'static str) {
+fn pushback(upstream: KeyValue, reason: &'static str) {
     instruments().pushbacks.add(
         1,
-        &[
-            upstream_name(upstream),
-            KeyValue::new(names::PUSHBACK_REASON, reason),
-        ],
+        &[upstream, KeyValue::new(names::PUSHBACK_REASON, reason)],
     );
 }
 

@@ -76,6 +76,16 @@ impl Shared {
 }
 
 impl Upstream {
+    /// Its name, if it was given as a `&'static str` (most are): an
+    /// attribute that costs no allocation.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) fn static_name(&self) -> Option<&'static str> {
+        match self.shared.name {
+            Cow::Borrowed(name) => Some(name),
+            Cow::Owned(_) => None,
+        }
+    }
+
     /// Whether `other` is a handle of the same upstream (its clone).
     pub(crate) fn same(&self, other: &Upstream) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
