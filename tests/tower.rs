@@ -395,3 +395,36 @@ async fn a_provider_layer_under_an_http_fn_is_reported() {
         "nika_retry::tower::RetryLayer"
     );
 }
+
+/// Anthropic's reset instants, answers in 50–150 ms, a rolling window:
+/// the layer reads each response's headers as its attempt's, so an
+/// instant bounds the window from when that request left (read from the
+/// response, the window looked shorter by the answer's time, and the
+/// burst sent at its end met the server before it freed it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_layer_reads_a_reset_instant_from_when_its_request_left() {
+    use nika_retry_tests::fault::quota::{Config, Dialect, Kind, QuotaServer};
+    let config = Config::per(Duration::from_secs(2))
+        .requests(5)
+        .tokens(1_000_000)
+        .kind(Kind::Rolling)
+        .dialect(Dialect::Anthropic)
+        .generation(Duration::from_millis(50), Duration::from_millis(150));
+    let server = QuotaServer::start(config).await;
+    let upstream = Upstream::new("tests/tower-instants");
+    let service = through(RetryLayer::new(Layer::Provider).upstream(upstream));
+    let url = server.url("/v1/complete");
+    let calls = (0..25).map(|_| {
+        let mut service = service.clone();
+        let request = request(Method::POST, &url);
+        async move { status(&mut service, request).await }
+    });
+    let all = futures_util::future::join_all(calls);
+    let results = tokio::time::timeout(Duration::from_secs(60), all)
+        .await
+        .expect("every request ends");
+    let counts = server.counts();
+    assert!(results.iter().all(|r| matches!(r, Ok(200))), "{counts:?}");
+    // 5 windows of 5: none refused (1–5 were, each run, before).
+    assert!(counts.limited <= 1, "{counts:?}");
+}

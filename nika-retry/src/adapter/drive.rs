@@ -8,7 +8,7 @@ use core::future::Future;
 use super::judge::{Judged, Verdict};
 use super::options::Options;
 use crate::engine::Failure;
-use crate::run::{TimedCall, UpstreamTurn, WithUpstream, sleep};
+use crate::run::{TimedCall, UpstreamTurn, WithUpstream, as_attempt, sleep};
 use crate::upstream::Held;
 use crate::vocab::classify::Classify;
 use crate::vocab::timeout_error::TimeoutError;
@@ -96,6 +96,7 @@ where
                     request,
                 },
             );
+            let departed = attempt.departed();
             let timed = call.timed(options.timeouts.attempt_limits(), attempt, errors.timeout);
             #[cfg(feature = "tracing")]
             let result = {
@@ -106,10 +107,11 @@ where
             #[cfg(not(feature = "tracing"))]
             let result = timed.await;
             let until = {
-                let failed = match &result {
+                // The response's headers are its attempt's.
+                let failed = as_attempt(&turn, departed, || match &result {
                     Ok(response) => judge(response).map(Judged::Response),
                     Err(error) => Some(Judged::Error(error)),
-                };
+                });
                 let config = || options.config.clone();
                 // Still kept: a copy was sent, the request can be sent again.
                 call.next_after_kept(&mut turn, &Verdict(failed), config, kept.is_some())

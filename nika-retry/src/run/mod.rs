@@ -35,4 +35,5 @@ pub use call::{Attempt, Call};
 pub use once::{Once, once};
 pub use site::{AttemptLimits, Overrides, Site};
 pub use timed::{Timed, TimedCall};
+pub(crate) use upstream::as_attempt;
 pub use upstream::{IntoCost, UpstreamTurn, WithUpstream};

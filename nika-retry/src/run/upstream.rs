@@ -148,6 +148,31 @@ impl<F> WithUpstream<F> {
     }
 }
 
+impl<F> WithUpstream<F> {
+    /// When its attempt left (0: not recorded), for [`as_attempt`].
+    #[inline(always)]
+    pub(crate) fn departed(&self) -> u64 {
+        self.in_force.departed
+    }
+}
+
+/// `f` with `turn`'s upstream in force as it was for the attempt that left
+/// at `departed`: an adapter reads its response's headers after the
+/// attempt, as that attempt's. Nothing to put in force while the upstream
+/// paces nothing (`departed` 0).
+#[inline]
+pub(crate) fn as_attempt<R>(turn: &UpstreamTurn<'_>, departed: u64, f: impl FnOnce() -> R) -> R {
+    let Some(turn) = turn.0.as_ref().filter(|_| departed != 0) else {
+        return f();
+    };
+    let mut in_force = InForce {
+        handle: Some(turn.upstream().clone()),
+        departed,
+    };
+    let _in_force = Swap::<InForceUpstream>::new(&mut in_force);
+    f()
+}
+
 impl<F: Future> Future for WithUpstream<F> {
     type Output = F::Output;
 
