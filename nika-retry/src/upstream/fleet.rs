@@ -184,10 +184,17 @@ impl Upstream {
             return;
         }
         let pacer = &self.shared.pacer;
+        // An instant bounds the window from when the request left, as in
+        // this process (`Pacer::learn`): the fleet's window log counts that
+        // long, not the answer's time less.
+        let answered = crate::ambient::departed(self).map_or(Duration::ZERO, |d| {
+            Duration::from_nanos(pacer.now().saturating_sub(d))
+        });
         let reading = |bucket: &Bucket, fields: &LimitFields| match bucket.get() {
             Some((limit, window, _)) => {
                 let reading = Reading::new(limit, window, fields.remaining);
                 match fields.reset {
+                    Some(reset) if fields.instant => reading.with_reset(reset + answered),
                     Some(reset) => reading.with_reset(reset),
                     None => reading,
                 }
