@@ -139,7 +139,7 @@ def alloc0(c):
 p('### Against the goals')
 p('')
 p('The time goals are judged on this run\'s CPU times, which a loaded machine inflates for')
-p('the fast contenders (History has rounds on an idle machine); the instruction ratios beside')
+p('the fast contenders (`docs/history.md` has rounds on an idle machine); the instruction ratios beside')
 p('them do not move with load.')
 p('')
 p('| goal | figure | met in this run? |')
