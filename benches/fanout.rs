@@ -103,7 +103,7 @@ fn prompt() -> String {
     format!(r#"{{"prompt":"{}","max_tokens":100}}"#, &text[..400])
 }
 
-/// A provider client as README's upstream section writes one.
+/// A provider client as `docs/upstream.md` writes one.
 struct Provider {
     http: reqwest::Client,
     url: String,

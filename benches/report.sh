@@ -8,13 +8,13 @@
 #
 #   bash benches/report.sh            # prints the figures
 #   bash benches/report.sh --write    # and replaces them in BENCHMARKS.md
-#                                     # and README.md (between the
+#                                     # and docs/comparisons.md (between the
 #                                     # `report.sh` markers)
 #
 # The instruction counts, sizes and allocations are exact and load-
 # independent; the CPU times are one run's and move with the machine's load
-# (printed beside them). `.ci/same-figures` checks that README's copy of the
-# peers table is BENCHMARKS.md's. Needs valgrind and python3. Takes about
+# (printed beside them). `.ci/same-figures` checks that docs/comparisons.md's copy of
+# the peers table is BENCHMARKS.md's. Needs valgrind and python3. Takes about
 # 10 minutes of CPU on the 2-core machine of BENCHMARKS.md, most of it the
 # release build. Environment: CARGO_TARGET_DIR (default target/), CALLS
 # (see benches/instructions.sh).
@@ -236,7 +236,7 @@ cat "$work/report.md"
 
 if [[ $WRITE == --write ]]; then
     # Replace what lies between the markers: the whole block in
-    # BENCHMARKS.md, the peers table in README.md.
+    # BENCHMARKS.md, the peers table in docs/comparisons.md.
     python3 - "$work/report.md" <<'PY'
 import re, sys
 report = open(sys.argv[1]).read().rstrip('\n')
@@ -249,9 +249,9 @@ def put(path, begin, end, text):
     open(path, 'w').write(s)
 put('BENCHMARKS.md', '<!-- report.sh: begin -->', '<!-- report.sh: end -->', report)
 peers = re.search(r'<!-- report.sh peers: begin -->\n(.*?)\n<!-- report.sh peers: end -->', report, re.S)[1]
-put('README.md', '<!-- report.sh peers: begin -->', '<!-- report.sh peers: end -->', peers)
+put('docs/comparisons.md', '<!-- report.sh peers: begin -->', '<!-- report.sh peers: end -->', peers)
 PY
-    echo "wrote BENCHMARKS.md and README.md" >&2
+    echo "wrote BENCHMARKS.md and docs/comparisons.md" >&2
 fi
 }
 main "$@"

@@ -1,4 +1,4 @@
-//! The layered retry policy (README, "The layers"), end to end: a real reqwest client
+//! The layered retry policy (docs/layers.md), end to end: a real reqwest client
 //! against a real HTTP server on 127.0.0.1 that fails on purpose, through a
 //! verb crate's transport (L1), provider and tool (L2), with each workflow
 //! task's YAML policy in force, and a streamed answer (retried before its
@@ -15,7 +15,7 @@
 //! Needs this repository, and nothing else: the fault server
 //! (`nika_retry_tests::fault`, `src/fault.rs`) it starts on 127.0.0.1 for
 //! each task, and the verb crate (`nika_retry_tests::verb`, `src/verb.rs`)
-//! it drives. The jitter is seeded, so every run waits the same; README.md
+//! it drives. The jitter is seeded, so every run waits the same; docs/demo.md
 //! shows an excerpt of its output, which CI compares with a run.
 
 use std::error::Error;
@@ -411,7 +411,7 @@ async fn main() {
 
     // Then 50 calls at once on one model, against its request and token
     // limits: on the shared upstream, and each call alone, side by side.
-    // The counts depend on timing (README's excerpt leaves out the digits
+    // The counts depend on timing (docs/demo.md's excerpt leaves out the digits
     // of the rows that start with │).
     {
         const CALLS: usize = 50;

@@ -14,17 +14,45 @@ pub mod metrics;
 pub mod redis_server;
 pub mod verb;
 
-/// `docs/tools-and-tasks.md`: each of its Rust snippets is compiled and run
-/// as a doctest, so that what it tells a runner's author stays true.
+/// `README.md` and the reference in `docs/`: each of their Rust snippets is
+/// compiled (and run where it has a `main`) as a doctest, so that what a
+/// user copies from them builds (`tests/docs_doctests.rs` checks that every
+/// page with a Rust snippet is here).
 #[cfg(doctest)]
-#[doc = include_str!("../docs/tools-and-tasks.md")]
-pub struct ToolsAndTasksDoctests;
-
-/// `README.md`: each of its Rust snippets is compiled (and run where it has
-/// a `main`) as a doctest, so that what a new user copies from it builds.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+pub mod doctests {
+    #[doc = include_str!("../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../docs/adapters.md")]
+    pub struct Adapters;
+    #[doc = include_str!("../docs/attributes.md")]
+    pub struct Attributes;
+    #[doc = include_str!("../docs/comparisons.md")]
+    pub struct Comparisons;
+    #[doc = include_str!("../docs/demo.md")]
+    pub struct Demo;
+    /// Compiled with feature `redis` (`RedisStore`), as `.ci/run` does.
+    #[cfg(feature = "redis")]
+    #[doc = include_str!("../docs/fleet.md")]
+    pub struct Fleet;
+    #[doc = include_str!("../docs/layers.md")]
+    pub struct Layers;
+    #[doc = include_str!("../docs/observability.md")]
+    pub struct Observability;
+    #[doc = include_str!("../docs/side-effects.md")]
+    pub struct SideEffects;
+    #[doc = include_str!("../docs/streams.md")]
+    pub struct Streams;
+    #[doc = include_str!("../docs/task-scope.md")]
+    pub struct TaskScope;
+    #[doc = include_str!("../docs/time-limits.md")]
+    pub struct TimeLimits;
+    #[doc = include_str!("../docs/tools-and-tasks.md")]
+    pub struct ToolsAndTasks;
+    #[doc = include_str!("../docs/upstream.md")]
+    pub struct Upstream;
+    #[doc = include_str!("../docs/workflow-yaml.md")]
+    pub struct WorkflowYaml;
+}
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,4 +1,4 @@
-//! "No allocation per call and per attempt" (README, BENCHMARKS.md), pinned
+//! "No allocation per call and per attempt" (docs/comparisons.md, BENCHMARKS.md), pinned
 //! by a counting `#[global_allocator]`: alone, nested provider over http,
 //! inside a task scope, and through an open upstream; and its documented exceptions: a `read` limit, once an
 //! attempt has gone pending, allocates the attempt's own waker once per call,

@@ -1,5 +1,5 @@
-//! The attempt context and the idempotency key (README, "The attempt
-//! context"): inside the body, `current_attempt()` says which attempt of
+//! The attempt context and the idempotency key (docs/task-scope.md, "The
+//! attempt context"): inside the body, `current_attempt()` says which attempt of
 //! which layer runs and gives the logical request's key, 128 random bits
 //! drawn once per call of the outermost annotated fn and the same for all
 //! its attempts and every call nested in them, `Display`ed as UUID text.

@@ -1,4 +1,4 @@
-//! `idempotent = …` on the shapes real crates write (README "Writing the
+//! `idempotent = …` on the shapes real crates write (docs/attributes.md, "Writing the
 //! body"), each run as a user would: an attempt whose answer was lost
 //! (`Reached::Maybe`) is not retried when the fn is not idempotent, and is
 //! when it is; a refused connection (`Reached::No`) is retried either way.

@@ -1,4 +1,4 @@
-//! The layer defaults (README, "The layers"), end to end through `#[retry]`,
+//! The layer defaults (docs/layers.md), end to end through `#[retry]`,
 //! on a paused clock.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! What the retry loop does not do until it must (README, BENCHMARKS.md):
+//! What the retry loop does not do until it must (docs/comparisons.md, BENCHMARKS.md):
 //! a per-attempt timer is not even registered when the attempt is ready on
 //! its first poll. (That events are not even built when nobody listens is
 //! a unit test of the runtime crate, `run::call`, which counts them.)

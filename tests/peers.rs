@@ -1,9 +1,9 @@
-//! README's "Why this and not …" side by side: tower's own retry with the
+//! docs/comparisons.md's side by side: tower's own retry with the
 //! policy a user writes, reqwest-retry's `RetryTransientMiddleware` with its
 //! `ExponentialBackoff`, and this crate's tower layer and reqwest
 //! middleware, each on the same fault scripts (`tests/peers/scripts.rs`)
 //! against the loopback fault server, on the paused clock. Each cell of
-//! README's table is one test here, named `<row>_<contender>`.
+//! That page's table is one test here, named `<row>_<contender>`.
 //!
 //! The peers are configured as their docs show (3 attempts each, as this
 //! crate's layers); what they lack is not a setting a user missed.

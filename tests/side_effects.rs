@@ -149,7 +149,7 @@ fn the_give_up_is_an_event_a_warn_line_naming_the_fn_and_an_event_log_line() {
 }
 
 /// Read once per call, as it starts (before any attempt), so that the calls
-/// nested in its attempts know it too (README "Calls with side effects", Inward).
+/// nested in its attempts know it too (docs/side-effects.md, Inward).
 #[test]
 fn the_run_time_expression_is_read_once_per_call_as_it_starts() {
     static ASKED: AtomicU32 = AtomicU32::new(0);

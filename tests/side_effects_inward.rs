@@ -1,4 +1,4 @@
-//! Non-idempotence inward (README, "Calls with side effects";
+//! Non-idempotence inward (docs/side-effects.md;
 //! issue 44.1): a call that is not idempotent makes every annotated call
 //! nested in its attempts not idempotent either. A transport fn that says
 //! nothing, under a mailer tool marked `idempotent = false`, does not

@@ -5,8 +5,8 @@
 //! connections refused before a mail. Every mail must take effect exactly
 //! once, and every refused connection must still be retried. Then the same
 //! through a mailer over `Transport::post`, which says nothing about
-//! repeating itself: it inherits the tool's `false` (README, "Calls with
-//! side effects", Inward). Loopback only; bounded (RELIABILITY.md records a run).
+//! repeating itself: it inherits the tool's `false` (docs/side-effects.md,
+//! Inward). Loopback only; bounded (RELIABILITY.md records a run).
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,5 +1,4 @@
-//! A stream under the policy of the fn that opened it (README.md "Streamed
-//! responses"), with hand-made streams on a paused clock: before the first
+//! A stream under the policy of the fn that opened it (docs/streams.md), with hand-made streams on a paused clock: before the first
 //! content the attempt's limits, classification and budget apply; after it
 //! `Started` carries the fn's `read` and the call's `total`, and nothing is
 //! retried. The real-HTTP side is in tests/streaming.rs.

@@ -1,7 +1,7 @@
 //! Streamed responses against the loopback fault server with a real reqwest
 //! client, through the verb crate's `Provider::stream` (server-sent events,
 //! `started_when` a token arrives): one test per row of the contract
-//! (README.md "Streamed responses"), then the fault server's streamed
+//! (docs/streams.md), then the fault server's streamed
 //! scripts as a plain client reads them. Real clock: small limits only where
 //! a test is about a stall, generous ones where it counts.
 

@@ -2,7 +2,7 @@
 //! that have no retry of their own (an agent loop's total, a tool's
 //! execution, a task). The body runs exactly once, even inside a task scope
 //! whose `retry:` would retry a loop, and the fn keeps the shapes `#[retry]`
-//! takes (README, "Time limits"). Paused clock.
+//! takes (docs/time-limits.md). Paused clock.
 
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};

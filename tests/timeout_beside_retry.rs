@@ -1,5 +1,4 @@
-//! `#[timeout]` beside `#[retry]`: each limit has one meaning (README, "Time
-//! limits"). `attempt` bounds one attempt, and an expired attempt is retried;
+//! `#[timeout]` beside `#[retry]`: each limit has one meaning (docs/time-limits.md). `attempt` bounds one attempt, and an expired attempt is retried;
 //! `total` bounds the whole call, retries and sleeps included, and is never
 //! retried (no sleep is started that would end past it); `read` is
 //! inactivity, restarted by every wake-up of the attempt's own, so a

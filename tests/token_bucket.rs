@@ -1,4 +1,4 @@
-//! The token bucket (README, "The token bucket"): the AWS SDKs' standard
+//! The token bucket (docs/task-scope.md, "The token bucket"): the AWS SDKs' standard
 //! retry quota, shared by the calls of a layer. A retry takes 5 tokens (10
 //! after a timed-out attempt); a call that succeeds after retries gives back
 //! what its successful retry took; a first-attempt success adds one, up to

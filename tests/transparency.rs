@@ -1,5 +1,5 @@
 //! Transparency: every `async fn` that compiles without the attributes
-//! compiles with them and means the same, except for the retries (README,
+//! compiles with them and means the same, except for the retries (docs/attributes.md,
 //! "Writing the body"): return-position coercions in the tail and in an
 //! early `return`, `#[async_trait]` methods, `mut` and destructured
 //! arguments, `clone(self)`, the body's own names beside the generated ones,

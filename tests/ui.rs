@@ -1,6 +1,6 @@
 //! Compile-time checks of `#[retry]`, `#[timeout]` and `#[derive(Classify)]`:
-//! every misuse the macros refuse (the layer rules of README.md "The layers"
-//! and "Attributes", and the crate docs of `nika-retry`) has a case in
+//! every misuse the macros refuse (the layer rules of docs/layers.md and
+//! docs/attributes.md, and the crate docs of `nika-retry`) has a case in
 //! `tests/ui/fail` with its expected `.stderr`, one idea per file;
 //! `tests/ui/pass` pins what must keep compiling. Regenerate with
 //! `TRYBUILD=overwrite cargo test --test ui`.

@@ -1,4 +1,4 @@
-//! `upstream = …` on the shapes real crates write (README "Writing the body"),
+//! `upstream = …` on the shapes real crates write (docs/attributes.md, "Writing the body"),
 //! each run as a user would: every one waits out a hold set by hand before
 //! its first attempt, and returns what its body returned.
 

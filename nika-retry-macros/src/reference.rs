@@ -1,4 +1,4 @@
-//! The reference lists every key: README's "Attributes" tables and the
+//! The reference lists every key: `docs/attributes.md`'s tables and the
 //! rustdoc of `nika_retry::retry` and `nika_retry::timeout` each have one
 //! row per key of [`RETRY_KEYS`] and [`TIMEOUT_KEYS`], and no other, so
 //! that a key cannot land undocumented (nor a removed one stay documented).
@@ -90,12 +90,12 @@ fn mismatches(text: &str, place: &str, attr: &str, keys: &[Key]) -> Vec<String> 
 }
 
 #[test]
-fn the_readme_and_the_rustdoc_list_every_key_of_both_attributes() {
-    let readme = read("README.md");
+fn the_reference_and_the_rustdoc_list_every_key_of_both_attributes() {
+    let reference = read("docs/attributes.md");
     let lib = read("nika-retry/src/lib.rs");
     let places = [
-        ("README.md, section \"Attributes\"", readme.clone(), "retry"),
-        ("README.md, section \"Attributes\"", readme, "timeout"),
+        ("docs/attributes.md", reference.clone(), "retry"),
+        ("docs/attributes.md", reference, "timeout"),
         (
             "the rustdoc of `nika_retry::retry` (nika-retry/src/lib.rs)",
             doc_above(&lib, "pub use nika_retry_macros::retry;"),

@@ -1,6 +1,6 @@
 //! The fault scripts every contender of `tests/peers.rs` meets, the bodies
 //! it sends, and what the server saw: one place, so that the rows of
-//! README's "Why this and not" table compare the same thing.
+//! docs/comparisons.md's side-by-side table compare the same thing.
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -1,5 +1,5 @@
-//! The names of the instruments and of their attributes: README's
-//! "Observability" lists each with its unit.
+//! The names of the instruments and of their attributes:
+//! `docs/observability.md` lists each with its unit.
 
 /// `nika_retry.call.duration` (histogram, `s`): one call, from its start to
 /// the result it returns, its attempts, backoff sleeps and waits at its
