@@ -30,7 +30,7 @@ pub mod doctests {
     pub struct Comparisons;
     #[doc = include_str!("../docs/demo.md")]
     pub struct Demo;
-    /// Compiled with feature `redis` (`RedisStore`), as `.ci/run` does.
+    // Compiled with feature `redis` (`RedisStore`), as `.ci/run` does.
     #[cfg(feature = "redis")]
     #[doc = include_str!("../docs/fleet.md")]
     pub struct Fleet;
