@@ -94,9 +94,13 @@
 //! task spawned from one) it only waits for the first content, and the
 //! [`Started`] it gives applies no limit.
 
-mod carried;
+pub(crate) mod carried;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod in_force;
+mod resume;
+#[cfg(test)]
+mod resume_tests;
+mod resuming;
 mod started;
 mod starting;
 #[cfg(test)]
@@ -105,6 +109,8 @@ mod tests;
 use crate::vocab::timeout_error::TimeoutError;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use in_force::{carried_in_force, carrying, replaying};
+pub use resume::Resume;
+pub use resuming::Resuming;
 pub use started::Started;
 pub use starting::Starting;
 
