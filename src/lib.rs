@@ -12,6 +12,7 @@ pub mod logs;
 pub mod metrics;
 #[cfg(feature = "redis")]
 pub mod redis_server;
+pub mod resuming;
 pub mod verb;
 
 /// `docs/tools-and-tasks.md`: each of its Rust snippets is compiled and run
