@@ -169,6 +169,7 @@ where
         let Some(until) = call.next_resuming(&mut turn, &last, delivered) else {
             return last;
         };
+        crate::metrics::resumed(call.site);
         let why = match &last {
             Err(error) => Resume::new(delivered, call.attempt, error),
             Ok(_) => unreachable!("only a failure is retried"),

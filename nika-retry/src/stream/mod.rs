@@ -21,6 +21,10 @@
 //!   delivering is never cut by `read`.
 //! - [`Started::time_to_first_content`] counts from the start of the call,
 //!   the first attempt, so a retry does not hide the latency it cost.
+//! - [`Started::resume_with`] opts in to a way back after content: a cut
+//!   or a stall the fn's layer would retry calls a closure that opens the
+//!   rest (by cursor, or by the text so far), as the next attempt of the
+//!   same call ([`Resuming`]).
 //!
 //! ```
 //! use std::time::Duration;

@@ -177,7 +177,17 @@ async fn a_cut_after_content_resumes_with_the_layers_backoff_and_spends_one_atte
     let start = Instant::now();
     let items = observe(log.clone(), async {
         let stream = cut().await.unwrap().resume_with(opens_rest(&sent, 0));
-        drain(stream).await
+        let mut stream = stream;
+        let first = poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await;
+        let mut items = vec![first.unwrap().map_err(|e| format!("{e:?}"))];
+        items.extend(drain(&mut stream).await);
+        assert_eq!(
+            stream.time_to_first_content(),
+            Duration::ZERO,
+            "unchanged by the resume"
+        );
+        assert_eq!(stream.delivered(), 6);
+        items
     })
     .await;
     assert_eq!(items, oks(6), "every event once, in order");
