@@ -19,7 +19,9 @@ pin_project_lite::pin_project! {
     /// once and in order, then the rest of the stream, under the fn's `read`
     /// limit and the call's `total` deadline.
     ///
-    /// Nothing here is retried: a failure is an `Err` item for the caller.
+    /// Nothing here is retried: a failure is an `Err` item for the caller,
+    /// unless [`resume_with`](Started::resume_with) gives the stream a way
+    /// back.
     /// When `read` (inactivity: every item restarts it) or `total` expires,
     /// it yields one `Err(E::from(TimeoutError))` with that
     /// [`Boundary`], drops the stream (the connection closes), and ends for
