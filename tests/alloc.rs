@@ -513,10 +513,12 @@ async fn opens_cut() -> Result<Started<Cuts>, Error> {
 
 /// One call of [`opens_cut`], resumed, read to the end.
 async fn resumes(n: u32) -> Res {
-    let mut stream = opens_cut().await?.resume_with(|resume: nika_retry::stream::Resume| {
-        let next = u32::try_from(resume.delivered()).unwrap_or(ITEMS);
-        started(Cuts { next, cut: None })
-    });
+    let mut stream = opens_cut()
+        .await?
+        .resume_with(|resume: nika_retry::stream::Resume| {
+            let next = u32::try_from(resume.delivered()).unwrap_or(ITEMS);
+            started(Cuts { next, cut: None })
+        });
     let mut items = 0;
     while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
         assert_eq!(item?, items);
