@@ -19,6 +19,7 @@
 
 mod gate;
 pub mod quota;
+pub mod resumable;
 pub mod sse;
 
 use std::net::SocketAddr;
@@ -90,6 +91,9 @@ pub enum Fault {
     /// [`FaultServer::listen_again`]): the next attempt's connect is refused
     /// and its request never leaves.
     ThenRefuse(Box<Fault>, Duration),
+    /// Streamed answers that break and resume, by cursor or by
+    /// continuation ([`resumable`]): the fault of every request of a soak.
+    Resumable(resumable::Resumable),
 }
 
 impl Fault {
@@ -465,6 +469,7 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
         let Some(request) = read_request(&mut stream, &mut buf).await else {
             return;
         };
+        let asked = (request.path.clone(), request.body.clone());
         let Some((index, fault)) = state.next(request) else {
             return;
         };
@@ -548,6 +553,17 @@ async fn serve(mut stream: TcpStream, state: Arc<State>, _open: Open) {
             }
             // Unwrapped above; nested, it is answered as its inner fault would be.
             Fault::ThenRefuse(inner, _) => response(500, reason(500), &[], &format!("{inner:?}")),
+            Fault::Resumable(answers) => {
+                let on_event = || state.record(index, |hit| hit.events_sent += 1);
+                match resumable::answer(&mut stream, &answers, &asked.0, &asked.1, on_event).await {
+                    Ok(sse::Ended::Complete) => continue,
+                    Ok(sse::Ended::Closed { .. }) => return,
+                    Err(status) => {
+                        let status = if status == "409" { 409 } else { 404 };
+                        response(status, reason(status), &[], "")
+                    }
+                }
+            }
             Fault::Stream(steps) => {
                 let on_event = || state.record(index, |hit| hit.events_sent += 1);
                 match sse::play(&mut stream, &steps, on_event).await {

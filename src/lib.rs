@@ -12,6 +12,7 @@ pub mod logs;
 pub mod metrics;
 #[cfg(feature = "redis")]
 pub mod redis_server;
+pub mod resuming;
 pub mod verb;
 
 /// `README.md` and the reference in `docs/`: each of their Rust snippets is

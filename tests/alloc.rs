@@ -484,6 +484,58 @@ fn a_started_stream_under_read_boxes_its_timer_once_for_all_its_gaps() {
     assert_eq!((without_gaps, with_gaps), (0, calls));
 }
 
+/// Items `from..ITEMS`, ready, with an `Err` (a cut) at `cut` if given.
+struct Cuts {
+    next: u32,
+    cut: Option<u32>,
+}
+
+impl Stream for Cuts {
+    type Item = Result<u32, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let n = self.next;
+        self.next += 1;
+        Poll::Ready(match self.cut {
+            Some(cut) if n == cut => Some(Err(Error::Busy)),
+            _ => (n < ITEMS).then_some(Ok(n)),
+        })
+    }
+}
+
+/// Opens a stream cut halfway through.
+#[retry(layer = "provider", backoff = "2ms", jitter = 0.0)]
+#[timeout(read = "10s")]
+async fn opens_cut() -> Result<Started<Cuts>, Error> {
+    let cut = Some(ITEMS / 2);
+    started(Cuts { next: 0, cut }).await
+}
+
+/// One call of [`opens_cut`], resumed, read to the end.
+async fn resumes(n: u32) -> Res {
+    let mut stream = opens_cut()
+        .await?
+        .resume_with(|resume: nika_retry::stream::Resume| {
+            let next = u32::try_from(resume.delivered()).unwrap_or(ITEMS);
+            started(Cuts { next, cut: None })
+        });
+    let mut items = 0;
+    while let Some(item) = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await {
+        assert_eq!(item?, items);
+        items += 1;
+    }
+    assert_eq!(items, ITEMS);
+    Ok(n)
+}
+
+#[test]
+fn a_stream_that_resumes_allocates_once_per_resume_and_nothing_per_item() {
+    let paused = runtime(true);
+    // The resume in flight is boxed; the items before and after it, and
+    // the resume's attempt, allocate nothing.
+    assert_eq!(allocations(&paused, resumes), CALLS as usize);
+}
+
 /// Attempts the `tower` layer's inner service got (its own count: the
 /// tests run at once).
 static TOWER_ATTEMPTS: AtomicU32 = AtomicU32::new(0);

@@ -97,6 +97,10 @@ pub struct RetryEvent {
     /// succeeded after such a wait says so too (`Recovered` at attempt 1,
     /// at `DEBUG`).
     pub wait_reason: Option<WaitReason>,
+    /// For a streamed response that resumes ([`Outcome::Resuming`], or a
+    /// resume's own attempt that failed or recovered): the items the
+    /// caller had been given when it broke. `None` for any other event.
+    pub resumed_after: Option<u64>,
 }
 
 impl RetryEvent {
@@ -167,6 +171,9 @@ impl fmt::Display for RetryEvent {
             if let Some(why) = self.wait_reason {
                 write!(f, " ({why})")?;
             }
+        }
+        if let Some(items) = self.resumed_after {
+            write!(f, " (the stream had delivered {items} items)")?;
         }
         match self.reason {
             // The fn by name: the one whose effect someone may have to check.
@@ -248,7 +255,7 @@ pub(crate) fn level(outcome: Outcome, attempt: u32, reason: Option<GiveUp>) -> L
         {
             Level::Warn
         }
-        Outcome::Retrying => Level::Warn,
+        Outcome::Retrying | Outcome::Resuming => Level::Warn,
         Outcome::Recovered => Level::Debug,
         Outcome::GaveUp | Outcome::BudgetExhausted if attempt > 1 => Level::Warn,
         Outcome::GaveUp | Outcome::BudgetExhausted => Level::Debug,
@@ -281,6 +288,7 @@ pub(crate) fn trace(e: &RetryEvent) {
                 reason,
                 upstream_wait_ms = e.upstream_wait.map(ms),
                 wait_reason = e.wait_reason.map(WaitReason::as_str),
+                resumed_after = e.resumed_after,
                 "{e}"
             )
         };

@@ -38,6 +38,9 @@ use tokio::net::TcpStream;
 pub enum Step {
     /// A content event: `data: <text>` (one `data:` line per line of text).
     Event(String),
+    /// A numbered content event: `id: <n>` and `data: <text>`, as a
+    /// resumable stream sends it ([`resumable`](super::resumable)).
+    Numbered(usize, String),
     /// A metadata event, not content: `event: meta` with `data: <text>` (a
     /// ping, a usage chunk, the model's name).
     Meta(String),
@@ -64,7 +67,7 @@ impl Step {
 }
 
 /// How a script ended, for the server's bookkeeping.
-pub(super) enum Ended {
+pub(crate) enum Ended {
     /// Every step was played and the body ended cleanly: the connection
     /// stays open for the next request.
     Complete,
@@ -83,7 +86,7 @@ const HEAD: &str = "HTTP/1.1 200 OK\r\n\
 
 /// Plays `steps` on `stream`: the head, then each step. `on_event` is
 /// called after each content event is written.
-pub(super) async fn play(
+pub(crate) async fn play(
     stream: &mut TcpStream,
     steps: &[Step],
     mut on_event: impl FnMut(),
@@ -96,6 +99,13 @@ pub(super) async fn play(
         match step {
             Step::Event(text) => {
                 if send(stream, &chunk(&event(None, text))).await.is_err() {
+                    return hung_up;
+                }
+                on_event();
+            }
+            Step::Numbered(n, text) => {
+                let event = format!("id: {n}\n{}", event(None, text));
+                if send(stream, &chunk(&event)).await.is_err() {
                     return hung_up;
                 }
                 on_event();

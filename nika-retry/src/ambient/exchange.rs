@@ -30,6 +30,18 @@ pub(crate) fn attempt(
     })
 }
 
+/// The attempt in force, as a stream that started in it keeps it for a
+/// resume: its slot, its key if it has drawn one (a key not yet drawn is
+/// drawn by the resume, once, if anyone reads it), and the budget in
+/// force. Never draws a key.
+pub(crate) fn attempt_as_is() -> Option<(AttemptSlot, Option<IdempotencyKey>, Option<Budget>)> {
+    CONTEXT.with(|c| {
+        let slot = c.attempt.get();
+        let key = slot.has_key().then(|| c.key.get());
+        slot.present().then(|| (slot, key, c.budget.get()))
+    })
+}
+
 /// The layer of the attempt in force, if `breaks(layer)` says that a loop
 /// starting inside it breaks the stratification: that attempt's count of
 /// violations to report goes up by one (for its [`restore`] to report with

@@ -6,6 +6,7 @@ use core::time::Duration;
 
 use super::{Ambient, AttemptSlot, CONTEXT, STREAM};
 use crate::metrics::StreamOf;
+use crate::run::site::Site;
 use crate::time::Total;
 use crate::vocab::layer::Layer;
 
@@ -23,7 +24,23 @@ pub(crate) struct StreamFrame {
     /// Its fn, for the stream's time to first chunk (feature
     /// `opentelemetry`; nothing without it).
     pub(crate) of: StreamOf,
+    /// The fn's retry site, for a stream that resumes after its content
+    /// ([`Started::resume_with`](crate::stream::Started::resume_with));
+    /// `None` for `#[timeout]` alone, which never retries.
+    pub(crate) site: Option<SiteOf>,
 }
+
+/// A retry site, compared by address: one `const` per annotated fn.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SiteOf(pub(crate) &'static Site);
+
+impl PartialEq for SiteOf {
+    fn eq(&self, other: &SiteOf) -> bool {
+        core::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for SiteOf {}
 
 /// What a stream polled now finds around it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

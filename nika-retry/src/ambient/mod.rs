@@ -61,7 +61,7 @@ pub(crate) mod violations;
 pub(crate) use budget::{AroundFailure, Budget, around_failure, budget, take_from_budget};
 pub(crate) use connect::{Connect, ConnectLimit, connect_limit};
 pub(crate) use frame::{
-    Alone, AloneMark, Frame, FrameInForce, OnceFrame, StreamFrame, stream_frame,
+    Alone, AloneMark, Frame, FrameInForce, OnceFrame, SiteOf, StreamFrame, stream_frame,
 };
 pub(crate) use scoped::{Policy, Scoped, with_policy};
 pub(crate) use slot::{AttemptSlot, Idempotence};

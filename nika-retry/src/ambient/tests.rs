@@ -360,6 +360,7 @@ fn a_stream_takes_the_innermost_frame_or_waits_for_it() {
         total: None,
         layer: Layer::Http,
         of: crate::metrics::StreamOf::new("tests::frame"),
+        site: None,
     };
     assert_eq!(stream_frame(), FrameInForce::Outside);
     {
@@ -414,6 +415,7 @@ fn a_timeout_alone_puts_its_frame_in_force_only_once_a_stream_asks() {
         total: None,
         layer: Layer::Provider,
         of: crate::metrics::StreamOf::new("tests::alone"),
+        site: None,
     };
     // Outside any call: a stream in its body asks it; its body without a
     // stream leaves nothing changed.

@@ -158,6 +158,12 @@ pub enum Outcome {
     /// that succeeded after a wait at its upstream: the event's
     /// `upstream_wait` says how long and `wait_reason` why).
     Recovered,
+    /// A streamed response cut after its content (an `Err` item that the
+    /// layer would retry) continues: the loop sleeps `delay`, then calls
+    /// the closure of [`Started::resume_with`](crate::stream::Started::resume_with)
+    /// for the rest, as its next attempt. The event's `resumed_after` says
+    /// how many items the caller had by then.
+    Resuming,
 }
 
 impl Outcome {
@@ -168,6 +174,7 @@ impl Outcome {
             Outcome::GaveUp => "gave_up",
             Outcome::BudgetExhausted => "budget_exhausted",
             Outcome::Recovered => "recovered",
+            Outcome::Resuming => "resuming",
         }
     }
 }

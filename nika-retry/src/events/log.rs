@@ -263,7 +263,9 @@ impl fmt::Display for Line<'_> {
             (None, _) => String::new(),
         };
         let outcome = match (e.outcome, e.reason) {
-            (Outcome::Retrying | Outcome::Recovered, _) | (_, None) => e.outcome.to_string(),
+            (Outcome::Retrying | Outcome::Resuming | Outcome::Recovered, _) | (_, None) => {
+                e.outcome.to_string()
+            }
             (_, Some(GiveUp::MayHaveTakenEffect)) => {
                 "not retried: may have taken effect, not idempotent".to_owned()
             }
@@ -320,6 +322,7 @@ mod tests {
             total_attempts: attempt,
             upstream_wait: None,
             wait_reason: None,
+            resumed_after: None,
         }
     }
 

@@ -14,6 +14,7 @@ pub(crate) struct Instruments {
     pub(crate) upstream_wait: Histogram<f64>,
     pub(crate) pushbacks: Counter<u64>,
     pub(crate) first_chunk: Histogram<f64>,
+    pub(crate) resumes: Counter<u64>,
 }
 
 /// Seconds, from 5 ms to 5 min: a call that retried or waited at a held
@@ -93,6 +94,11 @@ impl Instruments {
                 "Time from the start of a call to the first content of its streamed response",
                 &FIRST_CHUNK,
             ),
+            resumes: meter
+                .u64_counter(names::STREAM_RESUMES)
+                .with_unit("{resume}")
+                .with_description("Resumes of streamed responses cut after their content")
+                .build(),
         }
     }
 }

@@ -16,6 +16,7 @@
 //! | [`nika_retry.upstream.wait.duration`](UPSTREAM_WAIT_DURATION) | histogram, `s` | [`nika_retry.upstream.name`](UPSTREAM_NAME), [`nika_retry.wait.reason`](WAIT_REASON) |
 //! | [`nika_retry.upstream.pushbacks`](UPSTREAM_PUSHBACKS) | counter, `{pushback}` | [`nika_retry.upstream.name`](UPSTREAM_NAME), [`nika_retry.pushback.reason`](PUSHBACK_REASON) |
 //! | [`gen_ai.client.operation.time_to_first_chunk`](TIME_TO_FIRST_CHUNK) | histogram, `s` | [`nika_retry.layer`](LAYER), [`nika_retry.operation`](OPERATION) |
+//! | [`nika_retry.stream.resumes`](STREAM_RESUMES) | counter, `{resume}` | [`nika_retry.layer`](LAYER), [`nika_retry.operation`](OPERATION) |
 //!
 //! Every attribute has a bounded set of values: the fns and adapters of
 //! the program, the upstreams it names, and the words each constant lists.
@@ -23,7 +24,11 @@
 //! provider before it (or give one with [`use_meter_provider`]); a
 //! provider set later is not seen. A call dropped before it returns (a
 //! cancelled future) records nothing; `#[timeout]` alone, which starts no
-//! retry loop, records no call (its stream's first chunk it does).
+//! retry loop, records no call (its stream's first chunk it does). A
+//! stream that resumes ([`Started::resume_with`](crate::stream::Started::resume_with))
+//! counts each resume in `nika_retry.stream.resumes`; its call, recorded
+//! when the fn returned, is recorded once more when a resume ends it (as
+//! recovered, or with its failure), with the attempts it made in all.
 //!
 //! **Cost.** Without the feature, nothing: no clock read, no byte in a
 //! call. With it, a call reads the clock when it starts and when it ends
@@ -83,13 +88,13 @@ pub(crate) mod tests;
 #[cfg(feature = "opentelemetry")]
 pub use names::{
     CALL_ATTEMPTS, CALL_DURATION, ERROR_TYPE, LAYER, OPERATION, OUTCOME, PUSHBACK_REASON,
-    RETRY_DELAY, TIME_TO_FIRST_CHUNK, UPSTREAM_NAME, UPSTREAM_PUSHBACKS, UPSTREAM_WAIT_DURATION,
-    WAIT_REASON,
+    RETRY_DELAY, STREAM_RESUMES, TIME_TO_FIRST_CHUNK, UPSTREAM_NAME, UPSTREAM_PUSHBACKS,
+    UPSTREAM_WAIT_DURATION, WAIT_REASON,
 };
 #[cfg(not(feature = "opentelemetry"))]
-pub(crate) use off::{CallClock, End, FirstChunk, StreamOf, held, refused, waited};
+pub(crate) use off::{CallClock, End, FirstChunk, StreamOf, held, refused, resumed, waited};
 #[cfg(feature = "opentelemetry")]
-pub(crate) use record::{CallClock, End, FirstChunk, StreamOf, held, refused, waited};
+pub(crate) use record::{CallClock, End, FirstChunk, StreamOf, held, refused, resumed, waited};
 
 /// Records the crate's metrics through `provider` rather than the global
 /// meter provider: call it before the first call records (a program's

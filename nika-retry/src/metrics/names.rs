@@ -67,6 +67,17 @@ pub const UPSTREAM_PUSHBACKS: &str = "nika_retry.upstream.pushbacks";
 /// ```
 pub const TIME_TO_FIRST_CHUNK: &str = "gen_ai.client.operation.time_to_first_chunk";
 
+/// `nika_retry.stream.resumes` (counter, `{resume}`): each resume of a
+/// [`Started`](crate::stream::Started) stream cut after its content
+/// ([`Started::resume_with`](crate::stream::Started::resume_with)), as its
+/// call decides it. Attributes: [`LAYER`] and [`OPERATION`] of the annotated
+/// fn that opened the stream.
+///
+/// ```
+/// assert_eq!(nika_retry::metrics::STREAM_RESUMES, "nika_retry.stream.resumes");
+/// ```
+pub const STREAM_RESUMES: &str = "nika_retry.stream.resumes";
+
 /// Attribute `nika_retry.layer`: `http`, `provider`, `tool` or `task`.
 ///
 /// ```

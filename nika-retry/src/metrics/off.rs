@@ -56,6 +56,9 @@ pub(crate) fn refused(_: &Upstream, _: &Failure) {}
 #[inline(always)]
 pub(crate) fn held(_: &UpstreamEvent) {}
 
+#[inline(always)]
+pub(crate) fn resumed(_: &Site) {}
+
 /// Nothing: no byte in a stream's frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StreamOf;

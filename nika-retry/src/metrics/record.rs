@@ -194,6 +194,19 @@ fn pushback(upstream: KeyValue, reason: &'static str) {
     );
 }
 
+/// A stream opened by the fn of `site` resumes.
+#[cold]
+#[inline(never)]
+pub(crate) fn resumed(site: &Site) {
+    instruments().resumes.add(
+        1,
+        &[
+            KeyValue::new(names::LAYER, site.layer.as_str()),
+            KeyValue::new(names::OPERATION, site.operation),
+        ],
+    );
+}
+
 /// The operation a stream's frame names, for its time to first chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StreamOf(&'static str);

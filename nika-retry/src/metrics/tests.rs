@@ -198,3 +198,49 @@ async fn a_hold_by_hand_is_a_pushback_and_a_hold_after_a_hint_is_not_counted_twi
     );
     assert_eq!(point(names::UPSTREAM_PUSHBACKS, &at("server_hint")), None);
 }
+
+/// Three events, then a reset; a resume gives the rest.
+#[retry(layer = "provider", backoff = "200ms", jitter = 0.0, crate = "crate")]
+async fn cut_unit() -> Result<crate::stream::Started<Events>, Busy> {
+    crate::stream::started(Events(vec![Ok(0), Ok(1), Ok(2), Err(Busy)])).await
+}
+
+/// Items played in order.
+struct Events(Vec<Result<u32, Busy>>);
+
+impl futures_core::Stream for Events {
+    type Item = Result<u32, Busy>;
+    fn poll_next(
+        mut self: core::pin::Pin<&mut Self>,
+        _: &mut core::task::Context<'_>,
+    ) -> core::task::Poll<Option<Self::Item>> {
+        let next = (!self.0.is_empty()).then(|| self.0.remove(0));
+        core::task::Poll::Ready(next)
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_resume_is_counted_and_ends_its_call_again_with_its_attempts() {
+    let op = [kv(names::OPERATION, "nika_retry::metrics::tests::cut_unit")];
+    let mut stream = cut_unit()
+        .await
+        .unwrap()
+        .resume_with(|resume: crate::stream::Resume| {
+            let from = u32::try_from(resume.delivered()).unwrap();
+            crate::stream::started(Events((from..5).map(Ok).collect()))
+        });
+    let mut seen = Vec::new();
+    while let Some(item) = core::future::poll_fn(|cx| {
+        futures_core::Stream::poll_next(core::pin::Pin::new(&mut stream), cx)
+    })
+    .await
+    {
+        seen.push(item.unwrap());
+    }
+    assert_eq!(seen, [0, 1, 2, 3, 4]);
+    let resumes = point(names::STREAM_RESUMES, &op).expect("a resume counted");
+    assert_eq!(resumes.sum, 1.0);
+    let recovered = [op[0].clone(), kv(names::OUTCOME, "recovered")];
+    let attempts = point(names::CALL_ATTEMPTS, &recovered).expect("the call ended again");
+    assert_eq!((attempts.count, attempts.sum), (1, 2.0));
+}

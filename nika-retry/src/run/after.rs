@@ -55,7 +55,8 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.after(Waited::NONE, result, config, self_type, false).0
+        self.after(Waited::NONE, result, config, self_type, Again::Sent)
+            .0
     }
 
     /// [`next`](Call::next) for a call with an upstream: the attempt's
@@ -73,7 +74,7 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.settle_after(turn, result, config, self_type, false)
+        self.settle_after(turn, result, config, self_type, Again::Sent)
     }
 
     /// [`next_after`](Call::next_after) for an adapter's request (`tower`,
@@ -95,7 +96,31 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.settle_after(turn, result, config, None, !kept)
+        let again = if kept {
+            Again::Sent
+        } else {
+            Again::NotReplayable
+        };
+        self.settle_after(turn, result, config, None, again)
+    }
+
+    /// [`next_after`](Call::next_after) for a streamed response that
+    /// resumes ([`Started::resume_with`](crate::stream::Started::resume_with)),
+    /// having given its caller `delivered` items: the cut, then each
+    /// resume's attempt before its content, decided as any attempt, said
+    /// in its event as a resume.
+    #[inline]
+    pub(crate) fn next_resuming<R>(
+        &mut self,
+        turn: &mut UpstreamTurn<'_>,
+        result: &R,
+        delivered: u64,
+    ) -> Option<Instant>
+    where
+        R: RetryResult,
+        R::Error: Classify,
+    {
+        self.settle_after(turn, result, NO_CONFIG, None, Again::Resumed(delivered))
     }
 
     /// [`next_after`](Call::next_after) and [`next_after_kept`](Call::next_after_kept).
@@ -106,7 +131,7 @@ impl<D: Deadline> Call<D> {
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
-        cannot_replay: bool,
+        again: Again,
     ) -> Option<Instant>
     where
         R: RetryResult,
@@ -120,11 +145,9 @@ impl<D: Deadline> Call<D> {
         if result.error().is_none() && turn.success_ends() {
             // The common case apart: no failure to carry to `settle`, no
             // backoff to draw for it.
-            return self
-                .after(waited, result, config, self_type, cannot_replay)
-                .0;
+            return self.after(waited, result, config, self_type, again).0;
         }
-        let (until, failure) = self.after(waited, result, config, self_type, cannot_replay);
+        let (until, failure) = self.after(waited, result, config, self_type, again);
         if let (Some(failure), Some(upstream)) = (&failure, turn.upstream()) {
             metrics::refused(upstream, failure);
         }
@@ -155,7 +178,7 @@ impl<D: Deadline> Call<D> {
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
-        cannot_replay: bool,
+        again: Again,
     ) -> (Option<Instant>, Option<Failure>)
     where
         R: RetryResult,
@@ -187,7 +210,7 @@ impl<D: Deadline> Call<D> {
                     waited,
                     &mut lazy(config),
                     self_type,
-                    cannot_replay,
+                    again,
                 );
                 (next, Some(failure))
             }
@@ -266,8 +289,8 @@ impl CallState {
         waited: Waited,
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
-        // The request could not be kept for another attempt (an adapter's).
-        cannot_replay: bool,
+        // How the request would be sent again.
+        again: Again,
     ) -> Option<Instant> {
         // One of the attempt's own limits, or a timeout in the error itself
         // (a connect limit, an inner fn's limit): the bucket charges more.
@@ -295,13 +318,16 @@ impl CallState {
             // The site's one attempt, no task `retry:` nor `config = …` over it.
             needs_opt_in: matches!(config, Cow::Borrowed(_))
                 && matches!(self.site.layer, Layer::Tool | Layer::Task),
-            cannot_replay,
+            cannot_replay: matches!(again, Again::NotReplayable),
         };
         let attempt = self.attempt;
         let mut state = RetryState::resume(attempt, self.bucket_taken);
         let decision = state.decide(&config, failure.with_timed_out(timed_out), limits);
         (self.attempt, self.bucket_taken) = (state.attempt(), state.taken());
-        let outcome = decision.outcome();
+        let outcome = match (decision.outcome(), again) {
+            (Outcome::Retrying, Again::Resumed(_)) => Outcome::Resuming,
+            (outcome, _) => outcome,
+        };
         let (delay, from_hint, reason, budget) = match decision {
             Decision::Retry { delay, from_hint } => {
                 (Some(delay), from_hint, None, self.take_from_budget())
@@ -338,6 +364,9 @@ impl CallState {
         event.reason = reason;
         event.upstream_wait = waited_at_upstream(waited);
         event.wait_reason = event.upstream_wait.and(waited.reason);
+        if let Again::Resumed(delivered) = again {
+            event.resumed_after = Some(delivered);
+        }
         observers::emit(&event);
         wake
     }
@@ -385,8 +414,21 @@ impl CallState {
             total_attempts: budget.map_or(attempt, |b| b.used()),
             upstream_wait: None,
             wait_reason: None,
+            resumed_after: None,
         }
     }
+}
+
+/// How a failed attempt's request would be sent again, if the engine
+/// retries it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Again {
+    /// As the fn or the adapter sends it.
+    Sent,
+    /// It cannot be: an adapter's request it could not keep.
+    NotReplayable,
+    /// A streamed response resumes, after this many items delivered.
+    Resumed(u64),
 }
 
 /// An event's `upstream_wait`: `None` for an attempt that did not wait.

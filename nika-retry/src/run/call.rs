@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::site::Site;
 use super::violation;
 use crate::ambient::exchange::{self, Outer};
-use crate::ambient::{AttemptSlot, Budget, Frame, Idempotence, StreamFrame, Swap};
+use crate::ambient::{AttemptSlot, Budget, Frame, Idempotence, SiteOf, StreamFrame, Swap};
 use crate::metrics::{CallClock, StreamOf};
 use crate::task;
 use crate::time::{Nanos, Total};
@@ -161,7 +161,7 @@ impl<D> Call<D> {
 
 impl CallState {
     #[inline(always)]
-    fn new(site: &'static Site) -> CallState {
+    pub(super) fn new(site: &'static Site) -> CallState {
         CallState {
             site,
             attempt: 1,
@@ -257,7 +257,14 @@ impl CallState {
             total,
             layer: self.site.layer,
             of: StreamOf::new(self.site.operation),
+            site: Some(SiteOf(self.site)),
         })
+    }
+
+    /// The call's idempotency key, as an earlier part of it drew it: a
+    /// streamed response's resume goes on with its call's key.
+    pub(super) fn keep_key(&mut self, key: IdempotencyKey) {
+        self.key = key;
     }
 
     /// An attempt went pending: if it is the call's first to, the call

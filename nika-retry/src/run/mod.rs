@@ -15,6 +15,8 @@
 //!   `#[retry]` ([`Timing`], the `D` of [`TimedCall`]), and [`Timed`], an
 //!   attempt under them.
 //! - [`once`]: `#[timeout]` alone, one run of the body ([`Once`]).
+//! - [`resumed`]: a streamed response's resumes, as attempts of the call
+//!   that started it ([`ResumePoint`](resumed::ResumePoint)).
 //! - [`upstream`]: an attempt's pass through its shared upstream ([`UpstreamTurn`]).
 //! - [`violation`]: the report of a loop that breaks the layer rule.
 //! - [`bounds`]: the traits generated code puts on the user's types, each
@@ -24,6 +26,7 @@ pub(crate) mod after;
 pub(crate) mod bounds;
 pub(crate) mod call;
 pub(crate) mod once;
+pub(crate) mod resumed;
 pub(crate) mod site;
 pub(crate) mod timed;
 pub(crate) mod upstream;

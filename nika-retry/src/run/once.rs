@@ -106,6 +106,7 @@ where
                     total: *deadline,
                     layer: site.layer,
                     of: crate::metrics::StreamOf::new(site.operation),
+                    site: None,
                 };
                 let mut frame = (Some(frame), false);
                 let _frame = Swap::<OnceFrame>::new(&mut frame);

@@ -21,6 +21,10 @@
 //!   delivering is never cut by `read`.
 //! - [`Started::time_to_first_content`] counts from the start of the call,
 //!   the first attempt, so a retry does not hide the latency it cost.
+//! - [`Started::resume_with`] opts in to a way back after content: a cut
+//!   or a stall the fn's layer would retry calls a closure that opens the
+//!   rest (by cursor, or by the text so far), as the next attempt of the
+//!   same call ([`Resuming`]).
 //!
 //! ```
 //! use std::time::Duration;
@@ -94,9 +98,13 @@
 //! task spawned from one) it only waits for the first content, and the
 //! [`Started`] it gives applies no limit.
 
-mod carried;
+pub(crate) mod carried;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod in_force;
+mod resume;
+#[cfg(test)]
+mod resume_tests;
+mod resuming;
 mod started;
 mod starting;
 #[cfg(test)]
@@ -105,6 +113,8 @@ mod tests;
 use crate::vocab::timeout_error::TimeoutError;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 pub(crate) use in_force::{carried_in_force, carrying, replaying};
+pub use resume::Resume;
+pub use resuming::Resuming;
 pub use started::Started;
 pub use starting::Starting;
 

@@ -10,6 +10,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::StreamError;
 use super::carried::Carried;
+use crate::run::resumed::ResumePoint;
 use crate::time::Total;
 use crate::vocab::timeout_error::{Boundary, TimeoutError};
 
@@ -18,7 +19,9 @@ pin_project_lite::pin_project! {
     /// once and in order, then the rest of the stream, under the fn's `read`
     /// limit and the call's `total` deadline.
     ///
-    /// Nothing here is retried: a failure is an `Err` item for the caller.
+    /// Nothing here is retried: a failure is an `Err` item for the caller,
+    /// unless [`resume_with`](Started::resume_with) gives the stream a way
+    /// back.
     /// When `read` (inactivity: every item restarts it) or `total` expires,
     /// it yields one `Err(E::from(TimeoutError))` with that
     /// [`Boundary`], drops the stream (the connection closes), and ends for
@@ -87,6 +90,9 @@ pin_project_lite::pin_project! {
         // An item arrived since the timer was armed.
         moved: bool,
         time_to_first_content: Duration,
+        // Where its call stood when the content came, for `resume_with`;
+        // never touched per item.
+        point: Option<ResumePoint>,
     }
 }
 
@@ -109,7 +115,19 @@ impl<S: Stream> Started<S> {
             timer: None,
             moved: false,
             time_to_first_content,
+            point: None,
         }
+    }
+
+    /// The same stream, resumable from `point` (`None`: it never resumes).
+    pub(super) fn at(mut self, point: Option<ResumePoint>) -> Started<S> {
+        self.point = point;
+        self
+    }
+
+    /// Its resume point, taken for [`resume_with`](Started::resume_with).
+    pub(super) fn take_point(&mut self) -> Option<ResumePoint> {
+        self.point.take()
     }
 
     /// How long the first content took, counted from the start of the call

@@ -10,8 +10,9 @@ use tokio::time::Instant;
 
 use super::carried::Carried;
 use super::{MAX_HELD, Started};
-use crate::ambient::{self, FrameInForce};
+use crate::ambient::{self, FrameInForce, SiteOf};
 use crate::metrics::FirstChunk;
+use crate::run::resumed::ResumePoint;
 
 /// The future [`started`](super::started) and
 /// [`started_when`](super::started_when) return: it polls the stream until
@@ -57,6 +58,8 @@ pub struct Starting<S: Stream, P> {
     /// The fn it is awaited in, for its metrics (nothing without feature
     /// `opentelemetry`).
     first_chunk: FirstChunk,
+    /// The `#[retry]` fn it is awaited in, for a resume.
+    site: Option<SiteOf>,
 }
 
 impl<S: Stream, P> Starting<S, P> {
@@ -68,6 +71,7 @@ impl<S: Stream, P> Starting<S, P> {
             limits: None,
             start: None,
             first_chunk: FirstChunk::outside(),
+            site: None,
         }
     }
 }
@@ -92,6 +96,7 @@ where
                 FrameInForce::Outside => (None, None),
                 FrameInForce::Frame(frame) => {
                     this.first_chunk = FirstChunk::of(frame.layer, frame.of);
+                    this.site = frame.site;
                     (Carried::of(frame), frame.start)
                 }
                 // The innermost call puts its frame in force on its next
@@ -150,13 +155,19 @@ impl<S: Stream, P> Starting<S, P> {
         if content.is_some() {
             self.first_chunk.came(time_to_first_content);
         }
-        Started::new(
+        let limits = self.limits.flatten();
+        let started = Started::new(
             self.stream.take(),
             core::mem::take(&mut self.held),
             content,
-            self.limits.flatten(),
+            limits,
             time_to_first_content,
-        )
+        );
+        // Where its call stands, for a resume: read now, inside the attempt.
+        match self.site {
+            Some(site) => started.at(ResumePoint::in_force(site, self.start, limits)),
+            None => started,
+        }
     }
 }
 
