@@ -161,8 +161,9 @@
 //   under them: `timed.rs`), the rest a `CallState` it derefs to, whose
 //   cold paths compile once; what the call does after an attempt
 //   (`after.rs`: `said_idempotent`, `next`, `next_after`, `sleep`), written
-//   once for both; `Once` (`#[timeout]` alone); a call's `UpstreamTurn`
-//   (its cost, its wait and why) and `WithUpstream` (the upstream in force
+//   once for both; `Once` (`#[timeout]` alone); a call's `AtUpstream`
+//   (its `Reservation`, admitted, waited for and settled; its cost, its wait
+//   and why) and `WithUpstream` (the upstream in force
 //   while an attempt is polled); the
 //   layer-violation report; and the bound traits whose `on_unimplemented`
 //   messages the user sees.

@@ -97,7 +97,8 @@ pub use handle::Upstream;
 pub use held::Held;
 pub use limits::{DimensionLimit, UpstreamLimits};
 pub(crate) use pacer::COST_UNKNOWN;
-pub(crate) use patience::Patience;
+#[cfg(test)]
+use patience::Patience;
 pub use quota::Quota;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
@@ -107,7 +108,7 @@ pub use store::{
     Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
     StoreFuture,
 };
-pub(crate) use wait::Turn;
+pub(crate) use wait::Reservation;
 
 use crate::events::UpstreamEvent;
 use crate::http::{self, Headers};

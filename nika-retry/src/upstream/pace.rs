@@ -70,10 +70,11 @@ impl Upstream {
     }
 
     /// The pacer's admission of an attempt of cost `cost`, without a wait:
-    /// `Ok` if it may start now (no lock taken), else the reservation to
-    /// wait for.
+    /// `Ok` if it may start now (no lock taken), else the instant its place
+    /// would have started at, given back (none: the cold start or the ramp
+    /// refused it).
     #[inline]
-    pub(super) fn admit(&self, cost: u32) -> Result<Charge, Option<Pending<'_>>> {
+    pub(super) fn admit_paced(&self, cost: u32) -> Result<Charge, Option<Instant>> {
         let pacer = &self.shared.pacer;
         if pacer.cold.load(Ordering::Acquire) {
             return Err(None);
@@ -93,8 +94,8 @@ impl Upstream {
                 .set(Holds::RAMP, slot.is_some_and(|slot| slot.start()));
             return Ok(charge);
         }
-        // The wait keeps the place reserved.
-        Err(Some(pending))
+        // Given back as it drops: the wait takes a place again.
+        Err(Some(pacer.instant(pending.at())))
     }
 
     /// The pacer's part of an attempt's wait: the cold start's, then its
@@ -104,13 +105,14 @@ impl Upstream {
         &self,
         cost: u32,
         patience: Patience,
-        reserved: Option<Pending<'_>>,
+        reserved: bool,
     ) -> Result<Option<Charge>, Held> {
         let pacer = &self.shared.pacer;
-        let (mut scout, mut reason) = match reserved {
-            // Reserved while the upstream was warm.
-            Some(_) => (Scout::none(self), None),
-            None => self.cold_start().await,
+        let (mut scout, mut reason) = if reserved {
+            // Refused by the pace while the upstream was warm.
+            (Scout::none(self), None)
+        } else {
+            self.cold_start().await
         };
         // Dropped on `Held`, or held while paced: the slot goes back.
         let slot = if pacer.ramp.on() {
@@ -124,8 +126,8 @@ impl Upstream {
         };
         // Reserved beyond what the buckets held when it came (a refill's
         // waiter, which a declared quota keeps until the first response).
-        let mut beyond = reserved.is_some();
-        let mut pending = reserved;
+        let mut beyond = reserved;
+        let mut pending: Option<Pending<'_>> = None;
         let pending = loop {
             let mut rebuilt = pin!(pacer.rebuilt.notified());
             rebuilt.as_mut().enable();
@@ -329,7 +331,7 @@ mod tests {
         limit: u32,
         window_ms: u64,
         after_ms: u64,
-        meanwhile: impl AsyncFnOnce(&Upstream, Vec<super::super::Turn<'_>>),
+        meanwhile: impl AsyncFnOnce(&Upstream, Vec<super::super::Reservation<'_>>),
     ) -> Duration {
         let ms = Duration::from_millis;
         let upstream =
@@ -436,9 +438,9 @@ mod tests {
             // 20 more, planned at 2.05 s, ahead of the caller (spawned at
             // 10 ms, it reserves after them: planned when the first of
             // them leaves the window, at 4.09 s).
-            let ahead: Vec<_> = (0..20)
-                .map(|_| upstream.admit(1).err().flatten().expect("planned later"))
-                .collect();
+            let pacer = &upstream.shared.pacer;
+            let ahead: Vec<_> = (0..20).map(|_| pacer.reserve(pacer.now(), 1)).collect();
+            assert!(ahead.iter().all(|p| p.at() > pacer.now()), "planned later");
             tokio::time::sleep(ms(2500 - 10)).await;
             // They start late, at 2.5 s: the first leaves at 4.54 s.
             for p in ahead {
@@ -561,7 +563,7 @@ mod tests {
         assert!(!upstream.shared.pacer.ramp.on());
     }
 
-    async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<super::super::Turn<'_>> {
+    async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<super::super::Reservation<'_>> {
         let mut turns = Vec::new();
         for _ in 0..n {
             let turn = upstream.pass(PATIENT).await.expect("open");

@@ -12,7 +12,7 @@ use super::charge::Charge;
 use super::fleet::FleetPace;
 use super::handle::Upstream;
 use super::held::Held;
-use super::pacer::{COST_UNKNOWN, Pending};
+use super::pacer::COST_UNKNOWN;
 use super::patience::Patience;
 use super::state::Step;
 use super::store::{Admission, ProbeTurn, Spend, Store};
@@ -22,15 +22,18 @@ use crate::events::upstream::HoldReason;
 use crate::time::Nanos;
 use crate::vocab::category::ErrorCategory;
 
-/// What lets one attempt start: given back after it with its outcome.
-/// Dropped without an outcome (the call was cancelled), a probe passes its
-/// turn on. The generated loop keeps one for the whole call, idle (no
-/// probe, no wait) between attempts: an open upstream's attempt writes
-/// nothing to it, and nothing is built or moved across the attempt's
-/// `await`.
-pub(crate) struct Turn<'u> {
+/// An attempt's place at its upstream, from its admission to its
+/// settlement: the one thing `run/` and `adapter/` hold of it. Dropped
+/// without an outcome (the call was cancelled), a probe passes its turn
+/// on. The generated loop keeps one for the whole call, idle (no probe, no
+/// wait) between attempts: an open upstream's attempt writes nothing to
+/// it, and nothing is built or moved across the attempt's `await`.
+pub(crate) struct Reservation<'u> {
     upstream: &'u Upstream,
     pub(super) probe: bool,
+    /// Refused by the pacer with a place it gave back: the wait takes one
+    /// again, beyond what the buckets held when it came.
+    paced: bool,
     /// How long the caller waited for it, none if it did not: 8 bytes
     /// where an `Option<Duration>` takes 16, in the future of every fn that
     /// names an upstream.
@@ -40,10 +43,6 @@ pub(crate) struct Turn<'u> {
     /// What the attempt charged the pacer, and why it waited.
     pub(super) charge: Charge,
 }
-
-/// What a turn that must wait keeps reserved at the pacer, if anything:
-/// given back if the wait never ends in a turn.
-pub(crate) struct Reservation<'p>(Option<Pending<'p>>);
 
 /// How often a probe asks the store again while another process's probe
 /// is out (each time jittered by up to half of it either way).
@@ -59,10 +58,106 @@ enum Lease {
 }
 
 impl Upstream {
-    /// Whether the next attempt may start at once (one atomic load, no
-    /// future to poll): if not, it must wait ([`pass`](Upstream::pass)).
+    /// Admits the next attempt of `r` without waiting: `None` if it may
+    /// start now (the upstream open, or paced and its buckets holding the
+    /// cost: no lock, no allocation), else the instant before which it
+    /// cannot ([`wait`](Upstream::wait) then waits, or gives up with `Held`).
+    #[inline]
+    pub(crate) fn admit(&self, r: &mut Reservation<'_>) -> Option<Instant> {
+        if self.open() {
+            return None;
+        }
+        if self.shared.guarded.load(Ordering::Acquire) {
+            return Some(Instant::now());
+        }
+        match self.admit_paced(r.cost) {
+            Ok(charge) => {
+                self.shared.pacer.adaptive.sent();
+                r.charge = charge;
+                None
+            }
+            Err(at) => {
+                // Its place went back; the wait takes one again.
+                r.paced = at.is_some();
+                Some(at.unwrap_or_else(Instant::now))
+            }
+        }
+    }
+
+    /// The wait of an attempt [`admit`](Upstream::admit) refused, until
+    /// `at` at the earliest: the hold (a probe's turn; `Held` past the
+    /// call's `cap`, the longest server hint it sleeps on), the store, the
+    /// pace (`Held` past the call's `deadline`, as is any wait). Boxed: the
+    /// wait's state (its `Notified`, its `Sleep`, the store's futures)
+    /// would otherwise sit in the future of every fn that names an
+    /// upstream, held or not, and of every fn that calls one (448 bytes);
+    /// one allocation for a wait, which lasts milliseconds at least, is
+    /// nothing beside it. Only the box crosses the caller's `await`.
+    #[cold]
+    pub(crate) fn wait<'a, 'u: 'a>(
+        &'u self,
+        r: &'a mut Reservation<'u>,
+        at: Instant,
+        cap: Duration,
+        deadline: Option<Instant>,
+    ) -> core::pin::Pin<Box<impl core::future::Future<Output = Result<(), Held>> + 'a>> {
+        let patience = Patience { cap, deadline };
+        Box::pin(async move {
+            if r.paced && deadline.is_some_and(|d| at > d) {
+                // A pace is no server hint: only the call's deadline bounds it.
+                let left = at.saturating_duration_since(Instant::now());
+                return Err(Held::new(
+                    self.shared.name.clone(),
+                    left,
+                    HoldReason::RateLimitHeaders,
+                ));
+            }
+            *r = self.wait_turn(patience, r.cost, r.paced).await?;
+            Ok(())
+        })
+    }
+
+    /// The attempt ended: `failure` is its error's, `until` the start of
+    /// the retry its call drew (the backoff is until then). A server hint
+    /// holds the upstream, whether or not the call retries; a rate limit
+    /// without one holds it for the backoff; a probe's outcome releases the
+    /// others unless it held again. `r` is idle after (a success with
+    /// neither probe nor failures counted ends the call: nothing to reset).
     #[inline(always)]
-    pub(crate) fn open(&self) -> bool {
+    pub(crate) fn settle(
+        &self,
+        r: &mut Reservation<'_>,
+        failure: Option<Failure>,
+        until: Option<Instant>,
+    ) {
+        r.settle(failure, until);
+    }
+
+    /// What the unit tests drive: [`admit`](Upstream::admit) and, if it
+    /// refuses, [`wait`](Upstream::wait), at the mean cost learned.
+    #[cfg(test)]
+    pub(crate) async fn pass(&self, patience: Patience) -> Result<Reservation<'_>, Held> {
+        self.pass_costing(patience, COST_UNKNOWN).await
+    }
+
+    /// [`pass`](Upstream::pass) at `cost`.
+    #[cfg(test)]
+    pub(crate) async fn pass_costing(
+        &self,
+        patience: Patience,
+        cost: u32,
+    ) -> Result<Reservation<'_>, Held> {
+        let mut r = Reservation::idle(self).with_cost(cost);
+        if let Some(at) = self.admit(&mut r) {
+            self.wait(&mut r, at, patience.cap, patience.deadline)
+                .await?;
+        }
+        Ok(r)
+    }
+
+    /// Whether the next attempt may start at once (one atomic load).
+    #[inline(always)]
+    fn open(&self) -> bool {
         if self.shared.guarded.load(Ordering::Acquire) || self.shared.pacing.load(Ordering::Acquire)
         {
             return false;
@@ -72,84 +167,21 @@ impl Upstream {
         true
     }
 
-    /// [`pass_costing`](Upstream::pass_costing) at the mean cost learned:
-    /// what the unit tests drive (generated calls always give a cost).
-    #[cfg(test)]
-    pub(crate) fn pass(
-        &self,
-        patience: Patience,
-    ) -> impl core::future::Future<Output = Result<Turn<'_>, Held>> {
-        self.pass_costing(patience, COST_UNKNOWN)
-    }
-
-    /// The turn of the next attempt of a call with `patience`, spending
-    /// `cost` of the token limit ([`COST_UNKNOWN`]: the mean learned): at
-    /// once if the upstream is open, else after the hold and the pace (or
-    /// `Held`, if the hold is longer than the call waits). What the unit
-    /// tests drive; a generated call admits first and waits only if it
-    /// must ([`Call::pass`](crate::run::Call::pass)).
-    #[cfg(test)]
-    pub(crate) async fn pass_costing(
-        &self,
-        patience: Patience,
-        cost: u32,
-    ) -> Result<Turn<'_>, Held> {
-        match self.admit_turn(cost) {
-            Ok(turn) => Ok(turn),
-            Err(reserved) => self.wait_boxed(patience, cost, reserved).await,
-        }
-    }
-
-    /// [`pass_costing`](Upstream::pass_costing) without waiting: the turn
-    /// if the upstream is open, or paced and its buckets hold the cost (no
-    /// lock, no allocation); else what the wait keeps reserved.
-    #[inline]
-    pub(crate) fn admit_turn(&self, cost: u32) -> Result<Turn<'_>, Reservation<'_>> {
-        if self.open() {
-            return Ok(Turn::idle(self).with_cost(cost));
-        }
-        if self.shared.guarded.load(Ordering::Acquire) {
-            return Err(Reservation(None));
-        }
-        let charge = self.admit(cost).map_err(Reservation)?;
-        self.shared.pacer.adaptive.sent();
-        let mut turn = Turn::idle(self).with_cost(cost);
-        turn.charge = charge;
-        Ok(turn)
-    }
-
-    /// The wait of a turn [`admit_turn`](Upstream::admit_turn) did not
-    /// give. Boxed: the wait's state (its `Notified`, its `Sleep`, the
-    /// store's futures) would otherwise sit in the future of every fn that
-    /// names an upstream, held or not, and of every fn that calls one (448
-    /// bytes); one allocation for a wait of a hold, which lasts
-    /// milliseconds at least, is nothing beside it. Only the box crosses
-    /// the caller's `await`.
-    #[cold]
-    pub(crate) fn wait_boxed<'a>(
-        &'a self,
-        patience: Patience,
-        cost: u32,
-        reserved: Reservation<'a>,
-    ) -> core::pin::Pin<Box<impl core::future::Future<Output = Result<Turn<'a>, Held>> + 'a>> {
-        Box::pin(self.wait(patience, cost, reserved.0))
-    }
-
     /// A wait at a held upstream, then at its pacer; a hold that started
     /// meanwhile is waited out again.
     #[cold]
-    async fn wait(
+    async fn wait_turn(
         &self,
         patience: Patience,
         cost: u32,
-        mut reserved: Option<Pending<'_>>,
-    ) -> Result<Turn<'_>, Held> {
+        mut paced: bool,
+    ) -> Result<Reservation<'_>, Held> {
         let start = Instant::now();
         loop {
             let (mut turn, admission) = if self.shared.guarded.load(Ordering::Acquire) {
                 self.hold_wait(patience, cost).await?
             } else {
-                (Turn::idle(self), None)
+                (Reservation::idle(self), None)
             };
             turn.cost = cost;
             let held = turn.waited.get().is_some_and(|w| !w.is_zero());
@@ -164,7 +196,10 @@ impl Upstream {
             }
             if matches!(fleet, FleetPace::Local) && self.shared.pacing.load(Ordering::Acquire) {
                 // Dropped on `Held`: a probe's turn passes on.
-                let Some(charge) = self.pace(cost, patience, reserved.take()).await? else {
+                let Some(charge) = self
+                    .pace(cost, patience, core::mem::take(&mut paced))
+                    .await?
+                else {
                     // Held while it was paced: its place went back, it waits again.
                     continue;
                 };
@@ -190,7 +225,7 @@ impl Upstream {
         &self,
         patience: Patience,
         cost: u32,
-    ) -> Result<(Turn<'_>, Option<Admission>), Held> {
+    ) -> Result<(Reservation<'_>, Option<Admission>), Held> {
         let start = Instant::now();
         loop {
             let admission = match &self.shared.store {
@@ -281,10 +316,11 @@ impl Upstream {
         }
     }
 
-    fn turn(&self, probe: bool, start: Instant) -> Turn<'_> {
-        Turn {
+    fn turn(&self, probe: bool, start: Instant) -> Reservation<'_> {
+        Reservation {
             upstream: self,
             probe,
+            paced: false,
             waited: Nanos::new(Some(start.elapsed())),
             cost: COST_UNKNOWN,
             charge: Charge::default(),
@@ -342,13 +378,14 @@ impl Upstream {
     }
 }
 
-impl<'u> Turn<'u> {
+impl<'u> Reservation<'u> {
     /// A turn that neither probes nor waited: an open upstream's.
     #[inline(always)]
     pub(crate) fn idle(upstream: &'u Upstream) -> Self {
-        Turn {
+        Reservation {
             upstream,
             probe: false,
+            paced: false,
             waited: Nanos::NONE,
             cost: COST_UNKNOWN,
             charge: Charge::default(),
@@ -360,12 +397,6 @@ impl<'u> Turn<'u> {
     pub(crate) fn with_cost(mut self, cost: u32) -> Self {
         self.cost = cost;
         self
-    }
-
-    /// The call's cost per attempt.
-    #[inline(always)]
-    pub(crate) fn cost(&self) -> u32 {
-        self.cost
     }
 
     /// Why the caller waited for this turn, if it did.
@@ -469,7 +500,7 @@ impl<'u> Turn<'u> {
     }
 }
 
-impl Drop for Turn<'_> {
+impl Drop for Reservation<'_> {
     #[inline]
     fn drop(&mut self) {
         if !self.charge.is_empty() {
