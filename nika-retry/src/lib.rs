@@ -108,7 +108,7 @@
 // `events` re-exports `observe` from `ambient::observers`, where the
 // observer stack lives; and `ambient/upstream.rs`, the thread-local of the
 // upstream in force, holds the handle type of `upstream/handle.rs`, whose
-// state (`pacer`, `state`, `store` and what they hold) reaches neither
+// state (`pacer`, `hold`, `store` and what they hold) reaches neither
 // that thread-local nor `upstream/mod.rs`, which reads it.
 //
 // - `vocab/`, the floor: `category`, `layer` (with the layer rule,
@@ -142,9 +142,10 @@
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
 // - `upstream/`: the state calls against one upstream share (`handle`:
-//   the `Upstream` type and what it points to, beneath the rest; `state`:
-//   holds, the probe, the breaker; `patience`: how long a call may wait;
-//   `wait`: a turn's wait), its pacing (`quota`, `bucket` a dimension's
+//   the `Upstream` type and what it points to, beneath the rest; `hold`:
+//   the hold gate, holds, the probe, the breaker, `Held` and how long a
+//   call may wait; `wait`: the interface `run/` and `adapter/` call, an
+//   attempt's `Reservation`, admitted, waited for and settled), its pacing (`quota`, `bucket` a dimension's
 //   GCRA bucket, `ledger` what its waiters reserved, per generation of its
 //   estimate, `window` its log when the server counts by window,
 //   `reading` what responses say of a window, `pacer` the pacer and an

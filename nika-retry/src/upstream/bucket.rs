@@ -13,8 +13,8 @@ use core::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use super::hold::MAX_HOLD;
 use super::ledger::Ledger;
-use super::state::MAX_HOLD;
 use super::window::Log;
 
 /// Where a dimension's limit comes from.

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use super::hold::Hold;
 use super::pacer::Pacer;
-use super::state::State;
 use super::store::Store;
 
 /// The state the calls to one upstream share. Clones are handles to the
@@ -43,7 +43,7 @@ pub(super) struct Shared {
     /// Whether a success tells the breaker something: failures counted,
     /// or opened and not closed since (a success then resets them).
     pub(super) counting: AtomicBool,
-    pub(super) state: Mutex<State>,
+    pub(super) hold: Mutex<Hold>,
     /// The waiters for a probe's outcome.
     pub(super) released: Notify,
     pub(super) store: Option<Arc<dyn Store>>,
@@ -56,7 +56,7 @@ pub(super) struct Shared {
 impl Shared {
     pub(super) fn new(
         name: Cow<'static, str>,
-        state: State,
+        hold: Hold,
         store: Option<Arc<dyn Store>>,
     ) -> Shared {
         Shared {
@@ -66,7 +66,7 @@ impl Shared {
             pacing: AtomicBool::new(true),
             pacer: Pacer::default(),
             counting: AtomicBool::new(false),
-            state: Mutex::new(state),
+            hold: Mutex::new(hold),
             released: Notify::new(),
             store,
             token: fastrand::u64(..),

@@ -65,18 +65,16 @@ mod fleet;
 // `pub(crate)` for the thread-local of the upstream in force, which holds
 // a handle and needs nothing else of this module.
 pub(crate) mod handle;
-mod held;
+mod hold;
 mod ledger;
 mod limits;
 mod pace;
 mod pacer;
-mod patience;
 mod quota;
 mod ramp;
 mod reading;
 #[cfg(feature = "redis")]
 mod redis;
-mod state;
 mod store;
 mod wait;
 mod window;
@@ -94,16 +92,16 @@ use tokio::time::Instant;
 pub use crate::events::upstream::HoldReason;
 pub use bucket::LimitSource;
 pub use handle::Upstream;
-pub use held::Held;
+pub use hold::Held;
+pub use hold::MAX_HOLD;
+#[cfg(test)]
+use hold::Patience;
 pub use limits::{DimensionLimit, UpstreamLimits};
 pub(crate) use pacer::COST_UNKNOWN;
-#[cfg(test)]
-use patience::Patience;
 pub use quota::Quota;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
-pub use state::MAX_HOLD;
 pub use store::{
     Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
     StoreFuture,
@@ -113,7 +111,7 @@ pub(crate) use wait::Reservation;
 use crate::events::UpstreamEvent;
 use crate::http::{self, Headers};
 use handle::Shared;
-use state::{Grown, State};
+use hold::{Grown, Hold};
 
 /// The upstream of the innermost call in force that names one: a clone of
 /// its handle (no allocation), or `None` outside any such call.
@@ -169,7 +167,7 @@ impl Upstream {
     /// An upstream called `name` (in events and errors: `"openai/gpt-4o"`).
     pub fn new(name: impl Into<Cow<'static, str>>) -> Upstream {
         Upstream {
-            shared: Arc::new(Shared::new(name.into(), State::default(), None)),
+            shared: Arc::new(Shared::new(name.into(), Hold::default(), None)),
         }
     }
 
@@ -299,13 +297,13 @@ impl Upstream {
             // afresh with the store, its breaker kept.
             Err(shared) => {
                 let breaker = shared
-                    .state
+                    .hold
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .breaker;
                 Shared::new(
                     shared.name.clone(),
-                    State::with_breaker(breaker),
+                    Hold::with_breaker(breaker),
                     Some(store),
                 )
             }
@@ -341,23 +339,23 @@ impl Upstream {
 
     /// Runs `f` on the state under its lock, then publishes whether
     /// attempts must look at it.
-    fn locked<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    fn locked<R>(&self, f: impl FnOnce(&mut Hold) -> R) -> R {
         let mut state = self.lock();
         let r = f(&mut state);
         self.publish(&state);
         r
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, Hold> {
         // The state stays consistent at every step: a panic elsewhere
         // while it was locked leaves nothing half-done.
         self.shared
-            .state
+            .hold
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn publish(&self, state: &State) {
+    fn publish(&self, state: &Hold) {
         let guarded = state.guarded() || self.shared.store.is_some();
         self.shared.guarded.store(guarded, Ordering::Release);
         self.shared
@@ -367,18 +365,25 @@ impl Upstream {
 
     /// The event of a hold that started or grew; a store learns of it.
     fn after_hold(&self, grown: Option<Grown>) {
-        let Some(grown) = grown else { return };
+        let Some(Grown {
+            held_for,
+            reason,
+            extended,
+        }) = grown
+        else {
+            return;
+        };
         self.shared
             .pacer
-            .held_until(crate::time::later(Instant::now(), grown.held_for));
+            .held_until(crate::time::later(Instant::now(), held_for));
         if let Some(store) = &self.shared.store {
-            store.hold(&self.shared.name, grown.held_for, grown.reason);
+            store.hold(&self.shared.name, held_for, reason);
         }
         crate::ambient::observers::emit_upstream(&UpstreamEvent {
             upstream: self.shared.name.to_string(),
-            held_for: grown.held_for,
-            reason: grown.reason,
-            extended: grown.extended,
+            held_for,
+            reason,
+            extended,
         });
     }
 }

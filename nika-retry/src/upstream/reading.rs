@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use super::state::MAX_HOLD;
+use super::hold::MAX_HOLD;
 
 /// The window assumed for a limit whose headers say nothing of it (OpenAI
 /// and Anthropic count per minute).

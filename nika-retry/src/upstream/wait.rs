@@ -11,10 +11,8 @@ use tokio::time::Instant;
 use super::charge::Charge;
 use super::fleet::FleetPace;
 use super::handle::Upstream;
-use super::held::Held;
+use super::hold::{Held, Patience};
 use super::pacer::COST_UNKNOWN;
-use super::patience::Patience;
-use super::state::Step;
 use super::store::{Admission, ProbeTurn, Spend, Store};
 use crate::engine::Failure;
 use crate::events::WaitReason;
@@ -238,14 +236,11 @@ impl Upstream {
                 let mut state = self.lock();
                 let (step, grown) = state.step(now);
                 let reason = state.reason.unwrap_or(HoldReason::ServerHint);
-                let until = match step {
-                    Step::Go => None,
-                    Step::Probe { until } | Step::Wait { until } => Some(until),
-                };
-                if let Some(left) = until.map(|u| u.saturating_duration_since(now))
+                if let Some((until, probe)) = step
+                    && let left = until.saturating_duration_since(now)
                     && (left > patience.cap || patience.deadline.is_some_and(|d| now + left > d))
                 {
-                    let passed_on = matches!(step, Step::Probe { .. });
+                    let passed_on = probe;
                     if passed_on {
                         state.probe = false;
                     }
@@ -258,7 +253,7 @@ impl Upstream {
                     self.after_hold(grown);
                     return Err(Held::new(self.shared.name.clone(), left, reason));
                 }
-                if matches!(step, Step::Wait { .. }) {
+                if matches!(step, Some((_, false))) {
                     // Registered under the lock: a release after it is seen.
                     released.as_mut().enable();
                 }
@@ -267,8 +262,8 @@ impl Upstream {
             };
             self.after_hold(grown);
             match step {
-                Step::Go => return Ok((self.turn(false, start), admission)),
-                Step::Probe { until } => {
+                None => return Ok((self.turn(false, start), admission)),
+                Some((until, true)) => {
                     // Owned from here: a probe dropped while it sleeps passes its turn.
                     let mut turn = self.turn(true, start);
                     let mut until = until;
@@ -300,7 +295,7 @@ impl Upstream {
                     turn.waited = Nanos::new(Some(start.elapsed()));
                     return Ok((turn, None));
                 }
-                Step::Wait { .. } => {
+                Some((_, false)) => {
                     released.await;
                     // The spread the release just set.
                     let spread = self.lock().spread;
