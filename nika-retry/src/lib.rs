@@ -151,8 +151,8 @@
 //   `reading` what responses say of a window, `pacer` the pacer and an
 //   admission's reservations, `charge` what a started attempt charged it,
 //   `pace` the admission and what responses teach the pacer, `cold`,
-//   `ramp` the cold start's rounds after a scout that heard nothing,
-//   `adaptive`, `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
+//   `adapt` the adapt gate: the cold start's rounds after a scout that
+//   heard nothing, and the adaptive rate; `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
 //   the hold, allowance and probe, `buckets` the fleet's pacing buckets,
 //   `lent` the leases given back on drop, `health`); `fleet`: an
 //   attempt's pace at a store that keeps the buckets.

@@ -57,7 +57,7 @@
 //! its calls two atomic loads per attempt, and a paced admission that does
 //! not wait a few atomic updates (no lock, no allocation).
 
-mod adaptive;
+mod adapt;
 mod bucket;
 mod charge;
 mod cold;
@@ -71,7 +71,6 @@ mod limits;
 mod pace;
 mod pacer;
 mod quota;
-mod ramp;
 mod reading;
 #[cfg(feature = "redis")]
 mod redis;

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
-use super::adaptive::as_bucket;
+use super::adapt::as_bucket;
 use super::bucket::LimitSource;
 use super::charge::{Charge, Holds};
 use super::cold::Scout;

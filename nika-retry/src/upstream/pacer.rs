@@ -9,10 +9,9 @@ use std::sync::{Mutex, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::adaptive::Adaptive;
+use super::adapt::{Adaptive, Ramp};
 use super::bucket::{Bucket, LimitSource, Reserved, nanos};
 use super::charge::{Charge, Holds};
-use super::ramp::Ramp;
 use super::reading::Window;
 use crate::http::{LimitFields, RateLimitFields};
 
