@@ -154,8 +154,8 @@
 //   `adapt` the adapt gate: the cold start's rounds after a scout that
 //   heard nothing, and the adaptive rate; `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
 //   the hold, allowance and probe, `buckets` the fleet's pacing buckets,
-//   `lent` the leases given back on drop, `health`); `fleet`: an
-//   attempt's pace at a store that keeps the buckets.
+//   `lent` the leases given back on drop, `health`); `fleet`: the
+//   fleet gate, an attempt's hold, probe's lease and pace at a store.
 // - `run/`: what generated code drives: `Site` (the fn's const); `Call<D>`
 //   (`call.rs`: each poll of an attempt, `Attempt`), `D` its time limits'
 //   share (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt

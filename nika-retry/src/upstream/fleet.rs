@@ -1,7 +1,9 @@
-//! An attempt's pace at a store that keeps the fleet's buckets
-//! ([`Store::admit`]): what it spends, the store's answer, the wait for a
-//! refill; and what a response's headers tell the store of the limits
-//! ([`Store::learned`]).
+//! The fleet gate: an attempt at a store that every process of a fleet
+//! shares. Its hold and allowance asked before the attempt goes (`ask`),
+//! the probe's lease once a hold ends (`lease`), its pace at a store that
+//! keeps the fleet's buckets ([`Store::admit`]: what it spends, the store's
+//! answer, the wait for a refill); and what a response's headers tell the
+//! store of the limits ([`Store::learned`]).
 //!
 //! A store that keeps no buckets, fails or is slow answers
 //! [`Admission::Local`]: the attempt is paced in this process, as without
@@ -18,7 +20,7 @@ use super::charge::{Charge, Holds};
 use super::cold::Scout;
 use super::handle::Upstream;
 use super::hold::{Held, Patience};
-use super::store::{Admission, Reading, Spend, Store};
+use super::store::{Admission, ProbeTurn, Reading, Spend, Store};
 use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;
 use crate::http::{LimitFields, RateLimitFields};
@@ -36,7 +38,70 @@ pub(super) enum FleetPace {
     Held,
 }
 
+/// How often a probe asks the store again while another process's probe
+/// is out (each time jittered by up to half of it either way).
+const PROBE_POLL: Duration = Duration::from_millis(100);
+
+/// What the store said to a local probe.
+pub(super) enum Lease {
+    Go,
+    /// Another process's probe is out: ask again then.
+    Poll(Instant),
+    /// Held again (taken into the local state).
+    Held,
+}
+
 impl Upstream {
+    /// The probe's turn in the store, once the hold has ended. A store that
+    /// fails or is slow is passed over (the local probe goes).
+    pub(super) async fn lease(&self) -> Lease {
+        let Some(store) = &self.shared.store else {
+            return Lease::Go;
+        };
+        let probe = store.probe(&self.shared.name, self.shared.token);
+        let asked = tokio::time::timeout(store.wait(), probe).await;
+        let now = Instant::now();
+        match asked {
+            Ok(Ok(ProbeTurn::Wait)) => Lease::Poll(now + PROBE_POLL.mul_f64(0.5 + fastrand::f64())),
+            Ok(Ok(ProbeTurn::Held(left, reason))) => {
+                self.locked(|state| state.hold(now, left, reason));
+                Lease::Held
+            }
+            _ => Lease::Go,
+        }
+    }
+
+    /// Takes the store's hold into the local state (and, if it is not
+    /// held, one from the store's allowance); a store that fails or is slow
+    /// is passed over. Unless the upstream is held here, the attempt's
+    /// cost is spent in the store's buckets in the same step: the
+    /// admission, if it was. A cold upstream asks after its cold start
+    /// ([`fleet_turn`](Upstream::fleet_turn)).
+    pub(super) async fn ask(&self, store: &Arc<dyn Store>, cost: u32) -> Option<Admission> {
+        let held_here = self.held_for().is_some();
+        if !held_here && self.shared.pacer.cold.load(Ordering::Acquire) {
+            // Cold: the store is asked after the cold start (its scout at
+            // once, the others after its news), once per attempt.
+            return None;
+        }
+        // Held here, its cost would be spent before the hold ends: not
+        // spent now.
+        let spend = if held_here {
+            [Spend::default(); 2]
+        } else {
+            self.spends(cost)
+        };
+        match self.admission(store, spend).await {
+            Admission::Held(left, reason) => {
+                let now = Instant::now();
+                // No event: the process that set the hold in the store sent it.
+                self.locked(|state| state.hold(now, left, reason));
+                None
+            }
+            admission => (!held_here).then_some(admission),
+        }
+    }
+
     /// What an attempt of cost `cost` spends, per dimension, with the
     /// limits this process knows (a limit of 0: the store's, if any).
     pub(super) fn spends(&self, cost: u32) -> [Spend; 2] {

@@ -3,17 +3,16 @@
 
 use core::pin::pin;
 use core::time::Duration;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
 use super::charge::Charge;
-use super::fleet::FleetPace;
+use super::fleet::{FleetPace, Lease};
 use super::handle::Upstream;
 use super::hold::{Held, Patience};
 use super::pacer::COST_UNKNOWN;
-use super::store::{Admission, ProbeTurn, Spend, Store};
+use super::store::Admission;
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;
@@ -40,19 +39,6 @@ pub(crate) struct Reservation<'u> {
     cost: u32,
     /// What the attempt charged the pacer, and why it waited.
     pub(super) charge: Charge,
-}
-
-/// How often a probe asks the store again while another process's probe
-/// is out (each time jittered by up to half of it either way).
-const PROBE_POLL: Duration = Duration::from_millis(100);
-
-/// What the store said to a local probe.
-enum Lease {
-    Go,
-    /// Another process's probe is out: ask again then.
-    Poll(Instant),
-    /// Held again (taken into the local state).
-    Held,
 }
 
 impl Upstream {
@@ -319,56 +305,6 @@ impl Upstream {
             waited: Nanos::new(Some(start.elapsed())),
             cost: COST_UNKNOWN,
             charge: Charge::default(),
-        }
-    }
-
-    /// The probe's turn in the store, once the hold has ended. A store that
-    /// fails or is slow is passed over (the local probe goes).
-    async fn lease(&self) -> Lease {
-        let Some(store) = &self.shared.store else {
-            return Lease::Go;
-        };
-        let probe = store.probe(&self.shared.name, self.shared.token);
-        let asked = tokio::time::timeout(store.wait(), probe).await;
-        let now = Instant::now();
-        match asked {
-            Ok(Ok(ProbeTurn::Wait)) => Lease::Poll(now + PROBE_POLL.mul_f64(0.5 + fastrand::f64())),
-            Ok(Ok(ProbeTurn::Held(left, reason))) => {
-                self.locked(|state| state.hold(now, left, reason));
-                Lease::Held
-            }
-            _ => Lease::Go,
-        }
-    }
-
-    /// Takes the store's hold into the local state (and, if it is not
-    /// held, one from the store's allowance); a store that fails or is slow
-    /// is passed over. Unless the upstream is held here, the attempt's
-    /// cost is spent in the store's buckets in the same step: the
-    /// admission, if it was. A cold upstream asks after its cold start
-    /// ([`fleet_turn`](Upstream::fleet_turn)).
-    async fn ask(&self, store: &Arc<dyn Store>, cost: u32) -> Option<Admission> {
-        let held_here = self.held_for().is_some();
-        if !held_here && self.shared.pacer.cold.load(Ordering::Acquire) {
-            // Cold: the store is asked after the cold start (its scout at
-            // once, the others after its news), once per attempt.
-            return None;
-        }
-        // Held here, its cost would be spent before the hold ends: not
-        // spent now.
-        let spend = if held_here {
-            [Spend::default(); 2]
-        } else {
-            self.spends(cost)
-        };
-        match self.admission(store, spend).await {
-            Admission::Held(left, reason) => {
-                let now = Instant::now();
-                // No event: the process that set the hold in the store sent it.
-                self.locked(|state| state.hold(now, left, reason));
-                None
-            }
-            admission => (!held_here).then_some(admission),
         }
     }
 }
