@@ -141,21 +141,24 @@
 //   putting its piece of `ambient`.
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
-// - `upstream/`: the state calls against one upstream share (`handle`:
-//   the `Upstream` type and what it points to, beneath the rest; `hold`:
-//   the hold gate, holds, the probe, the breaker, `Held` and how long a
-//   call may wait; `wait`: the interface `run/` and `adapter/` call, an
-//   attempt's `Reservation`, admitted, waited for and settled), its pacing (`quota`, `bucket` a dimension's
+// - `upstream/`: the state calls against one upstream share, as gates.
+//   `mod.rs` holds the one `impl Upstream`: its builders, `observe`, and
+//   the interface `run/` and `adapter/` call (`admit`, `wait`, `settle`);
+//   `handle`: the `Upstream` type and `Gates`, the gates' state, beneath
+//   the rest; `hold`: the hold gate (holds, the probe, the breaker, `Held`,
+//   how long a call may wait); the pace gate: `pace` (an attempt's
+//   `Reservation`, the admission and what responses teach the pacer),
+//   `pacer` (its state and an admission's places), `bucket` a dimension's
 //   GCRA bucket, `ledger` what its waiters reserved, per generation of its
-//   estimate, `window` its log when the server counts by window,
-//   `reading` what responses say of a window, `pacer` the pacer and an
-//   admission's reservations, `charge` what a started attempt charged it,
-//   `pace` the admission and what responses teach the pacer, `cold`,
-//   `adapt` the adapt gate: the cold start's rounds after a scout that
-//   heard nothing, and the adaptive rate; `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
-//   the hold, allowance and probe, `buckets` the fleet's pacing buckets,
-//   `lent` the leases given back on drop, `health`); `fleet`: the
-//   fleet gate, an attempt's hold, probe's lease and pace at a store.
+//   estimate, `window` its log when the server counts by window, `reading`
+//   what responses say of a window, `charge` what a started attempt
+//   charged it, `cold` the cold start; `adapt`: the adapt gate (the cold
+//   start's rounds after a scout that heard nothing, and the adaptive
+//   rate); `limits`: the public data (`Quota`, the snapshot); its stores
+//   (`store`, `redis/`: `scripts` the hold, allowance and probe, `buckets`
+//   the fleet's pacing buckets, `lent` the leases given back on drop,
+//   `health`); `fleet`: the fleet gate, an attempt's hold, probe's lease
+//   and pace at a store.
 // - `run/`: what generated code drives: `Site` (the fn's const); `Call<D>`
 //   (`call.rs`: each poll of an attempt, `Attempt`), `D` its time limits'
 //   share (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt

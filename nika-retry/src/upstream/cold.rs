@@ -7,21 +7,21 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
-use super::handle::Upstream;
+use super::handle::Gates;
 use crate::events::WaitReason;
 
 /// The scout's turn before its attempt starts: dropped then (its call
 /// cancelled, or failed with `Held`), the others go.
 pub(super) struct Scout<'u> {
-    upstream: &'u Upstream,
+    gates: &'u Gates,
     pub(super) armed: bool,
 }
 
 impl<'u> Scout<'u> {
     /// Not the scout.
-    pub(super) fn none(upstream: &'u Upstream) -> Scout<'u> {
+    pub(super) fn none(gates: &'u Gates) -> Scout<'u> {
         Scout {
-            upstream,
+            gates,
             armed: false,
         }
     }
@@ -30,17 +30,17 @@ impl<'u> Scout<'u> {
 impl Drop for Scout<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.upstream.shared.pacer.warm();
-            self.upstream.publish_pacing();
+            self.gates.pacer.warm();
+            self.gates.publish_pacing();
         }
     }
 }
 
-impl Upstream {
+impl Gates {
     /// Waits out the cold start, if it is pending: this caller's scout
     /// turn (armed if it is the scout), and why it waited, if it did.
     pub(super) async fn cold_start(&self) -> (Scout<'_>, Option<WaitReason>) {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         let mut scout = Scout::none(self);
         let mut reason = None;
         loop {

@@ -17,23 +17,24 @@ use super::adapt::as_bucket;
 use super::bucket::LimitSource;
 use super::charge::{Charge, Holds};
 use super::cold::Scout;
-use super::handle::Upstream;
+use super::handle::{Gates, Upstream};
 use super::hold::{Held, Patience};
-use super::pacer::Pending;
+use super::pacer::{COST_UNKNOWN, Pending};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;
 use crate::http::RateLimitFields;
+use crate::time::Nanos;
 use crate::vocab::category::ErrorCategory;
 
-impl Upstream {
+impl Gates {
     /// Takes what a response's headers say of the limits in; returns
     /// whether the requests are paced by their bucket.
-    pub(super) fn learn(&self, fields: &RateLimitFields) -> bool {
-        let pacer = &self.shared.pacer;
+    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<u64>) -> bool {
+        let pacer = &self.pacer;
         if fields.requests.any() || fields.tokens.any() {
             pacer.heard.store(true, Ordering::Relaxed);
-            pacer.learn(fields, crate::ambient::departed(self));
+            pacer.learn(fields, departed);
             pacer.warm();
             pacer.ramp.stop();
             self.publish_pacing();
@@ -44,7 +45,7 @@ impl Upstream {
     /// An attempt that charged `charge` ended (`succeeded`, or not;
     /// `None`: cancelled).
     pub(super) fn end_charge(&self, charge: Charge, outcome: Option<bool>) {
-        let (pacer, succeeded) = (&self.shared.pacer, outcome == Some(true));
+        let (pacer, succeeded) = (&self.pacer, outcome == Some(true));
         pacer.end(charge, outcome.is_some());
         if charge.holds.has(Holds::RAMP) {
             pacer.ramp.end(succeeded);
@@ -63,9 +64,9 @@ impl Upstream {
 
     /// Publishes whether attempts must pass the pacer.
     pub(super) fn publish_pacing(&self) {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         let active = pacer.active() || pacer.adaptive.on();
-        self.shared.pacing.store(active, Ordering::Release);
+        self.pacing.store(active, Ordering::Release);
     }
 
     /// The pacer's admission of an attempt of cost `cost`, without a wait:
@@ -74,7 +75,7 @@ impl Upstream {
     /// refused it).
     #[inline]
     pub(super) fn admit_paced(&self, cost: u32) -> Result<Charge, Option<Instant>> {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         if pacer.cold.load(Ordering::Acquire) {
             return Err(None);
         }
@@ -106,7 +107,7 @@ impl Upstream {
         patience: Patience,
         reserved: bool,
     ) -> Result<Option<Charge>, Held> {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         let (mut scout, mut reason) = if reserved {
             // Refused by the pace while the upstream was warm.
             (Scout::none(self), None)
@@ -156,7 +157,7 @@ impl Upstream {
             // A pace is no server hint: only the call's deadline bounds it.
             if patience.deadline.is_some_and(|d| at > d) {
                 return Err(Held::new(
-                    self.shared.name.clone(),
+                    self.name.clone(),
                     left,
                     HoldReason::RateLimitHeaders,
                 ));
@@ -178,7 +179,7 @@ impl Upstream {
             }
             pending = Some(p);
         };
-        if reason.is_some() && self.held_for().is_some() {
+        if reason.is_some() && self.left().is_some() {
             // Held while it was paced: its place goes back unspent (a
             // window's log would count it sent), and it waits again.
             drop(pending);
@@ -198,7 +199,7 @@ impl Upstream {
     /// Whether the dimensions a response says are spent (none left, the
     /// longest whole again in `reset`) are all paced by their buckets.
     pub(super) fn paces_spent(&self, fields: &RateLimitFields, reset: Duration) -> bool {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         let dimensions = [
             (&pacer.requests, &fields.requests),
             (&pacer.tokens, &fields.tokens),
@@ -219,7 +220,7 @@ impl Upstream {
     /// A failed attempt: a 429 from an upstream whose responses never said
     /// anything of their limits turns the adaptive rate on, or lowers it.
     pub(super) fn adapt(&self, failure: Failure, now: Instant, charge: Charge) {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         if failure.category == ErrorCategory::RateLimited {
             // Admitted by the pacer and refused all the same.
             if charge.holds.has(Holds::REQUEST) {
@@ -246,13 +247,177 @@ impl Upstream {
     }
 
     pub(super) fn adapt_rate(&self, rate: f64) {
-        self.shared.pacer.ramp.stop();
+        self.pacer.ramp.stop();
         let (limit, window) = as_bucket(rate);
-        self.shared
-            .pacer
-            .requests
-            .set(limit, window, LimitSource::Adapted);
+        self.pacer.requests.set(limit, window, LimitSource::Adapted);
         self.publish_pacing();
+    }
+}
+
+/// An attempt's place at its upstream, from its admission to its
+/// settlement: the one thing `run/` and `adapter/` hold of it. Dropped
+/// without an outcome (the call was cancelled), a probe passes its turn
+/// on. The generated loop keeps one for the whole call, idle (no probe, no
+/// wait) between attempts: an open upstream's attempt writes nothing to
+/// it, and nothing is built or moved across the attempt's `await`.
+pub(crate) struct Reservation<'u> {
+    pub(super) upstream: &'u Upstream,
+    pub(super) probe: bool,
+    /// Refused by the pacer with a place it gave back: the wait takes one
+    /// again, beyond what the buckets held when it came.
+    pub(super) paced: bool,
+    /// How long the caller waited for it, none if it did not: 8 bytes
+    /// where an `Option<Duration>` takes 16, in the future of every fn that
+    /// names an upstream.
+    pub(super) waited: Nanos,
+    /// The call's cost per attempt ([`COST_UNKNOWN`]: the mean learned).
+    pub(super) cost: u32,
+    /// What the attempt charged the pacer, and why it waited.
+    pub(super) charge: Charge,
+}
+
+impl<'u> Reservation<'u> {
+    /// A turn that neither probes nor waited: an open upstream's.
+    #[inline(always)]
+    pub(crate) fn idle(upstream: &'u Upstream) -> Self {
+        Reservation {
+            upstream,
+            probe: false,
+            paced: false,
+            waited: Nanos::NONE,
+            cost: COST_UNKNOWN,
+            charge: Charge::default(),
+        }
+    }
+
+    /// This turn, for a call whose attempts cost `cost` tokens.
+    #[inline(always)]
+    pub(crate) fn with_cost(mut self, cost: u32) -> Self {
+        self.cost = cost;
+        self
+    }
+
+    /// Why the caller waited for this turn, if it did.
+    #[inline(always)]
+    pub(crate) fn wait_reason(&self) -> Option<WaitReason> {
+        self.charge.reason
+    }
+
+    /// The upstream this turn is at.
+    #[inline(always)]
+    pub(crate) fn upstream(&self) -> &'u Upstream {
+        self.upstream
+    }
+
+    /// How long the caller waited for this turn, none if it did not.
+    #[inline(always)]
+    pub(crate) fn waited(&self) -> Nanos {
+        self.waited
+    }
+
+    /// The attempt ended: `failure` is its error's, `until` the start of
+    /// the retry its call drew (the backoff is until then). A server hint
+    /// holds the upstream, whether or not the call retries; a rate limit
+    /// without one holds it for the backoff; a probe's outcome releases the
+    /// others unless it held again. The turn is idle after (a success with
+    /// neither probe nor failures counted ends the call: nothing to reset).
+    #[inline(always)]
+    pub(crate) fn settle(&mut self, failure: Option<Failure>, until: Option<Instant>) {
+        if failure.is_none() && self.success_ends() {
+            return;
+        }
+        let charge = self.charge;
+        if !self.charge.is_empty() {
+            let charge = core::mem::take(&mut self.charge);
+            self.upstream
+                .gates
+                .end_charge(charge, Some(failure.is_none()));
+            if failure.is_none()
+                && !self.probe
+                && !self.upstream.gates.counting.load(Ordering::Relaxed)
+            {
+                self.waited = Nanos::NONE;
+                return;
+            }
+        }
+        self.settle_slow(failure, until, charge);
+    }
+
+    /// Whether a success at this turn tells the upstream nothing: not a
+    /// probe's, and no failures counted (one load).
+    #[inline(always)]
+    pub(crate) fn success_ends(&self) -> bool {
+        !self.probe
+            && self.charge.is_empty()
+            && !self.upstream.gates.counting.load(Ordering::Relaxed)
+    }
+
+    #[cold]
+    fn settle_slow(&mut self, failure: Option<Failure>, until: Option<Instant>, charge: Charge) {
+        let upstream = self.upstream;
+        let probe = core::mem::take(&mut self.probe);
+        self.waited = Nanos::NONE;
+        let now = Instant::now();
+        let backoff = until.map(|until| until.saturating_duration_since(now));
+        if let Some(failure) = failure {
+            upstream.gates.adapt(failure, now, charge);
+        }
+        let mut released = false;
+        let grown = upstream.gates.locked(|state| {
+            let mut grown = None;
+            match failure {
+                None => state.succeeded(),
+                Some(failure) => {
+                    let hold = match (failure.retry_after, failure.category) {
+                        (Some(hint), _) => Some(hint),
+                        (None, ErrorCategory::RateLimited) => backoff,
+                        (None, _) => None,
+                    };
+                    if let Some(hold) = hold {
+                        grown = state.hold(now, hold, HoldReason::ServerHint);
+                    }
+                    if failure.category == ErrorCategory::Transient
+                        && let Some(open_for) = state.failed_transiently(probe)
+                    {
+                        grown = state.hold(now, open_for, HoldReason::Breaker).or(grown);
+                    }
+                }
+            }
+            if probe {
+                released = state.probed(now);
+            }
+            grown
+        });
+        upstream.gates.after_hold(grown);
+        if probe && let Some(store) = &upstream.gates.store {
+            // After the hold, if any: the store keeps their order.
+            store.probed(&upstream.gates.name, upstream.gates.token, released);
+        }
+        if probe {
+            // Released, or held again: either way the waiters look again.
+            upstream.gates.released.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Reservation<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.charge.is_empty() {
+            // An attempt cancelled: its cost is no longer in flight.
+            self.upstream
+                .gates
+                .end_charge(core::mem::take(&mut self.charge), None);
+        }
+        if self.probe {
+            // A probe that never finished: the next waiter takes its turn.
+            let gates = &self.upstream.gates;
+            self.upstream.gates.locked(|state| state.probe = false);
+            if let Some(store) = &gates.store {
+                store.probed(&gates.name, gates.token, false);
+            }
+            gates.released.notify_one();
+        }
     }
 }
 
@@ -330,7 +495,7 @@ mod tests {
         limit: u32,
         window_ms: u64,
         after_ms: u64,
-        meanwhile: impl AsyncFnOnce(&Upstream, Vec<super::super::Reservation<'_>>),
+        meanwhile: impl AsyncFnOnce(&Upstream, Vec<Reservation<'_>>),
     ) -> Duration {
         let ms = Duration::from_millis;
         let upstream =
@@ -437,13 +602,13 @@ mod tests {
             // 20 more, planned at 2.05 s, ahead of the caller (spawned at
             // 10 ms, it reserves after them: planned when the first of
             // them leaves the window, at 4.09 s).
-            let pacer = &upstream.shared.pacer;
+            let pacer = &upstream.gates.pacer;
             let ahead: Vec<_> = (0..20).map(|_| pacer.reserve(pacer.now(), 1)).collect();
             assert!(ahead.iter().all(|p| p.at() > pacer.now()), "planned later");
             tokio::time::sleep(ms(2500 - 10)).await;
             // They start late, at 2.5 s: the first leaves at 4.54 s.
             for p in ahead {
-                upstream.end_charge(p.start(), Some(true));
+                upstream.gates.end_charge(p.start(), Some(true));
             }
             tokio::time::sleep(ms(3000)).await;
         })
@@ -513,7 +678,7 @@ mod tests {
                 .all(|&(_, r)| r == Some(WaitReason::ColdStart)),
             "{starts:?}"
         );
-        assert!(upstream.shared.pacer.ramp.on(), "until 64 may be out");
+        assert!(upstream.gates.pacer.ramp.on(), "until 64 may be out");
     }
 
     #[tokio::test(start_paused = true)]
@@ -542,8 +707,8 @@ mod tests {
         // The first round's first caller meets a 429.
         let limited = |i| (i == 0).then_some(Failure::new(ErrorCategory::RateLimited, None));
         let starts = behind_a_scout(&upstream, limited).await;
-        assert!(!upstream.shared.pacer.ramp.on());
-        assert!(upstream.shared.pacer.adaptive.on());
+        assert!(!upstream.gates.pacer.ramp.on());
+        assert!(upstream.gates.pacer.adaptive.on());
         assert_eq!(rounds(&starts)[0], 2, "{starts:?}");
         // The 12 left, released by the ramp's end at 200 ms, go at the
         // adapted rate: its bucket's burst at once, the rest as it
@@ -559,10 +724,10 @@ mod tests {
         let mut scout = upstream.pass(PATIENT).await.expect("the scout");
         upstream.observe(&requests("19")[..]);
         scout.settle(None, None);
-        assert!(!upstream.shared.pacer.ramp.on());
+        assert!(!upstream.gates.pacer.ramp.on());
     }
 
-    async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<super::super::Reservation<'_>> {
+    async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<Reservation<'_>> {
         let mut turns = Vec::new();
         for _ in 0..n {
             let turn = upstream.pass(PATIENT).await.expect("open");
