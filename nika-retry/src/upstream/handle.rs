@@ -1,6 +1,6 @@
 //! [`Upstream`]: the handle the calls to one upstream share, and the
 //! gates' state behind it ([`Gates`]), side by side: fields only. Its
-//! behaviour is the one `impl Upstream` of `mod.rs` and each gate's file
+//! behaviour is in `mod.rs` (the handle's, all of it) and each gate's file
 //! (`hold`, `pace`, `adapt`, `fleet`). The types alone stand here, beneath
 //! them, so that what holds a handle (the thread-local of the upstream in
 //! force) needs none of that behaviour.
