@@ -147,12 +147,12 @@
 //   `handle`: the `Upstream` type and `Gates`, the gates' state, beneath
 //   the rest; `hold`: the hold gate (holds, the probe, the breaker, `Held`,
 //   how long a call may wait); the pace gate: `pace` (an attempt's
-//   `Reservation`, the admission and what responses teach the pacer),
-//   `pacer` (its state and an admission's places), `bucket` a dimension's
-//   GCRA bucket, `ledger` what its waiters reserved, per generation of its
+//   `Reservation`, the admission, the cold start's scout and what
+//   responses teach the pacer), `pacer` (its state, an admission's places
+//   and what a started attempt charged it), `bucket` a dimension's GCRA
+//   bucket, `ledger` what its waiters reserved, per generation of its
 //   estimate, `window` its log when the server counts by window, `reading`
-//   what responses say of a window, `charge` what a started attempt
-//   charged it, `cold` the cold start; `adapt`: the adapt gate (the cold
+//   what responses say of a window; `adapt`: the adapt gate (the cold
 //   start's rounds after a scout that heard nothing, and the adaptive
 //   rate); `limits`: the public data (`Quota`, the snapshot); its stores
 //   (`store`, `redis/`: `scripts` the hold, allowance and probe, `buckets`

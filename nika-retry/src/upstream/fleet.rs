@@ -16,10 +16,10 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::bucket::Bucket;
-use super::charge::{Charge, Holds};
-use super::cold::Scout;
 use super::handle::Gates;
 use super::hold::{Held, Patience};
+use super::pace::Scout;
+use super::pacer::{Charge, Holds};
 use super::store::{Admission, ProbeTurn, Reading, Spend, Store};
 use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;

@@ -59,8 +59,6 @@
 
 mod adapt;
 mod bucket;
-mod charge;
-mod cold;
 mod fleet;
 // `pub(crate)` for the thread-local of the upstream in force, which holds
 // a handle and needs nothing else of this module.
@@ -107,10 +105,10 @@ use crate::engine::Failure;
 use crate::events::{UpstreamEvent, WaitReason};
 use crate::http::{self, Headers};
 use crate::time::Nanos;
-use charge::Charge;
 use fleet::{FleetPace, Lease};
 use handle::Gates;
 use hold::{Grown, Hold, Patience};
+use pacer::Charge;
 
 /// The upstream of the innermost call in force that names one: a clone of
 /// its handle (no allocation), or `None` outside any such call.

@@ -1,5 +1,7 @@
-//! An attempt's admission by its upstream's pacer, and what responses
-//! and outcomes teach the pacer.
+//! The pace gate's side of an attempt: its [`Reservation`] (the one thing
+//! `run/` and `adapter/` hold of their upstream, from admission to
+//! settlement), its admission by the pacer, the cold start's scout
+//! ([`Scout`]), and what responses and outcomes teach the pacer.
 //!
 //! An admission that does not wait reads the clock and updates a few
 //! atomics: no lock, no allocation. One that waits sleeps until the
@@ -15,11 +17,9 @@ use tokio::time::Instant;
 
 use super::adapt::as_bucket;
 use super::bucket::LimitSource;
-use super::charge::{Charge, Holds};
-use super::cold::Scout;
 use super::handle::{Gates, Upstream};
 use super::hold::{Held, Patience};
-use super::pacer::{COST_UNKNOWN, Pending};
+use super::pacer::{COST_UNKNOWN, Charge, Holds, Pending};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;
@@ -251,6 +251,67 @@ impl Gates {
         let (limit, window) = as_bucket(rate);
         self.pacer.requests.set(limit, window, LimitSource::Adapted);
         self.publish_pacing();
+    }
+}
+
+/// The scout's turn before its attempt starts: dropped then (its call
+/// cancelled, or failed with `Held`), the others go.
+pub(super) struct Scout<'u> {
+    gates: &'u Gates,
+    pub(super) armed: bool,
+}
+
+impl<'u> Scout<'u> {
+    /// Not the scout.
+    pub(super) fn none(gates: &'u Gates) -> Scout<'u> {
+        Scout {
+            gates,
+            armed: false,
+        }
+    }
+}
+
+impl Drop for Scout<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.gates.pacer.warm();
+            self.gates.publish_pacing();
+        }
+    }
+}
+
+impl Gates {
+    /// Waits out the cold start, if it is pending: this caller's scout
+    /// turn (armed if it is the scout), and why it waited, if it did.
+    pub(super) async fn cold_start(&self) -> (Scout<'_>, Option<WaitReason>) {
+        let pacer = &self.pacer;
+        let mut scout = Scout::none(self);
+        let mut reason = None;
+        loop {
+            // Registered before the look: news after it is seen.
+            let mut news = pin!(pacer.scouted().notified());
+            news.as_mut().enable();
+            if !pacer.cold.load(Ordering::Acquire) {
+                break;
+            }
+            match pacer.scout_turn(Instant::now()) {
+                Ok(()) => {
+                    scout.armed = true;
+                    break;
+                }
+                Err(None) => {
+                    pacer.warm();
+                    self.publish_pacing();
+                    break;
+                }
+                Err(Some(until)) => {
+                    reason = Some(WaitReason::ColdStart);
+                    // The scout's news, or the end of the wait for it.
+                    let _ = tokio::time::timeout_at(until, &mut news).await;
+                }
+            }
+        }
+        (scout, reason)
     }
 }
 
