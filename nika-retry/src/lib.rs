@@ -150,9 +150,9 @@
 //   `Reservation`, the admission, the cold start's scout and what
 //   responses teach the pacer), `pacer` (its state, an admission's places
 //   and what a started attempt charged it), `bucket` a dimension's GCRA
-//   bucket, `ledger` what its waiters reserved, per generation of its
-//   estimate, `window` its log when the server counts by window, `reading`
-//   what responses say of a window; `adapt`: the adapt gate (the cold
+//   bucket and its ledger (what its waiters reserved, per generation of
+//   its estimate), `window` what responses say of a window and the log
+//   kept when the server counts by window; `adapt`: the adapt gate (the cold
 //   start's rounds after a scout that heard nothing, and the adaptive
 //   rate); `limits`: the public data (`Quota`, the snapshot); its stores
 //   (`store`, `redis/`: `scripts` the hold, allowance and probe, `buckets`

@@ -64,11 +64,11 @@ mod fleet;
 // a handle and needs nothing else of this module.
 pub(crate) mod handle;
 mod hold;
-mod ledger;
+
 mod limits;
 mod pace;
 mod pacer;
-mod reading;
+
 #[cfg(feature = "redis")]
 mod redis;
 mod store;

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::adapt::{Adaptive, Ramp};
 use super::bucket::{Bucket, LimitSource, Reserved, nanos};
-use super::reading::Window;
+use super::window::Window;
 use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
 
