@@ -108,7 +108,7 @@
 // `events` re-exports `observe` from `ambient::observers`, where the
 // observer stack lives; and `ambient/upstream.rs`, the thread-local of the
 // upstream in force, holds the handle type of `upstream/handle.rs`, whose
-// state (`pacer`, `state`, `store` and what they hold) reaches neither
+// state (`pacer`, `hold`, `store` and what they hold) reaches neither
 // that thread-local nor `upstream/mod.rs`, which reads it.
 //
 // - `vocab/`, the floor: `category`, `layer` (with the layer rule,
@@ -141,28 +141,33 @@
 //   putting its piece of `ambient`.
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
-// - `upstream/`: the state calls against one upstream share (`handle`:
-//   the `Upstream` type and what it points to, beneath the rest; `state`:
-//   holds, the probe, the breaker; `patience`: how long a call may wait;
-//   `wait`: a turn's wait), its pacing (`quota`, `bucket` a dimension's
-//   GCRA bucket, `ledger` what its waiters reserved, per generation of its
-//   estimate, `window` its log when the server counts by window,
-//   `reading` what responses say of a window, `pacer` the pacer and an
-//   admission's reservations, `charge` what a started attempt charged it,
-//   `pace` the admission and what responses teach the pacer, `cold`,
-//   `ramp` the cold start's rounds after a scout that heard nothing,
-//   `adaptive`, `limits` the snapshot), and its stores (`store`, `redis/`: `scripts`
-//   the hold, allowance and probe, `buckets` the fleet's pacing buckets,
-//   `lent` the leases given back on drop, `health`); `fleet`: an
-//   attempt's pace at a store that keeps the buckets.
+// - `upstream/`: the state calls against one upstream share, as gates.
+//   `mod.rs` holds the one `impl Upstream`: its builders, `observe`, and
+//   the interface `run/` and `adapter/` call (`admit`, `wait`, `settle`);
+//   `handle`: the `Upstream` type and `Gates`, the gates' state, beneath
+//   the rest; `hold`: the hold gate (holds, the probe, the breaker, `Held`,
+//   how long a call may wait); the pace gate: `pace` (an attempt's
+//   `Reservation`, the admission, the cold start's scout and what
+//   responses teach the pacer), `pacer` (its state, an admission's places
+//   and what a started attempt charged it), `bucket` a dimension's GCRA
+//   bucket and its ledger (what its waiters reserved, per generation of
+//   its estimate), `window` what responses say of a window and the log
+//   kept when the server counts by window; `adapt`: the adapt gate (the cold
+//   start's rounds after a scout that heard nothing, and the adaptive
+//   rate); `limits`: the public data (`Quota`, the snapshot); its stores
+//   (`store`, `redis/`: `scripts` the hold, allowance and probe, `buckets`
+//   the fleet's pacing buckets, `lent` the leases given back on drop,
+//   `health`); `fleet`: the fleet gate, an attempt's hold, probe's lease
+//   and pace at a store.
 // - `run/`: what generated code drives: `Site` (the fn's const); `Call<D>`
 //   (`call.rs`: each poll of an attempt, `Attempt`), `D` its time limits'
 //   share (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt
 //   under them: `timed.rs`), the rest a `CallState` it derefs to, whose
 //   cold paths compile once; what the call does after an attempt
 //   (`after.rs`: `said_idempotent`, `next`, `next_after`, `sleep`), written
-//   once for both; `Once` (`#[timeout]` alone); a call's `UpstreamTurn`
-//   (its cost, its wait and why) and `WithUpstream` (the upstream in force
+//   once for both; `Once` (`#[timeout]` alone); a call's `AtUpstream`
+//   (its `Reservation`, admitted, waited for and settled; its cost, its wait
+//   and why) and `WithUpstream` (the upstream in force
 //   while an attempt is polled); the
 //   layer-violation report; and the bound traits whose `on_unimplemented`
 //   messages the user sees.

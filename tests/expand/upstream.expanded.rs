@@ -7,13 +7,16 @@ async fn complete(&self, req: &Request) -> Result<Response, ProviderError> {
             );
         __NIKA_SITE
     });
-    match ::nika_retry::__private::UpstreamTurn::new(
+    match ::nika_retry::__private::AtUpstream::new(
         ::nika_retry::__private::AsUpstream::as_upstream(&(self.upstream)),
     ) {
         mut __nika_turn => {
             loop {
-                if !__nika_call.pass_open(&__nika_turn) {
-                    match __nika_call.pass(&mut __nika_turn).await {
+                if let ::core::option::Option::Some(__nika_admitted_at) = __nika_turn
+                    .admit()
+                {
+                    match __nika_call.wait_at(&mut __nika_turn, __nika_admitted_at).await
+                    {
                         ::core::result::Result::Ok(()) => {}
                         ::core::result::Result::Err(__nika_held) => {
                             return ::core::result::Result::Err(

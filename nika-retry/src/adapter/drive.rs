@@ -8,7 +8,7 @@ use core::future::Future;
 use super::judge::{Judged, Verdict};
 use super::options::Options;
 use crate::engine::Failure;
-use crate::run::{TimedCall, UpstreamTurn, WithUpstream, as_attempt, sleep};
+use crate::run::{AtUpstream, TimedCall, WithUpstream, as_attempt, sleep};
 use crate::upstream::Held;
 use crate::vocab::classify::Classify;
 use crate::vocab::timeout_error::TimeoutError;
@@ -73,15 +73,15 @@ where
             call.said_idempotent(|| idempotent);
         }
         let upstream = options.upstream.as_ref();
-        let mut turn = match options.cost {
-            Some(cost) => UpstreamTurn::with_cost(upstream, cost),
-            None => UpstreamTurn::new(upstream),
+        let mut at = match options.cost {
+            Some(cost) => AtUpstream::with_cost(upstream, cost),
+            None => AtUpstream::new(upstream),
         };
         #[cfg(feature = "tracing")]
         let mut resends = 0u32;
         loop {
-            if !call.pass_open(&turn)
-                && let Err(held) = call.pass(&mut turn).await
+            if let Some(until) = at.admit()
+                && let Err(held) = call.wait_at(&mut at, until).await
             {
                 return Err((errors.held)(held));
             }
@@ -90,7 +90,7 @@ where
             let copy = kept.as_ref().and_then(&mut replay);
             let request = copy.or_else(|| kept.take());
             let attempt = WithUpstream::new(
-                &turn,
+                &at,
                 Lazy::Waiting {
                     send: &mut send,
                     request,
@@ -108,13 +108,13 @@ where
             let result = timed.await;
             let until = {
                 // The response's headers are its attempt's.
-                let failed = as_attempt(&turn, departed, || match &result {
+                let failed = as_attempt(&at, departed, || match &result {
                     Ok(response) => judge(response).map(Judged::Response),
                     Err(error) => Some(Judged::Error(error)),
                 });
                 let config = || options.config.clone();
                 // Still kept: a copy was sent, the request can be sent again.
-                call.next_after_kept(&mut turn, &Verdict(failed), config, kept.is_some())
+                call.next_after(&mut at, &Verdict(failed, kept.is_some()), config, None)
             };
             match until {
                 // A request that could not be kept is never retried (the

@@ -84,8 +84,9 @@ impl<E: Classify> Classify for Judged<'_, E> {
     }
 }
 
-/// An attempt's result for `Call::next_after`: its failure, if it failed.
-pub(super) struct Verdict<'a, E>(pub(super) Option<Judged<'a, E>>);
+/// An attempt's result for `Call::next_after`: its failure, if it failed,
+/// and whether its request was kept for another attempt (a copy was sent).
+pub(super) struct Verdict<'a, E>(pub(super) Option<Judged<'a, E>>, pub(super) bool);
 
 impl<'a, E> RetryResult for Verdict<'a, E> {
     type Error = Judged<'a, E>;
@@ -93,5 +94,10 @@ impl<'a, E> RetryResult for Verdict<'a, E> {
     #[inline(always)]
     fn error(&self) -> Option<&Judged<'a, E>> {
         self.0.as_ref()
+    }
+
+    #[inline(always)]
+    fn replayable(&self) -> bool {
+        self.1
     }
 }

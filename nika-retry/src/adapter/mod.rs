@@ -1,7 +1,7 @@
 //! What the adapters share (the `tower` layer, the `reqwest_middleware`
 //! middleware): their options ([`Options`], [`Timeouts`]) and the one loop
 //! that runs a request's attempts ([`drive`]) through the calls the macros
-//! drive (`run/`: `TimedCall`, `UpstreamTurn`, `next_after`, `sleep`), so
+//! drive (`run/`: `TimedCall`, `AtUpstream`, `next_after`, `sleep`), so
 //! that every decision is the engine's: the task scope, the budget across
 //! layers, the token bucket, the upstream, `current_attempt()` inside the
 //! inner service, the events and the layer reports.

@@ -36,7 +36,7 @@
 //! | static [`connect`]`::CONNECTOR_USED` | a client from `http::client_builder` has connected | its connector (`connect::connector_used`) | its first connection |
 //! | static `meter::INSTRUMENTS` (feature `opentelemetry`) | the instruments `metrics` records through | `meter::install` (`metrics::use_meter_provider`), else the first record (from the global meter provider) | once per process |
 //! | static [`violations`]`::WARNED` | pairs of fns already warned about | `run::violation::report` (`violations::first_warning`) | once per pair |
-//! | `fastrand`'s thread generator (not ours) | the thread's random source | drawn by the engine's jitter (a `RetryState` not made `with_seed`, as every generated call's: one draw per jittered delay), by `Upstream::new` (its `token`) and by `upstream/wait.rs` (a probe's spread and its poll interval); reseeded by `engine::seed_thread_jitter`, which moves all of these draws | a retry; an upstream built; a held upstream's wait |
+//! | `fastrand`'s thread generator (not ours) | the thread's random source | drawn by the engine's jitter (a `RetryState` not made `with_seed`, as every generated call's: one draw per jittered delay), by `Upstream::new` (its `token`) and by `upstream/mod.rs` and `upstream/fleet.rs` (a probe's spread and its poll interval); reseeded by `engine::seed_thread_jitter`, which moves all of these draws | a retry; an upstream built; a held upstream's wait |
 //! | std's `RandomState` keys (not ours) | per-thread SipHash keys | `IdempotencyKey::draw` (`current_attempt`); not moved by `seed_thread_jitter`, so that a seed never makes keys repeat | a key's first read in a call |
 
 use core::cell::{Cell, RefCell};

@@ -8,9 +8,9 @@ mod derive;
 mod renamed;
 
 pub use crate::run::{
-    AsUpstream, Attempt, AttemptLimits, FromHeld, FromTimeout, IntoConfig, IntoCost, IntoLimit,
-    MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
-    UpstreamTurn, WithUpstream, once, sleep,
+    AsUpstream, AtUpstream, Attempt, AttemptLimits, FromHeld, FromTimeout, IntoConfig, IntoCost,
+    IntoLimit, MovedByEachAttempt, NO_CONFIG, Once, Overrides, RetryResult, Site, Timed, TimedCall,
+    WithUpstream, once, sleep,
 };
 
 /// A call of a fn with `#[retry]` and no `#[timeout]`: the `Call` whose

@@ -12,10 +12,10 @@ use std::borrow::Cow;
 use tokio::time::Instant;
 
 use super::call::{Call, CallState, Deadline};
-use super::upstream::{UpstreamTurn, Waited};
+use super::upstream::AtUpstream;
 use crate::ambient::{self, AroundFailure, Budget, Idempotence, observers};
 use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
-use crate::events::{self, Outcome, RetryEvent};
+use crate::events::{self, Outcome, RetryEvent, WaitReason};
 use crate::metrics::{self, End};
 use crate::task;
 use crate::time::{Nanos, later};
@@ -55,16 +55,16 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.after(Waited::NONE, result, config, self_type, Again::Sent)
+        self.after((Nanos::NONE, None), result, config, self_type, Again::Sent)
             .0
     }
 
     /// [`next`](Call::next) for a call with an upstream: the attempt's
-    /// outcome goes to the upstream too.
+    /// outcome goes to the upstream too (unless a success tells it nothing).
     #[inline(always)]
     pub fn next_after<R, C>(
         &mut self,
-        turn: &mut UpstreamTurn<'_>,
+        at: &mut AtUpstream<'_>,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -74,34 +74,7 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        self.settle_after(turn, result, config, self_type, Again::Sent)
-    }
-
-    /// [`next_after`](Call::next_after) for an adapter's request (`tower`,
-    /// `reqwest_middleware`), which it may have been unable to keep for
-    /// another attempt (a body it could not clone): `kept` says whether it
-    /// did. One it did not fails for good, with
-    /// [`GiveUp::NotReplayable`](crate::engine::GiveUp::NotReplayable) if
-    /// it would otherwise have been retried.
-    #[inline]
-    pub fn next_after_kept<R, C>(
-        &mut self,
-        turn: &mut UpstreamTurn<'_>,
-        result: &R,
-        config: C,
-        kept: bool,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        let again = if kept {
-            Again::Sent
-        } else {
-            Again::NotReplayable
-        };
-        self.settle_after(turn, result, config, None, again)
+        self.settle_after(at, result, config, self_type, Again::Sent)
     }
 
     /// [`next_after`](Call::next_after) for a streamed response that
@@ -112,7 +85,7 @@ impl<D: Deadline> Call<D> {
     #[inline]
     pub(crate) fn next_resuming<R>(
         &mut self,
-        turn: &mut UpstreamTurn<'_>,
+        at: &mut AtUpstream<'_>,
         result: &R,
         delivered: u64,
     ) -> Option<Instant>
@@ -120,14 +93,14 @@ impl<D: Deadline> Call<D> {
         R: RetryResult,
         R::Error: Classify,
     {
-        self.settle_after(turn, result, NO_CONFIG, None, Again::Resumed(delivered))
+        self.settle_after(at, result, NO_CONFIG, None, Again::Resumed(delivered))
     }
 
-    /// [`next_after`](Call::next_after) and [`next_after_kept`](Call::next_after_kept).
+    /// [`next_after`](Call::next_after) and [`next_resuming`](Call::next_resuming).
     #[inline(always)]
     fn settle_after<R, C>(
         &mut self,
-        turn: &mut UpstreamTurn<'_>,
+        at: &mut AtUpstream<'_>,
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -138,31 +111,31 @@ impl<D: Deadline> Call<D> {
         R::Error: Classify,
         C: FnOnce() -> Option<RetryConfig>,
     {
-        let waited = turn.waited();
+        let waited = at.waited();
         if let Some(span) = waited_at_upstream(waited) {
-            self.upstream_waited(turn, span, waited);
+            self.upstream_waited(at, span, waited.1);
         }
-        if result.error().is_none() && turn.success_ends() {
+        if result.error().is_none() && at.quiet() {
             // The common case apart: no failure to carry to `settle`, no
             // backoff to draw for it.
             return self.after(waited, result, config, self_type, again).0;
         }
         let (until, failure) = self.after(waited, result, config, self_type, again);
-        if let (Some(failure), Some(upstream)) = (&failure, turn.upstream()) {
+        if let (Some(failure), Some(upstream)) = (&failure, at.upstream()) {
             metrics::refused(upstream, failure);
         }
-        turn.settle(failure, until);
+        at.settle(failure, until);
         until
     }
 
-    /// The attempt waited `span` at the upstream of `turn`: time with no
+    /// The attempt waited `span` at the upstream of `at`: time with no
     /// attempt in flight, for the call's metrics, and a wait of its own.
     #[cold]
     #[inline(never)]
-    fn upstream_waited(&mut self, turn: &UpstreamTurn<'_>, span: Duration, waited: Waited) {
+    fn upstream_waited(&mut self, at: &AtUpstream<'_>, span: Duration, why: Option<WaitReason>) {
         self.metrics.idle(span);
-        if let Some(upstream) = turn.upstream() {
-            metrics::waited(upstream, span, waited.reason);
+        if let Some(upstream) = at.upstream() {
+            metrics::waited(upstream, span, why);
         }
     }
 
@@ -174,7 +147,7 @@ impl<D: Deadline> Call<D> {
     #[inline(always)]
     fn after<R, C>(
         &mut self,
-        waited: Waited,
+        waited: (Nanos, Option<WaitReason>),
         result: &R,
         config: C,
         self_type: Option<fn() -> &'static str>,
@@ -187,7 +160,7 @@ impl<D: Deadline> Call<D> {
     {
         match result.error() {
             // A first attempt that succeeds, outside any token bucket: done.
-            None if self.attempt == 1 && self.bucket.is_none() && waited.span.is_none() => {
+            None if self.attempt == 1 && self.bucket.is_none() && waited.0.is_none() => {
                 self.metrics.ended(self.start, self.site, 1, End::Success);
                 (None, None)
             }
@@ -210,7 +183,11 @@ impl<D: Deadline> Call<D> {
                     waited,
                     &mut lazy(config),
                     self_type,
-                    again,
+                    if result.replayable() {
+                        again
+                    } else {
+                        Again::NotReplayable
+                    },
                 );
                 (next, Some(failure))
             }
@@ -253,7 +230,11 @@ impl CallState {
     /// After a success that a token bucket counts, that took retries, or
     /// that waited at its upstream.
     #[cold]
-    fn succeeded(&mut self, self_type: Option<fn() -> &'static str>, waited: Waited) {
+    fn succeeded(
+        &mut self,
+        self_type: Option<fn() -> &'static str>,
+        waited: (Nanos, Option<WaitReason>),
+    ) {
         let retried = self.attempt > 1;
         if let Some(bucket) = &self.bucket {
             RetryState::resume(self.attempt, self.bucket_taken).succeeded(bucket);
@@ -277,7 +258,7 @@ impl CallState {
             Outcome::Recovered,
         );
         event.upstream_wait = waited_at_upstream(waited);
-        event.wait_reason = event.upstream_wait.and(waited.reason);
+        event.wait_reason = event.upstream_wait.and(waited.1);
         observers::emit(&event);
     }
 
@@ -286,7 +267,7 @@ impl CallState {
         &mut self,
         failure: Failure,
         deadline: Option<Instant>,
-        waited: Waited,
+        waited: (Nanos, Option<WaitReason>),
         config: &mut dyn FnMut() -> Option<RetryConfig>,
         self_type: Option<fn() -> &'static str>,
         // How the request would be sent again.
@@ -363,7 +344,7 @@ impl CallState {
         event.backoff = (delay.is_some() && !from_hint).then(|| backoff(&config, attempt));
         event.reason = reason;
         event.upstream_wait = waited_at_upstream(waited);
-        event.wait_reason = event.upstream_wait.and(waited.reason);
+        event.wait_reason = event.upstream_wait.and(waited.1);
         if let Again::Resumed(delivered) = again {
             event.resumed_after = Some(delivered);
         }
@@ -432,8 +413,8 @@ pub(crate) enum Again {
 }
 
 /// An event's `upstream_wait`: `None` for an attempt that did not wait.
-fn waited_at_upstream(waited: Waited) -> Option<Duration> {
-    waited.span.get().filter(|waited| !waited.is_zero())
+fn waited_at_upstream(waited: (Nanos, Option<WaitReason>)) -> Option<Duration> {
+    waited.0.get().filter(|waited| !waited.is_zero())
 }
 
 /// The return type of a `#[retry]` fn: a `Result`, whose error `next`
@@ -447,6 +428,15 @@ pub trait RetryResult {
     type Error;
     /// The error, if this is one.
     fn error(&self) -> Option<&Self::Error>;
+
+    /// Whether the attempt's request can be sent again: an adapter's that
+    /// it could not keep (a body it could not clone) fails for good, with
+    /// [`GiveUp::NotReplayable`](crate::engine::GiveUp::NotReplayable) if
+    /// it would otherwise have been retried. A fn's body always can.
+    #[inline(always)]
+    fn replayable(&self) -> bool {
+        true
+    }
 }
 
 impl<T, E> RetryResult for Result<T, E> {

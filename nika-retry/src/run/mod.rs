@@ -17,7 +17,7 @@
 //! - [`once`]: `#[timeout]` alone, one run of the body ([`Once`]).
 //! - [`resumed`]: a streamed response's resumes, as attempts of the call
 //!   that started it ([`ResumePoint`](resumed::ResumePoint)).
-//! - [`upstream`]: an attempt's pass through its shared upstream ([`UpstreamTurn`]).
+//! - [`upstream`]: an attempt's pass through its shared upstream ([`AtUpstream`]).
 //! - [`violation`]: the report of a loop that breaks the layer rule.
 //! - [`bounds`]: the traits generated code puts on the user's types, each
 //!   with the compile error that says what to write.
@@ -39,4 +39,4 @@ pub use once::{Once, once};
 pub use site::{AttemptLimits, Overrides, Site};
 pub use timed::{Timed, TimedCall};
 pub(crate) use upstream::as_attempt;
-pub use upstream::{IntoCost, UpstreamTurn, WithUpstream};
+pub use upstream::{AtUpstream, IntoCost, WithUpstream};

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::after::sleep;
 use super::site::{AttemptLimits, Site};
 use super::timed::TimedCall;
-use super::upstream::{UpstreamTurn, WithUpstream};
+use super::upstream::{AtUpstream, WithUpstream};
 use crate::ambient::{self, AttemptSlot, Budget, SiteOf};
 use crate::stream::carried::Carried;
 use crate::stream::{Resume, Started, StreamError};
@@ -159,7 +159,7 @@ where
         read,
         f,
     } = resumer;
-    let mut turn = UpstreamTurn::new(upstream.as_ref());
+    let mut turn = AtUpstream::new(upstream.as_ref());
     let limits = AttemptLimits {
         read: *read,
         ..AttemptLimits::NONE
@@ -175,8 +175,10 @@ where
             Ok(_) => unreachable!("only a failure is retried"),
         };
         sleep(until).await;
-        if !call.pass_open(&turn) && call.pass(&mut turn).await.is_err() {
-            return last;
+        if let Some(at) = turn.admit() {
+            if call.wait_at(&mut turn, at).await.is_err() {
+                return last;
+            }
         }
         // `f` is called inside the attempt's first poll: the attempt, its
         // key and its upstream are in force for it and what it awaits.

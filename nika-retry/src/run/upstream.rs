@@ -14,76 +14,70 @@ use crate::ambient::{InForce, InForceUpstream, Swap};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::time::Nanos;
-use crate::upstream::{COST_UNKNOWN, Held, Turn, Upstream};
+use crate::upstream::{COST_UNKNOWN, Held, Reservation, Upstream};
 
-/// A call's turn at its upstream, for the generated loop: kept for the
+/// A call's place at its upstream, for the generated loop: kept for the
 /// whole call (a probe's turn, dropped with its cancelled call, passes
 /// on), idle between attempts, so that an attempt at an open upstream
 /// builds nothing and carries nothing new across its `await`. `None`:
 /// the expression named no upstream, and the call is alone.
-pub struct UpstreamTurn<'u>(Option<Turn<'u>>);
+pub struct AtUpstream<'u>(Option<Reservation<'u>>);
 
-impl<'u> UpstreamTurn<'u> {
-    /// The turn of a call at `upstream`, idle until an attempt waits.
+impl<'u> AtUpstream<'u> {
+    /// The place of a call at `upstream`, idle until an attempt is admitted.
     #[inline(always)]
     pub fn new(upstream: Option<&'u Upstream>) -> Self {
-        UpstreamTurn(upstream.map(Turn::idle))
+        AtUpstream(upstream.map(Reservation::idle))
     }
 
-    /// The turn of a call at `upstream` whose attempts each spend `cost`
+    /// The place of a call at `upstream` whose attempts each spend `cost`
     /// of its token limit (`cost = …`, evaluated once per call, through
     /// [`IntoCost`]).
     #[inline(always)]
     pub fn with_cost(upstream: Option<&'u Upstream>, cost: u32) -> Self {
-        UpstreamTurn(upstream.map(|upstream| Turn::idle(upstream).with_cost(cost)))
+        AtUpstream(upstream.map(|upstream| Reservation::idle(upstream).with_cost(cost)))
     }
 
-    /// How long the attempt waited at the upstream before it started, and why.
+    /// Admits the next attempt without waiting: `None` if it may start now
+    /// (a call alone always may), else the instant before which it cannot,
+    /// for [`Call::wait_at`]. No future, so that an open upstream costs the
+    /// loop almost nothing.
     #[inline(always)]
-    pub(super) fn waited(&self) -> Waited {
-        self.0.as_ref().map_or(Waited::NONE, |turn| Waited {
-            span: turn.waited(),
-            reason: turn.wait_reason(),
-        })
+    pub fn admit(&mut self) -> Option<Instant> {
+        let r = self.0.as_mut()?;
+        r.upstream().admit(r)
     }
 
-    /// The upstream of the turn; `None`: the call is alone.
+    /// How long the attempt waited at the upstream before it started
+    /// (none if it did not), and why.
+    #[inline(always)]
+    pub(super) fn waited(&self) -> (Nanos, Option<WaitReason>) {
+        self.0
+            .as_ref()
+            .map_or((Nanos::NONE, None), |r| (r.waited(), r.wait_reason()))
+    }
+
+    /// The upstream; `None`: the call is alone.
     #[inline(always)]
     pub(super) fn upstream(&self) -> Option<&'u Upstream> {
-        self.0.as_ref().map(Turn::upstream)
+        self.0.as_ref().map(Reservation::upstream)
     }
 
-    /// Whether a success ends the turn with nothing to tell the upstream.
+    /// Whether a success ends the attempt with nothing to tell the upstream.
     #[inline(always)]
-    pub(super) fn success_ends(&self) -> bool {
-        self.0.as_ref().is_none_or(Turn::success_ends)
+    pub(super) fn quiet(&self) -> bool {
+        self.0.as_ref().is_none_or(Reservation::success_ends)
     }
 
-    /// Gives the turn the attempt's outcome: its failure (as its call
+    /// Gives the upstream the attempt's outcome: its failure (as its call
     /// classified it), and the next attempt's start (the backoff its call
     /// drew, if it failed).
     #[inline(always)]
     pub(super) fn settle(&mut self, failure: Option<Failure>, until: Option<Instant>) {
-        if let Some(turn) = &mut self.0 {
-            turn.settle(failure, until);
+        if let Some(r) = &mut self.0 {
+            r.upstream().settle(r, failure, until);
         }
     }
-}
-
-/// How long an attempt waited at its upstream, and why: for its events.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Waited {
-    /// None if it did not wait.
-    pub(crate) span: Nanos,
-    pub(crate) reason: Option<WaitReason>,
-}
-
-impl Waited {
-    /// An attempt that did not wait (a call without an upstream).
-    pub(crate) const NONE: Waited = Waited {
-        span: Nanos::NONE,
-        reason: None,
-    };
 }
 
 /// `#[retry(cost = EXPR)]`: what one attempt spends of its upstream's
@@ -133,11 +127,11 @@ pin_project_lite::pin_project! {
 }
 
 impl<F> WithUpstream<F> {
-    /// `fut` with the upstream of `turn` in force (a clone of the handle:
+    /// `fut` with the upstream of `at` in force (a clone of the handle:
     /// no allocation); with none, `fut` as it is.
     #[inline(always)]
-    pub fn new(turn: &UpstreamTurn<'_>, fut: F) -> Self {
-        let upstream = turn.0.as_ref().map(Turn::upstream);
+    pub fn new(at: &AtUpstream<'_>, fut: F) -> Self {
+        let upstream = at.upstream();
         WithUpstream {
             fut,
             in_force: InForce {
@@ -156,17 +150,17 @@ impl<F> WithUpstream<F> {
     }
 }
 
-/// `f` with `turn`'s upstream in force as it was for the attempt that left
+/// `f` with `at`'s upstream in force as it was for the attempt that left
 /// at `departed`: an adapter reads its response's headers after the
 /// attempt, as that attempt's. Nothing to put in force while the upstream
 /// paces nothing (`departed` 0).
 #[inline]
-pub(crate) fn as_attempt<R>(turn: &UpstreamTurn<'_>, departed: u64, f: impl FnOnce() -> R) -> R {
-    let Some(turn) = turn.0.as_ref().filter(|_| departed != 0) else {
+pub(crate) fn as_attempt<R>(at: &AtUpstream<'_>, departed: u64, f: impl FnOnce() -> R) -> R {
+    let Some(upstream) = at.upstream().filter(|_| departed != 0) else {
         return f();
     };
     let mut in_force = InForce {
-        handle: Some(turn.upstream().clone()),
+        handle: Some(upstream.clone()),
         departed,
     };
     let _in_force = Swap::<InForceUpstream>::new(&mut in_force);
@@ -189,45 +183,26 @@ impl<F: Future> Future for WithUpstream<F> {
 }
 
 impl<D: Deadline> Call<D> {
-    /// Whether the next attempt may start at once: one atomic load, and
-    /// no future, so that an open upstream costs the loop almost nothing;
-    /// if not, it waits with [`pass`](Call::pass).
-    #[inline(always)]
-    pub fn pass_open(&self, turn: &UpstreamTurn<'_>) -> bool {
-        turn.0.as_ref().is_none_or(|turn| turn.upstream().open())
-    }
-
-    /// Waits for the upstream to let the next attempt start, within the
-    /// call's `total` deadline if it has one; `Held` if the hold is longer
-    /// than the call's `max_retry_after`. The admission that needs no wait
-    /// is made before the first `await`, so that only the boxed wait's
-    /// handle lives across it, in the future of every fn that names an
+    /// Waits until the upstream lets the next attempt start, an attempt
+    /// [`AtUpstream::admit`] refused until `until`: within the call's
+    /// `total` deadline if it has one; `Held` if the hold is longer than
+    /// the call's `max_retry_after`. Only the boxed wait's handle lives
+    /// across the `await`, in the future of every fn that names an
     /// upstream.
     #[inline]
-    pub async fn pass(&self, turn: &mut UpstreamTurn<'_>) -> Result<(), Held> {
-        let Some(turn) = &mut turn.0 else {
+    pub async fn wait_at(&self, at: &mut AtUpstream<'_>, until: Instant) -> Result<(), Held> {
+        let Some(r) = &mut at.0 else {
             return Ok(());
         };
-        let (upstream, cost) = (turn.upstream(), turn.cost());
-        // The turn it replaces is idle: its drop does nothing.
-        *turn = match upstream.admit_turn(cost) {
-            Ok(admitted) => admitted,
-            Err(reserved) => {
-                let patience = crate::upstream::Patience {
-                    cap: self.site.config.max_retry_after,
-                    deadline: self.timing.deadline(),
-                };
-                let admitted = upstream.wait_boxed(patience, cost, reserved).await;
-                // Held: the call ends here, after the attempts it made. Only
-                // with metrics does the future keep `self` across the wait.
-                #[cfg(feature = "opentelemetry")]
-                if admitted.is_err() {
-                    self.ended_held();
-                }
-                admitted?
-            }
-        };
-        Ok(())
+        let (cap, deadline) = (self.site.config.max_retry_after, self.timing.deadline());
+        let waited = r.upstream().wait(r, until, cap, deadline).await;
+        // Held: the call ends here, after the attempts it made. Only with
+        // metrics does the future keep `self` across the wait.
+        #[cfg(feature = "opentelemetry")]
+        if waited.is_err() {
+            self.ended_held();
+        }
+        waited
     }
 
     /// The call returns `Held` before its next attempt: its metrics.

@@ -1,7 +1,9 @@
-//! An attempt's pace at a store that keeps the fleet's buckets
-//! ([`Store::admit`]): what it spends, the store's answer, the wait for a
-//! refill; and what a response's headers tell the store of the limits
-//! ([`Store::learned`]).
+//! The fleet gate: an attempt at a store that every process of a fleet
+//! shares. Its hold and allowance asked before the attempt goes (`ask`),
+//! the probe's lease once a hold ends (`lease`), its pace at a store that
+//! keeps the fleet's buckets ([`Store::admit`]: what it spends, the store's
+//! answer, the wait for a refill); and what a response's headers tell the
+//! store of the limits ([`Store::learned`]).
 //!
 //! A store that keeps no buckets, fails or is slow answers
 //! [`Admission::Local`]: the attempt is paced in this process, as without
@@ -14,12 +16,11 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 use super::bucket::Bucket;
-use super::charge::{Charge, Holds};
-use super::cold::Scout;
-use super::handle::Upstream;
-use super::held::Held;
-use super::patience::Patience;
-use super::store::{Admission, Reading, Spend, Store};
+use super::handle::Gates;
+use super::hold::{Held, Patience};
+use super::pace::Scout;
+use super::pacer::{Charge, Holds};
+use super::store::{Admission, ProbeTurn, Reading, Spend, Store};
 use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;
 use crate::http::{LimitFields, RateLimitFields};
@@ -37,11 +38,74 @@ pub(super) enum FleetPace {
     Held,
 }
 
-impl Upstream {
+/// How often a probe asks the store again while another process's probe
+/// is out (each time jittered by up to half of it either way).
+const PROBE_POLL: Duration = Duration::from_millis(100);
+
+/// What the store said to a local probe.
+pub(super) enum Lease {
+    Go,
+    /// Another process's probe is out: ask again then.
+    Poll(Instant),
+    /// Held again (taken into the local state).
+    Held,
+}
+
+impl Gates {
+    /// The probe's turn in the store, once the hold has ended. A store that
+    /// fails or is slow is passed over (the local probe goes).
+    pub(super) async fn lease(&self) -> Lease {
+        let Some(store) = &self.store else {
+            return Lease::Go;
+        };
+        let probe = store.probe(&self.name, self.token);
+        let asked = tokio::time::timeout(store.wait(), probe).await;
+        let now = Instant::now();
+        match asked {
+            Ok(Ok(ProbeTurn::Wait)) => Lease::Poll(now + PROBE_POLL.mul_f64(0.5 + fastrand::f64())),
+            Ok(Ok(ProbeTurn::Held(left, reason))) => {
+                self.locked(|state| state.hold(now, left, reason));
+                Lease::Held
+            }
+            _ => Lease::Go,
+        }
+    }
+
+    /// Takes the store's hold into the local state (and, if it is not
+    /// held, one from the store's allowance); a store that fails or is slow
+    /// is passed over. Unless the upstream is held here, the attempt's
+    /// cost is spent in the store's buckets in the same step: the
+    /// admission, if it was. A cold upstream asks after its cold start
+    /// ([`fleet_turn`](Upstream::fleet_turn)).
+    pub(super) async fn ask(&self, store: &Arc<dyn Store>, cost: u32) -> Option<Admission> {
+        let held_here = self.left().is_some();
+        if !held_here && self.pacer.cold.load(Ordering::Acquire) {
+            // Cold: the store is asked after the cold start (its scout at
+            // once, the others after its news), once per attempt.
+            return None;
+        }
+        // Held here, its cost would be spent before the hold ends: not
+        // spent now.
+        let spend = if held_here {
+            [Spend::default(); 2]
+        } else {
+            self.spends(cost)
+        };
+        match self.admission(store, spend).await {
+            Admission::Held(left, reason) => {
+                let now = Instant::now();
+                // No event: the process that set the hold in the store sent it.
+                self.locked(|state| state.hold(now, left, reason));
+                None
+            }
+            admission => (!held_here).then_some(admission),
+        }
+    }
+
     /// What an attempt of cost `cost` spends, per dimension, with the
     /// limits this process knows (a limit of 0: the store's, if any).
     pub(super) fn spends(&self, cost: u32) -> [Spend; 2] {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         let tokens = pacer.tokens_of(cost);
         let spend = |bucket: &Bucket, cost: u64| match bucket.get() {
             Some((limit, window, _)) => Spend::new(limit, window, cost),
@@ -53,11 +117,8 @@ impl Upstream {
     /// The store's admission of an attempt spending `spend`, at most the
     /// store's wait: a failure or no answer is [`Admission::Local`].
     pub(super) async fn admission(&self, store: &Arc<dyn Store>, spend: [Spend; 2]) -> Admission {
-        let asked = tokio::time::timeout(
-            store.wait(),
-            store.admit(&self.shared.name, self.shared.token, spend),
-        )
-        .await;
+        let asked =
+            tokio::time::timeout(store.wait(), store.admit(&self.name, self.token, spend)).await;
         match asked {
             Ok(Ok(admission)) => admission,
             _ => Admission::Local,
@@ -76,7 +137,7 @@ impl Upstream {
         cost: u32,
     ) -> Result<FleetPace, Held> {
         let (mut scout, waited, first) = match first {
-            Some(Admission::Local) | None if self.shared.pacer.cold.load(Ordering::Acquire) => {
+            Some(Admission::Local) | None if self.pacer.cold.load(Ordering::Acquire) => {
                 let (scout, reason) = self.cold_start().await;
                 (scout, reason, None)
             }
@@ -153,19 +214,19 @@ impl Upstream {
             let now = Instant::now();
             if patience.deadline.is_some_and(|d| now + after > d) {
                 return Err(Held::new(
-                    self.shared.name.clone(),
+                    self.name.clone(),
                     after,
                     HoldReason::RateLimitHeaders,
                 ));
             }
             reason = Some(WaitReason::Paced);
             if queue.is_none() {
-                match self.shared.fleet_queue.try_lock() {
+                match self.fleet_queue.try_lock() {
                     Ok(first) => queue = Some(first),
                     Err(_) => {
                         // Behind this process's other waiters: its turn
                         // comes later, the store's answer is stale by then.
-                        queue = Some(self.shared.fleet_queue.lock().await);
+                        queue = Some(self.fleet_queue.lock().await);
                         continue;
                     }
                 }
@@ -176,18 +237,18 @@ impl Upstream {
 
     /// A response's reading of the limits, shared with the store: the
     /// limits this process paces with, and what the server says is left.
-    pub(super) fn share_learned(&self, fields: &RateLimitFields) {
-        let Some(store) = &self.shared.store else {
+    pub(super) fn share_learned(&self, fields: &RateLimitFields, departed: Option<u64>) {
+        let Some(store) = &self.store else {
             return;
         };
         if !fields.requests.any() && !fields.tokens.any() {
             return;
         }
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         // An instant bounds the window from when the request left, as in
         // this process (`Pacer::learn`): the fleet's window log counts that
         // long, not the answer's time less.
-        let answered = crate::ambient::departed(self).map_or(Duration::ZERO, |d| {
+        let answered = departed.map_or(Duration::ZERO, |d| {
             Duration::from_nanos(pacer.now().saturating_sub(d))
         });
         let reading = |bucket: &Bucket, fields: &LimitFields| match bucket.get() {
@@ -202,7 +263,7 @@ impl Upstream {
             None => Reading::default(),
         };
         store.learned(
-            &self.shared.name,
+            &self.name,
             [
                 reading(&pacer.requests, &fields.requests),
                 reading(&pacer.tokens, &fields.tokens),

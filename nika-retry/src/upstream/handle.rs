@@ -1,17 +1,18 @@
-//! [`Upstream`]: the handle the calls to one upstream share, and the state
-//! behind it; its behaviour is in the `impl Upstream` blocks of the files
-//! beside this one. The type alone stands here, beneath them, so that what
-//! holds a handle (the thread-local of the upstream in force) needs none
-//! of that behaviour.
+//! [`Upstream`]: the handle the calls to one upstream share, and the
+//! gates' state behind it ([`Gates`]), side by side: fields only. Its
+//! behaviour is in `mod.rs` (the handle's, all of it) and each gate's file
+//! (`hold`, `pace`, `adapt`, `fleet`). The types alone stand here, beneath
+//! them, so that what holds a handle (the thread-local of the upstream in
+//! force) needs none of that behaviour.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use super::hold::Hold;
 use super::pacer::Pacer;
-use super::state::State;
 use super::store::Store;
 
 /// The state the calls to one upstream share. Clones are handles to the
@@ -28,12 +29,15 @@ use super::store::Store;
 /// ```
 #[derive(Clone)]
 pub struct Upstream {
-    pub(super) shared: Arc<Shared>,
+    pub(super) gates: Arc<Gates>,
 }
 
-pub(super) struct Shared {
+/// The gates' state: the hold gate's (`guarded`, `counting`, `hold`,
+/// `released`), the pace and adapt gates' (`pacing`, `pacer`), the fleet
+/// gate's (`store`, `token`, `fleet_queue`).
+pub(super) struct Gates {
     pub(super) name: Cow<'static, str>,
-    /// Whether an attempt must look at `state` before it starts: a hold, an
+    /// Whether an attempt must look at `hold` before it starts: a hold, an
     /// allowance, a probe's turn. `false` is the open upstream's one load.
     pub(super) guarded: AtomicBool,
     /// Whether an attempt must pass the pacer (limits known, a cold start
@@ -43,7 +47,7 @@ pub(super) struct Shared {
     /// Whether a success tells the breaker something: failures counted,
     /// or opened and not closed since (a success then resets them).
     pub(super) counting: AtomicBool,
-    pub(super) state: Mutex<State>,
+    pub(super) hold: Mutex<Hold>,
     /// The waiters for a probe's outcome.
     pub(super) released: Notify,
     pub(super) store: Option<Arc<dyn Store>>,
@@ -53,53 +57,20 @@ pub(super) struct Shared {
     pub(super) fleet_queue: tokio::sync::Mutex<()>,
 }
 
-impl Shared {
-    pub(super) fn new(
-        name: Cow<'static, str>,
-        state: State,
-        store: Option<Arc<dyn Store>>,
-    ) -> Shared {
-        Shared {
+impl Gates {
+    pub(super) fn new(name: Cow<'static, str>, hold: Hold, store: Option<Arc<dyn Store>>) -> Gates {
+        Gates {
             name,
             guarded: AtomicBool::new(false),
             // A cold start until the first response (`with_cold_start`).
             pacing: AtomicBool::new(true),
             pacer: Pacer::default(),
             counting: AtomicBool::new(false),
-            state: Mutex::new(state),
+            hold: Mutex::new(hold),
             released: Notify::new(),
             store,
             token: fastrand::u64(..),
             fleet_queue: tokio::sync::Mutex::new(()),
-        }
-    }
-}
-
-impl Upstream {
-    /// Its name, if it was given as a `&'static str` (most are): an
-    /// attribute that costs no allocation.
-    #[cfg(feature = "opentelemetry")]
-    pub(crate) fn static_name(&self) -> Option<&'static str> {
-        match self.shared.name {
-            Cow::Borrowed(name) => Some(name),
-            Cow::Owned(_) => None,
-        }
-    }
-
-    /// Whether `other` is a handle of the same upstream (its clone).
-    pub(crate) fn same(&self, other: &Upstream) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared)
-    }
-
-    /// When an attempt leaving now left, on the pacer's clock, for the
-    /// headers it reads ([`observe`](Upstream::observe)); 0 while nothing
-    /// is paced, which reads no clock.
-    #[inline]
-    pub(crate) fn departure(&self) -> u64 {
-        if self.shared.pacing.load(Ordering::Relaxed) {
-            self.shared.pacer.now().max(1)
-        } else {
-            0
         }
     }
 }

@@ -1,10 +1,88 @@
-//! [`Upstream::limits`]: what an upstream knows of its limits, for metrics.
+//! The limits' public data: [`Quota`], the limits declared by hand
+//! ([`Upstream::with_quota`]), and what an upstream knows of its limits,
+//! for metrics ([`Upstream::limits`]).
 
 use core::time::Duration;
-use std::sync::atomic::Ordering;
 
 use super::bucket::{Bucket, LimitSource};
+#[cfg(doc)]
 use super::handle::Upstream;
+
+/// Limits declared for an upstream: at most `requests` attempts and
+/// `tokens` of cost per `window`, each spent as a bucket that refills over
+/// the window ([`Upstream::with_quota`]). Either may be left out.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::upstream::{Quota, Upstream};
+///
+/// // OpenAI's tier: 500 requests and 30 000 tokens a minute.
+/// let quota = Quota::per(Duration::from_secs(60)).requests(500).tokens(30_000);
+/// let upstream = Upstream::new("openai/gpt-4o").with_quota(quota);
+/// assert_eq!(upstream.limits().tokens.unwrap().limit, 30_000);
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quota {
+    /// The window both limits are counted over.
+    pub window: Duration,
+    /// Attempts per window, if limited.
+    pub requests: Option<u32>,
+    /// Cost (tokens) per window, if limited.
+    pub tokens: Option<u32>,
+}
+
+impl Quota {
+    /// A quota counted over `window`, with no limit yet. A window of zero
+    /// limits nothing.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Quota;
+    ///
+    /// let quota = Quota::per(Duration::from_secs(2)).requests(20);
+    /// assert_eq!(quota.requests, Some(20));
+    /// assert_eq!(quota.tokens, None);
+    /// ```
+    pub fn per(window: Duration) -> Quota {
+        Quota {
+            window,
+            requests: None,
+            tokens: None,
+        }
+    }
+
+    /// At most `n` attempts per window (0: no limit on requests).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Quota;
+    ///
+    /// assert_eq!(Quota::per(Duration::from_secs(60)).requests(500).requests, Some(500));
+    /// ```
+    pub fn requests(self, n: u32) -> Quota {
+        Quota {
+            requests: (n > 0).then_some(n),
+            ..self
+        }
+    }
+
+    /// At most `n` of cost per window: each attempt spends its call's
+    /// `cost = …` (0: no limit on tokens).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Quota;
+    ///
+    /// assert_eq!(Quota::per(Duration::from_secs(60)).tokens(30_000).tokens, Some(30_000));
+    /// ```
+    pub fn tokens(self, n: u32) -> Quota {
+        Quota {
+            tokens: (n > 0).then_some(n),
+            ..self
+        }
+    }
+}
 
 /// What an [`Upstream`] knows of its limits, at one instant
 /// ([`Upstream::limits`]). Not to be confused with the engine's `Limits`
@@ -74,7 +152,7 @@ pub struct DimensionLimit {
 }
 
 impl DimensionLimit {
-    fn of(bucket: &Bucket, now: u64) -> Option<DimensionLimit> {
+    pub(super) fn of(bucket: &Bucket, now: u64) -> Option<DimensionLimit> {
         let (limit, window, source) = bucket.get()?;
         Some(DimensionLimit {
             limit,
@@ -84,41 +162,5 @@ impl DimensionLimit {
             source,
             in_flight: bucket.in_flight().saturating_add(bucket.waiting()),
         })
-    }
-}
-
-impl Upstream {
-    /// What the upstream knows of its limits now: per dimension the limit,
-    /// the level, the refill and whether it was declared, learned from
-    /// headers or adapted to 429s; the mean cost it learned; whether its
-    /// cold start is pending.
-    ///
-    /// ```
-    /// use nika_retry::upstream::{LimitSource, Upstream};
-    ///
-    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-    /// # async fn main() {
-    /// let upstream = Upstream::new("openai/gpt-4o");
-    /// upstream.observe(&[
-    ///     ("x-ratelimit-limit-requests", "20"),
-    ///     ("x-ratelimit-remaining-requests", "19"),
-    ///     ("x-ratelimit-reset-requests", "100ms"),
-    /// ][..]);
-    /// let requests = upstream.limits().requests.unwrap();
-    /// assert_eq!((requests.limit, requests.level), (20, 19));
-    /// assert_eq!(requests.source, LimitSource::Learned);
-    /// assert!(!upstream.limits().cold_start);
-    /// # }
-    /// ```
-    pub fn limits(&self) -> UpstreamLimits {
-        let pacer = &self.shared.pacer;
-        let now = pacer.now();
-        UpstreamLimits {
-            requests: DimensionLimit::of(&pacer.requests, now),
-            tokens: DimensionLimit::of(&pacer.tokens, now),
-            mean_cost: pacer.mean_cost(),
-            cold_start: pacer.cold.load(Ordering::Relaxed),
-            ramp: pacer.ramp.window(),
-        }
     }
 }

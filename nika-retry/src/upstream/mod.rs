@@ -57,31 +57,25 @@
 //! its calls two atomic loads per attempt, and a paced admission that does
 //! not wait a few atomic updates (no lock, no allocation).
 
-mod adaptive;
+mod adapt;
 mod bucket;
-mod charge;
-mod cold;
 mod fleet;
 // `pub(crate)` for the thread-local of the upstream in force, which holds
 // a handle and needs nothing else of this module.
 pub(crate) mod handle;
-mod held;
-mod ledger;
+mod hold;
+
 mod limits;
 mod pace;
 mod pacer;
-mod patience;
-mod quota;
-mod ramp;
-mod reading;
+
 #[cfg(feature = "redis")]
 mod redis;
-mod state;
 mod store;
-mod wait;
 mod window;
 
 use core::fmt;
+use core::pin::pin;
 use core::time::Duration;
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
@@ -94,25 +88,27 @@ use tokio::time::Instant;
 pub use crate::events::upstream::HoldReason;
 pub use bucket::LimitSource;
 pub use handle::Upstream;
-pub use held::Held;
-pub use limits::{DimensionLimit, UpstreamLimits};
+pub use hold::Held;
+pub use hold::MAX_HOLD;
+pub use limits::{DimensionLimit, Quota, UpstreamLimits};
+pub(crate) use pace::Reservation;
 pub(crate) use pacer::COST_UNKNOWN;
-pub(crate) use patience::Patience;
-pub use quota::Quota;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
-pub use state::MAX_HOLD;
 pub use store::{
     Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
     StoreFuture,
 };
-pub(crate) use wait::Turn;
 
-use crate::events::UpstreamEvent;
+use crate::engine::Failure;
+use crate::events::{UpstreamEvent, WaitReason};
 use crate::http::{self, Headers};
-use handle::Shared;
-use state::{Grown, State};
+use crate::time::Nanos;
+use fleet::{FleetPace, Lease};
+use handle::Gates;
+use hold::{Grown, Hold, Patience};
+use pacer::Charge;
 
 /// The upstream of the innermost call in force that names one: a clone of
 /// its handle (no allocation), or `None` outside any such call.
@@ -168,13 +164,13 @@ impl Upstream {
     /// An upstream called `name` (in events and errors: `"openai/gpt-4o"`).
     pub fn new(name: impl Into<Cow<'static, str>>) -> Upstream {
         Upstream {
-            shared: Arc::new(Shared::new(name.into(), State::default(), None)),
+            gates: Arc::new(Gates::new(name.into(), Hold::default(), None)),
         }
     }
 
     /// The name given to [`new`](Upstream::new).
     pub fn name(&self) -> &str {
-        &self.shared.name
+        &self.gates.name
     }
 
     /// Holds the upstream for `duration` from now (unless it is held longer
@@ -220,27 +216,32 @@ impl Upstream {
     pub fn observe<H: Headers + ?Sized>(&self, headers: &H) {
         let wall = std::time::SystemTime::now();
         let fields = http::rate_limit_fields(headers, wall);
-        let paced = self.learn(&fields);
-        self.share_learned(&fields);
+        // When the attempt whose response this is left, if it is in force.
+        let departed = crate::ambient::departed(self);
+        let paced = self.gates.learn(&fields, departed);
+        self.gates.share_learned(&fields, departed);
         let Some(limits) = http::rate_limits(headers, wall) else {
             return;
         };
-        if limits.remaining == 0 && self.paces_spent(&fields, limits.reset) {
+        if limits.remaining == 0 && self.gates.paces_spent(&fields, limits.reset) {
             // None left of a dimension the pacer spends: it plans the next
             // attempt by what that dimension's server frees, sooner than
             // the reset when the server refills.
             return;
         }
-        self.shared.pacer.heard.store(true, Ordering::Relaxed);
-        self.shared.pacer.warm();
-        self.publish_pacing();
+        self.gates.pacer.heard.store(true, Ordering::Relaxed);
+        self.gates.pacer.warm();
+        self.gates.publish_pacing();
         let now = Instant::now();
         // With the requests' limit known, their bucket counts what is left,
         // refilling as it goes; none left still holds until the reset.
         let grown = (!paced || limits.remaining == 0)
-            .then(|| self.locked(|state| state.allow(now, limits.remaining, limits.reset)))
+            .then(|| {
+                self.gates
+                    .locked(|state| state.allow(now, limits.remaining, limits.reset))
+            })
             .flatten();
-        if let Some(store) = &self.shared.store
+        if let Some(store) = &self.gates.store
             && limits.remaining > 0
             && !paced
         {
@@ -249,9 +250,9 @@ impl Upstream {
             // as this process's do: an allowance would hold the fleet for
             // the whole reset once spent, though a rolling window frees
             // its oldest admissions long before it.
-            store.allow(&self.shared.name, limits.remaining, limits.reset);
+            store.allow(&self.gates.name, limits.remaining, limits.reset);
         }
-        self.after_hold(grown);
+        self.gates.after_hold(grown);
     }
 
     /// Turns on the breaker: after `failures` consecutive failed attempts
@@ -270,7 +271,8 @@ impl Upstream {
     /// # let _ = upstream;
     /// ```
     pub fn with_breaker(self, failures: u32, open_for: Duration) -> Upstream {
-        self.locked(|state| state.breaker = (failures > 0).then_some((failures, open_for)));
+        self.gates
+            .locked(|state| state.breaker = (failures > 0).then_some((failures, open_for)));
         self
     }
 
@@ -289,30 +291,26 @@ impl Upstream {
     /// ```
     pub fn with_store(self, store: impl Store) -> Upstream {
         let store: Arc<dyn Store> = Arc::new(store);
-        let shared = match Arc::try_unwrap(self.shared) {
-            Ok(shared) => Shared {
+        let gates = match Arc::try_unwrap(self.gates) {
+            Ok(gates) => Gates {
                 store: Some(store),
-                ..shared
+                ..gates
             },
             // A handle cloned already keeps the old state; this one starts
             // afresh with the store, its breaker kept.
-            Err(shared) => {
-                let breaker = shared
-                    .state
+            Err(gates) => {
+                let breaker = gates
+                    .hold
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .breaker;
-                Shared::new(
-                    shared.name.clone(),
-                    State::with_breaker(breaker),
-                    Some(store),
-                )
+                Gates::new(gates.name.clone(), Hold::with_breaker(breaker), Some(store))
             }
         };
         // With a store, every attempt asks it.
-        shared.guarded.store(true, Ordering::Relaxed);
+        gates.guarded.store(true, Ordering::Relaxed);
         Upstream {
-            shared: Arc::new(shared),
+            gates: Arc::new(gates),
         }
     }
 
@@ -327,57 +325,481 @@ impl Upstream {
     /// # }
     /// ```
     pub fn held_for(&self) -> Option<Duration> {
-        let now = Instant::now();
-        self.locked(|state| state.left(now))
+        self.gates.left()
     }
 
     /// Holds for `d` with `reason`, and says so.
     pub(crate) fn hold(&self, d: Duration, reason: HoldReason) {
+        self.gates.hold(d, reason);
+    }
+
+    /// Admits the next attempt of `r` without waiting: `None` if it may
+    /// start now (the upstream open, or paced and its buckets holding the
+    /// cost: no lock, no allocation), else the instant before which it
+    /// cannot ([`wait`](Upstream::wait) then waits, or gives up with `Held`).
+    #[inline]
+    pub(crate) fn admit(&self, r: &mut Reservation<'_>) -> Option<Instant> {
+        if self.open() {
+            return None;
+        }
+        if self.gates.guarded.load(Ordering::Acquire) {
+            return Some(Instant::now());
+        }
+        match self.gates.admit_paced(r.cost) {
+            Ok(charge) => {
+                self.gates.pacer.adaptive.sent();
+                r.charge = charge;
+                None
+            }
+            Err(at) => {
+                // Its place went back; the wait takes one again.
+                r.paced = at.is_some();
+                Some(at.unwrap_or_else(Instant::now))
+            }
+        }
+    }
+
+    /// The wait of an attempt [`admit`](Upstream::admit) refused, until
+    /// `at` at the earliest: the hold (a probe's turn; `Held` past the
+    /// call's `cap`, the longest server hint it sleeps on), the store, the
+    /// pace (`Held` past the call's `deadline`, as is any wait). Boxed: the
+    /// wait's state (its `Notified`, its `Sleep`, the store's futures)
+    /// would otherwise sit in the future of every fn that names an
+    /// upstream, held or not, and of every fn that calls one (448 bytes);
+    /// one allocation for a wait, which lasts milliseconds at least, is
+    /// nothing beside it. Only the box crosses the caller's `await`.
+    #[cold]
+    pub(crate) fn wait<'a, 'u: 'a>(
+        &'u self,
+        r: &'a mut Reservation<'u>,
+        at: Instant,
+        cap: Duration,
+        deadline: Option<Instant>,
+    ) -> core::pin::Pin<Box<impl core::future::Future<Output = Result<(), Held>> + 'a>> {
+        let patience = Patience { cap, deadline };
+        Box::pin(async move {
+            if r.paced && deadline.is_some_and(|d| at > d) {
+                // A pace is no server hint: only the call's deadline bounds it.
+                let left = at.saturating_duration_since(Instant::now());
+                return Err(Held::new(
+                    self.gates.name.clone(),
+                    left,
+                    HoldReason::RateLimitHeaders,
+                ));
+            }
+            *r = self.wait_turn(patience, r.cost, r.paced).await?;
+            Ok(())
+        })
+    }
+
+    /// The attempt ended: `failure` is its error's, `until` the start of
+    /// the retry its call drew (the backoff is until then). A server hint
+    /// holds the upstream, whether or not the call retries; a rate limit
+    /// without one holds it for the backoff; a probe's outcome releases the
+    /// others unless it held again. `r` is idle after (a success with
+    /// neither probe nor failures counted ends the call: nothing to reset).
+    #[inline(always)]
+    pub(crate) fn settle(
+        &self,
+        r: &mut Reservation<'_>,
+        failure: Option<Failure>,
+        until: Option<Instant>,
+    ) {
+        r.settle(failure, until);
+    }
+
+    /// What the unit tests drive: [`admit`](Upstream::admit) and, if it
+    /// refuses, [`wait`](Upstream::wait), at the mean cost learned.
+    #[cfg(test)]
+    pub(crate) async fn pass(&self, patience: Patience) -> Result<Reservation<'_>, Held> {
+        self.pass_costing(patience, COST_UNKNOWN).await
+    }
+
+    /// [`pass`](Upstream::pass) at `cost`.
+    #[cfg(test)]
+    pub(crate) async fn pass_costing(
+        &self,
+        patience: Patience,
+        cost: u32,
+    ) -> Result<Reservation<'_>, Held> {
+        let mut r = Reservation::idle(self).with_cost(cost);
+        if let Some(at) = self.admit(&mut r) {
+            self.wait(&mut r, at, patience.cap, patience.deadline)
+                .await?;
+        }
+        Ok(r)
+    }
+
+    /// Whether the next attempt may start at once (one atomic load).
+    #[inline(always)]
+    fn open(&self) -> bool {
+        if self.gates.guarded.load(Ordering::Acquire) || self.gates.pacing.load(Ordering::Acquire) {
+            return false;
+        }
+        // Counted for the adaptive rate's measure of what is sent.
+        self.gates.pacer.adaptive.sent();
+        true
+    }
+
+    /// A wait at a held upstream, then at its pacer; a hold that started
+    /// meanwhile is waited out again.
+    #[cold]
+    async fn wait_turn(
+        &self,
+        patience: Patience,
+        cost: u32,
+        mut paced: bool,
+    ) -> Result<Reservation<'_>, Held> {
+        let start = Instant::now();
+        loop {
+            let (mut turn, admission) = if self.gates.guarded.load(Ordering::Acquire) {
+                self.hold_wait(patience, cost).await?
+            } else {
+                (Reservation::idle(self), None)
+            };
+            turn.cost = cost;
+            let held = turn.waited.get().is_some_and(|w| !w.is_zero());
+            let fleet = match &self.gates.store {
+                Some(store) => {
+                    self.gates
+                        .fleet_turn(store, admission, patience, cost)
+                        .await?
+                }
+                None => FleetPace::Local,
+            };
+            match fleet {
+                FleetPace::Held => continue,
+                FleetPace::Spent(charge) => turn.charge = charge,
+                FleetPace::Local => {}
+            }
+            if matches!(fleet, FleetPace::Local) && self.gates.pacing.load(Ordering::Acquire) {
+                // Dropped on `Held`: a probe's turn passes on.
+                let Some(charge) = self
+                    .gates
+                    .pace(cost, patience, core::mem::take(&mut paced))
+                    .await?
+                else {
+                    // Held while it was paced: its place went back, it waits again.
+                    continue;
+                };
+                turn.charge = charge;
+            }
+            if held {
+                // The hold first: the pace after it is the hold's tail (a
+                // rate adapted to 429s without headers spends it).
+                turn.charge.reason = Some(WaitReason::Held);
+            }
+            self.gates.pacer.adaptive.sent();
+            // A scout, or a step that found the upstream open, did not wait.
+            let waited = turn.charge.reason.is_some() || turn.probe;
+            turn.waited = Nanos::new(waited.then(|| start.elapsed()));
+            return Ok(turn);
+        }
+    }
+
+    /// The wait for the hold's end, and the store's admission asked last
+    /// if it still stands (the attempt goes at once after it).
+    #[cold]
+    async fn hold_wait(
+        &self,
+        patience: Patience,
+        cost: u32,
+    ) -> Result<(Reservation<'_>, Option<Admission>), Held> {
+        let start = Instant::now();
+        loop {
+            let admission = match &self.gates.store {
+                Some(store) => self.gates.ask(store, cost).await,
+                None => None,
+            };
+            let mut released = pin!(self.gates.released.notified());
+            let now = Instant::now();
+            let (step, grown) = {
+                let mut state = self.gates.lock();
+                let (step, grown) = state.step(now);
+                let reason = state.reason.unwrap_or(HoldReason::ServerHint);
+                if let Some((until, probe)) = step
+                    && let left = until.saturating_duration_since(now)
+                    && (left > patience.cap || patience.deadline.is_some_and(|d| now + left > d))
+                {
+                    let passed_on = probe;
+                    if passed_on {
+                        state.probe = false;
+                    }
+                    self.gates.publish(&state);
+                    drop(state);
+                    if passed_on {
+                        // The turn goes to the next waiter, who has its own patience.
+                        self.gates.released.notify_one();
+                    }
+                    self.gates.after_hold(grown);
+                    return Err(Held::new(self.gates.name.clone(), left, reason));
+                }
+                if matches!(step, Some((_, false))) {
+                    // Registered under the lock: a release after it is seen.
+                    released.as_mut().enable();
+                }
+                self.gates.publish(&state);
+                (step, grown)
+            };
+            self.gates.after_hold(grown);
+            match step {
+                None => return Ok((self.turn(false, start), admission)),
+                Some((until, true)) => {
+                    // Owned from here: a probe dropped while it sleeps passes its turn.
+                    let mut turn = self.turn(true, start);
+                    let mut until = until;
+                    loop {
+                        tokio::time::sleep_until(until).await;
+                        if let Some(later) = self.gates.lock().until.filter(|&later| later > until)
+                        {
+                            let left = later.saturating_duration_since(Instant::now());
+                            if left > patience.cap || patience.deadline.is_some_and(|d| later > d) {
+                                // Held longer meanwhile, past this caller's
+                                // patience: it steps again below, gives up
+                                // with `Held` and passes the turn on.
+                                break;
+                            }
+                            until = later;
+                            continue;
+                        }
+                        match self.gates.lease().await {
+                            Lease::Go => break,
+                            Lease::Poll(at) => until = at,
+                            // Held again in the store: the turn goes back
+                            // and this caller steps again, patience and all.
+                            Lease::Held => break,
+                        }
+                    }
+                    if self.held_for().is_some() {
+                        drop(turn);
+                        continue;
+                    }
+                    turn.waited = Nanos::new(Some(start.elapsed()));
+                    return Ok((turn, None));
+                }
+                Some((_, false)) => {
+                    released.await;
+                    // The spread the release just set.
+                    let spread = self.gates.lock().spread;
+                    if !spread.is_zero() {
+                        // Released with the others: arrive spread out, then
+                        // look again (another call may have held it since).
+                        let jitter =
+                            fastrand::u64(..=spread.as_nanos().try_into().unwrap_or(u64::MAX));
+                        tokio::time::sleep(Duration::from_nanos(jitter)).await;
+                    }
+                }
+            }
+        }
+    }
+
+    fn turn(&self, probe: bool, start: Instant) -> Reservation<'_> {
+        Reservation {
+            upstream: self,
+            probe,
+            paced: false,
+            waited: Nanos::new(Some(start.elapsed())),
+            cost: COST_UNKNOWN,
+            charge: Charge::default(),
+        }
+    }
+
+    /// Declares the upstream's limits: each attempt of its calls starts
+    /// when every limited dimension holds its cost (one request; the
+    /// call's `cost = …` of tokens), waiters served in arrival order.
+    /// Rate-limit headers may lower a declared limit, never raise it. A
+    /// declared quota has no cold start: it starts whole and its first
+    /// burst goes at once; the waiters beyond it wait for the first
+    /// response (at most the cold start's max), whose headers say whether
+    /// the server refills or counts by window (then a log of what was sent
+    /// paces them), and each goes a margin after the refill it waits for
+    /// (a fortieth of the window, at most 40 ms, doubled by a 429 up to an
+    /// eighth): the server's refill runs from when a request reaches it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::{Quota, Upstream};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let upstream = Upstream::new("tools/search")
+    ///     .with_quota(Quota::per(Duration::from_secs(1)).requests(2));
+    /// let limits = upstream.limits();
+    /// assert_eq!(limits.requests.unwrap().level, 2, "a declared bucket starts whole");
+    /// assert!(!limits.cold_start);
+    /// # }
+    /// ```
+    pub fn with_quota(self, quota: Quota) -> Upstream {
+        let pacer = &self.gates.pacer;
+        if !quota.window.is_zero() {
+            for (bucket, limit) in [
+                (&pacer.requests, quota.requests),
+                (&pacer.tokens, quota.tokens),
+            ] {
+                if let Some(limit) = limit {
+                    bucket.set(u64::from(limit), quota.window, LimitSource::Declared);
+                }
+            }
+        }
+        if pacer.requests.known() || pacer.tokens.known() {
+            pacer.cold.store(false, Ordering::Relaxed);
+            // Its burst goes; its refill waits for the first response,
+            // which says whether the server refills at all.
+            pacer.unheard();
+        }
+        self.gates.publish_pacing();
+        self
+    }
+
+    /// How long the calls of an upstream that knows no limit yet wait for
+    /// its first attempt (the scout) to tell them: its response's headers
+    /// observed, or its end, whichever comes first, at most `max`. The
+    /// default is 1 s; `Duration::ZERO` turns the cold start off.
+    ///
+    /// If the scout brought no word of the limits (a server that sends no
+    /// rate-limit headers), the others go in rounds that double, as TCP's
+    /// slow start: 2 out at once, one more for each that succeeds (and
+    /// twice as many when a round has waited `max` for its successes:
+    /// long calls), until a response's headers, a 429 (which turns the
+    /// adaptive rate on) or 64 attempts out together end the ramp. Its
+    /// waits are
+    /// [`WaitReason::ColdStart`](crate::events::WaitReason::ColdStart).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use nika_retry::upstream::Upstream;
+    ///
+    /// let upstream = Upstream::new("openai/gpt-4o").with_cold_start(Duration::ZERO);
+    /// assert!(!upstream.limits().cold_start);
+    /// ```
+    pub fn with_cold_start(self, max: Duration) -> Upstream {
+        let pacer = &self.gates.pacer;
+        pacer.set_cold_max(max);
+        if max.is_zero() {
+            pacer.cold.store(false, Ordering::Relaxed);
+        }
+        self.gates.publish_pacing();
+        self
+    }
+
+    /// What the upstream knows of its limits now: per dimension the limit,
+    /// the level, the refill and whether it was declared, learned from
+    /// headers or adapted to 429s; the mean cost it learned; whether its
+    /// cold start is pending.
+    ///
+    /// ```
+    /// use nika_retry::upstream::{LimitSource, Upstream};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let upstream = Upstream::new("openai/gpt-4o");
+    /// upstream.observe(&[
+    ///     ("x-ratelimit-limit-requests", "20"),
+    ///     ("x-ratelimit-remaining-requests", "19"),
+    ///     ("x-ratelimit-reset-requests", "100ms"),
+    /// ][..]);
+    /// let requests = upstream.limits().requests.unwrap();
+    /// assert_eq!((requests.limit, requests.level), (20, 19));
+    /// assert_eq!(requests.source, LimitSource::Learned);
+    /// assert!(!upstream.limits().cold_start);
+    /// # }
+    /// ```
+    pub fn limits(&self) -> UpstreamLimits {
+        let pacer = &self.gates.pacer;
+        let now = pacer.now();
+        UpstreamLimits {
+            requests: DimensionLimit::of(&pacer.requests, now),
+            tokens: DimensionLimit::of(&pacer.tokens, now),
+            mean_cost: pacer.mean_cost(),
+            cold_start: pacer.cold.load(Ordering::Relaxed),
+            ramp: pacer.ramp.window(),
+        }
+    }
+
+    /// Its name, if it was given as a `&'static str` (most are): an
+    /// attribute that costs no allocation.
+    #[cfg(feature = "opentelemetry")]
+    pub(crate) fn static_name(&self) -> Option<&'static str> {
+        match self.gates.name {
+            Cow::Borrowed(name) => Some(name),
+            Cow::Owned(_) => None,
+        }
+    }
+
+    /// Whether `other` is a handle of the same upstream (its clone).
+    pub(crate) fn same(&self, other: &Upstream) -> bool {
+        Arc::ptr_eq(&self.gates, &other.gates)
+    }
+
+    /// When an attempt leaving now left, on the pacer's clock, for the
+    /// headers it reads ([`observe`](Upstream::observe)); 0 while nothing
+    /// is paced, which reads no clock.
+    #[inline]
+    pub(crate) fn departure(&self) -> u64 {
+        if self.gates.pacing.load(Ordering::Relaxed) {
+            self.gates.pacer.now().max(1)
+        } else {
+            0
+        }
+    }
+}
+
+/// The gates' state behind a handle, what each gate reads and writes.
+impl Gates {
+    /// Holds for `d` with `reason`, and says so.
+    pub(super) fn hold(&self, d: Duration, reason: HoldReason) {
         let now = Instant::now();
         let grown = self.locked(|state| state.hold(now, d, reason));
         self.after_hold(grown);
     }
 
+    /// What is left of the hold in force, if any.
+    pub(super) fn left(&self) -> Option<Duration> {
+        let now = Instant::now();
+        self.locked(|state| state.left(now))
+    }
+
     /// Runs `f` on the state under its lock, then publishes whether
     /// attempts must look at it.
-    fn locked<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+    pub(super) fn locked<R>(&self, f: impl FnOnce(&mut Hold) -> R) -> R {
         let mut state = self.lock();
         let r = f(&mut state);
         self.publish(&state);
         r
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Hold> {
         // The state stays consistent at every step: a panic elsewhere
         // while it was locked leaves nothing half-done.
-        self.shared
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.hold.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn publish(&self, state: &State) {
-        let guarded = state.guarded() || self.shared.store.is_some();
-        self.shared.guarded.store(guarded, Ordering::Release);
-        self.shared
-            .counting
-            .store(state.counting(), Ordering::Relaxed);
+    pub(super) fn publish(&self, state: &Hold) {
+        let guarded = state.guarded() || self.store.is_some();
+        self.guarded.store(guarded, Ordering::Release);
+        self.counting.store(state.counting(), Ordering::Relaxed);
     }
 
     /// The event of a hold that started or grew; a store learns of it.
-    fn after_hold(&self, grown: Option<Grown>) {
-        let Some(grown) = grown else { return };
-        self.shared
-            .pacer
-            .held_until(crate::time::later(Instant::now(), grown.held_for));
-        if let Some(store) = &self.shared.store {
-            store.hold(&self.shared.name, grown.held_for, grown.reason);
+    pub(super) fn after_hold(&self, grown: Option<Grown>) {
+        let Some(Grown {
+            held_for,
+            reason,
+            extended,
+        }) = grown
+        else {
+            return;
+        };
+        self.pacer
+            .held_until(crate::time::later(Instant::now(), held_for));
+        if let Some(store) = &self.store {
+            store.hold(&self.name, held_for, reason);
         }
         crate::ambient::observers::emit_upstream(&UpstreamEvent {
-            upstream: self.shared.name.to_string(),
-            held_for: grown.held_for,
-            reason: grown.reason,
-            extended: grown.extended,
+            upstream: self.name.to_string(),
+            held_for,
+            reason,
+            extended,
         });
     }
 }
@@ -387,7 +809,7 @@ impl fmt::Debug for Upstream {
         f.debug_struct("Upstream")
             .field("name", &self.name())
             .field("held_for", &self.held_for())
-            .field("store", &self.shared.store)
+            .field("store", &self.gates.store)
             .field("limits", &self.limits())
             .finish_non_exhaustive()
     }

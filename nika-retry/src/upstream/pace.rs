@@ -1,5 +1,7 @@
-//! An attempt's admission by its upstream's pacer, and what responses
-//! and outcomes teach the pacer.
+//! The pace gate's side of an attempt: its [`Reservation`] (the one thing
+//! `run/` and `adapter/` hold of their upstream, from admission to
+//! settlement), its admission by the pacer, the cold start's scout
+//! ([`Scout`]), and what responses and outcomes teach the pacer.
 //!
 //! An admission that does not wait reads the clock and updates a few
 //! atomics: no lock, no allocation. One that waits sleeps until the
@@ -13,28 +15,26 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
-use super::adaptive::as_bucket;
+use super::adapt::as_bucket;
 use super::bucket::LimitSource;
-use super::charge::{Charge, Holds};
-use super::cold::Scout;
-use super::handle::Upstream;
-use super::held::Held;
-use super::pacer::Pending;
-use super::patience::Patience;
+use super::handle::{Gates, Upstream};
+use super::hold::{Held, Patience};
+use super::pacer::{COST_UNKNOWN, Charge, Holds, Pending};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;
 use crate::http::RateLimitFields;
+use crate::time::Nanos;
 use crate::vocab::category::ErrorCategory;
 
-impl Upstream {
+impl Gates {
     /// Takes what a response's headers say of the limits in; returns
     /// whether the requests are paced by their bucket.
-    pub(super) fn learn(&self, fields: &RateLimitFields) -> bool {
-        let pacer = &self.shared.pacer;
+    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<u64>) -> bool {
+        let pacer = &self.pacer;
         if fields.requests.any() || fields.tokens.any() {
             pacer.heard.store(true, Ordering::Relaxed);
-            pacer.learn(fields, crate::ambient::departed(self));
+            pacer.learn(fields, departed);
             pacer.warm();
             pacer.ramp.stop();
             self.publish_pacing();
@@ -45,7 +45,7 @@ impl Upstream {
     /// An attempt that charged `charge` ended (`succeeded`, or not;
     /// `None`: cancelled).
     pub(super) fn end_charge(&self, charge: Charge, outcome: Option<bool>) {
-        let (pacer, succeeded) = (&self.shared.pacer, outcome == Some(true));
+        let (pacer, succeeded) = (&self.pacer, outcome == Some(true));
         pacer.end(charge, outcome.is_some());
         if charge.holds.has(Holds::RAMP) {
             pacer.ramp.end(succeeded);
@@ -64,17 +64,18 @@ impl Upstream {
 
     /// Publishes whether attempts must pass the pacer.
     pub(super) fn publish_pacing(&self) {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         let active = pacer.active() || pacer.adaptive.on();
-        self.shared.pacing.store(active, Ordering::Release);
+        self.pacing.store(active, Ordering::Release);
     }
 
     /// The pacer's admission of an attempt of cost `cost`, without a wait:
-    /// `Ok` if it may start now (no lock taken), else the reservation to
-    /// wait for.
+    /// `Ok` if it may start now (no lock taken), else the instant its place
+    /// would have started at, given back (none: the cold start or the ramp
+    /// refused it).
     #[inline]
-    pub(super) fn admit(&self, cost: u32) -> Result<Charge, Option<Pending<'_>>> {
-        let pacer = &self.shared.pacer;
+    pub(super) fn admit_paced(&self, cost: u32) -> Result<Charge, Option<Instant>> {
+        let pacer = &self.pacer;
         if pacer.cold.load(Ordering::Acquire) {
             return Err(None);
         }
@@ -93,8 +94,8 @@ impl Upstream {
                 .set(Holds::RAMP, slot.is_some_and(|slot| slot.start()));
             return Ok(charge);
         }
-        // The wait keeps the place reserved.
-        Err(Some(pending))
+        // Given back as it drops: the wait takes a place again.
+        Err(Some(pacer.instant(pending.at())))
     }
 
     /// The pacer's part of an attempt's wait: the cold start's, then its
@@ -104,13 +105,14 @@ impl Upstream {
         &self,
         cost: u32,
         patience: Patience,
-        reserved: Option<Pending<'_>>,
+        reserved: bool,
     ) -> Result<Option<Charge>, Held> {
-        let pacer = &self.shared.pacer;
-        let (mut scout, mut reason) = match reserved {
-            // Reserved while the upstream was warm.
-            Some(_) => (Scout::none(self), None),
-            None => self.cold_start().await,
+        let pacer = &self.pacer;
+        let (mut scout, mut reason) = if reserved {
+            // Refused by the pace while the upstream was warm.
+            (Scout::none(self), None)
+        } else {
+            self.cold_start().await
         };
         // Dropped on `Held`, or held while paced: the slot goes back.
         let slot = if pacer.ramp.on() {
@@ -124,8 +126,8 @@ impl Upstream {
         };
         // Reserved beyond what the buckets held when it came (a refill's
         // waiter, which a declared quota keeps until the first response).
-        let mut beyond = reserved.is_some();
-        let mut pending = reserved;
+        let mut beyond = reserved;
+        let mut pending: Option<Pending<'_>> = None;
         let pending = loop {
             let mut rebuilt = pin!(pacer.rebuilt.notified());
             rebuilt.as_mut().enable();
@@ -155,7 +157,7 @@ impl Upstream {
             // A pace is no server hint: only the call's deadline bounds it.
             if patience.deadline.is_some_and(|d| at > d) {
                 return Err(Held::new(
-                    self.shared.name.clone(),
+                    self.name.clone(),
                     left,
                     HoldReason::RateLimitHeaders,
                 ));
@@ -177,7 +179,7 @@ impl Upstream {
             }
             pending = Some(p);
         };
-        if reason.is_some() && self.held_for().is_some() {
+        if reason.is_some() && self.left().is_some() {
             // Held while it was paced: its place goes back unspent (a
             // window's log would count it sent), and it waits again.
             drop(pending);
@@ -197,7 +199,7 @@ impl Upstream {
     /// Whether the dimensions a response says are spent (none left, the
     /// longest whole again in `reset`) are all paced by their buckets.
     pub(super) fn paces_spent(&self, fields: &RateLimitFields, reset: Duration) -> bool {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         let dimensions = [
             (&pacer.requests, &fields.requests),
             (&pacer.tokens, &fields.tokens),
@@ -218,7 +220,7 @@ impl Upstream {
     /// A failed attempt: a 429 from an upstream whose responses never said
     /// anything of their limits turns the adaptive rate on, or lowers it.
     pub(super) fn adapt(&self, failure: Failure, now: Instant, charge: Charge) {
-        let pacer = &self.shared.pacer;
+        let pacer = &self.pacer;
         if failure.category == ErrorCategory::RateLimited {
             // Admitted by the pacer and refused all the same.
             if charge.holds.has(Holds::REQUEST) {
@@ -245,13 +247,238 @@ impl Upstream {
     }
 
     pub(super) fn adapt_rate(&self, rate: f64) {
-        self.shared.pacer.ramp.stop();
+        self.pacer.ramp.stop();
         let (limit, window) = as_bucket(rate);
-        self.shared
-            .pacer
-            .requests
-            .set(limit, window, LimitSource::Adapted);
+        self.pacer.requests.set(limit, window, LimitSource::Adapted);
         self.publish_pacing();
+    }
+}
+
+/// The scout's turn before its attempt starts: dropped then (its call
+/// cancelled, or failed with `Held`), the others go.
+pub(super) struct Scout<'u> {
+    gates: &'u Gates,
+    pub(super) armed: bool,
+}
+
+impl<'u> Scout<'u> {
+    /// Not the scout.
+    pub(super) fn none(gates: &'u Gates) -> Scout<'u> {
+        Scout {
+            gates,
+            armed: false,
+        }
+    }
+}
+
+impl Drop for Scout<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.gates.pacer.warm();
+            self.gates.publish_pacing();
+        }
+    }
+}
+
+impl Gates {
+    /// Waits out the cold start, if it is pending: this caller's scout
+    /// turn (armed if it is the scout), and why it waited, if it did.
+    pub(super) async fn cold_start(&self) -> (Scout<'_>, Option<WaitReason>) {
+        let pacer = &self.pacer;
+        let mut scout = Scout::none(self);
+        let mut reason = None;
+        loop {
+            // Registered before the look: news after it is seen.
+            let mut news = pin!(pacer.scouted().notified());
+            news.as_mut().enable();
+            if !pacer.cold.load(Ordering::Acquire) {
+                break;
+            }
+            match pacer.scout_turn(Instant::now()) {
+                Ok(()) => {
+                    scout.armed = true;
+                    break;
+                }
+                Err(None) => {
+                    pacer.warm();
+                    self.publish_pacing();
+                    break;
+                }
+                Err(Some(until)) => {
+                    reason = Some(WaitReason::ColdStart);
+                    // The scout's news, or the end of the wait for it.
+                    let _ = tokio::time::timeout_at(until, &mut news).await;
+                }
+            }
+        }
+        (scout, reason)
+    }
+}
+
+/// An attempt's place at its upstream, from its admission to its
+/// settlement: the one thing `run/` and `adapter/` hold of it. Dropped
+/// without an outcome (the call was cancelled), a probe passes its turn
+/// on. The generated loop keeps one for the whole call, idle (no probe, no
+/// wait) between attempts: an open upstream's attempt writes nothing to
+/// it, and nothing is built or moved across the attempt's `await`.
+pub(crate) struct Reservation<'u> {
+    pub(super) upstream: &'u Upstream,
+    pub(super) probe: bool,
+    /// Refused by the pacer with a place it gave back: the wait takes one
+    /// again, beyond what the buckets held when it came.
+    pub(super) paced: bool,
+    /// How long the caller waited for it, none if it did not: 8 bytes
+    /// where an `Option<Duration>` takes 16, in the future of every fn that
+    /// names an upstream.
+    pub(super) waited: Nanos,
+    /// The call's cost per attempt ([`COST_UNKNOWN`]: the mean learned).
+    pub(super) cost: u32,
+    /// What the attempt charged the pacer, and why it waited.
+    pub(super) charge: Charge,
+}
+
+impl<'u> Reservation<'u> {
+    /// A turn that neither probes nor waited: an open upstream's.
+    #[inline(always)]
+    pub(crate) fn idle(upstream: &'u Upstream) -> Self {
+        Reservation {
+            upstream,
+            probe: false,
+            paced: false,
+            waited: Nanos::NONE,
+            cost: COST_UNKNOWN,
+            charge: Charge::default(),
+        }
+    }
+
+    /// This turn, for a call whose attempts cost `cost` tokens.
+    #[inline(always)]
+    pub(crate) fn with_cost(mut self, cost: u32) -> Self {
+        self.cost = cost;
+        self
+    }
+
+    /// Why the caller waited for this turn, if it did.
+    #[inline(always)]
+    pub(crate) fn wait_reason(&self) -> Option<WaitReason> {
+        self.charge.reason
+    }
+
+    /// The upstream this turn is at.
+    #[inline(always)]
+    pub(crate) fn upstream(&self) -> &'u Upstream {
+        self.upstream
+    }
+
+    /// How long the caller waited for this turn, none if it did not.
+    #[inline(always)]
+    pub(crate) fn waited(&self) -> Nanos {
+        self.waited
+    }
+
+    /// The attempt ended: `failure` is its error's, `until` the start of
+    /// the retry its call drew (the backoff is until then). A server hint
+    /// holds the upstream, whether or not the call retries; a rate limit
+    /// without one holds it for the backoff; a probe's outcome releases the
+    /// others unless it held again. The turn is idle after (a success with
+    /// neither probe nor failures counted ends the call: nothing to reset).
+    #[inline(always)]
+    pub(crate) fn settle(&mut self, failure: Option<Failure>, until: Option<Instant>) {
+        if failure.is_none() && self.success_ends() {
+            return;
+        }
+        let charge = self.charge;
+        if !self.charge.is_empty() {
+            let charge = core::mem::take(&mut self.charge);
+            self.upstream
+                .gates
+                .end_charge(charge, Some(failure.is_none()));
+            if failure.is_none()
+                && !self.probe
+                && !self.upstream.gates.counting.load(Ordering::Relaxed)
+            {
+                self.waited = Nanos::NONE;
+                return;
+            }
+        }
+        self.settle_slow(failure, until, charge);
+    }
+
+    /// Whether a success at this turn tells the upstream nothing: not a
+    /// probe's, and no failures counted (one load).
+    #[inline(always)]
+    pub(crate) fn success_ends(&self) -> bool {
+        !self.probe
+            && self.charge.is_empty()
+            && !self.upstream.gates.counting.load(Ordering::Relaxed)
+    }
+
+    #[cold]
+    fn settle_slow(&mut self, failure: Option<Failure>, until: Option<Instant>, charge: Charge) {
+        let upstream = self.upstream;
+        let probe = core::mem::take(&mut self.probe);
+        self.waited = Nanos::NONE;
+        let now = Instant::now();
+        let backoff = until.map(|until| until.saturating_duration_since(now));
+        if let Some(failure) = failure {
+            upstream.gates.adapt(failure, now, charge);
+        }
+        let mut released = false;
+        let grown = upstream.gates.locked(|state| {
+            let mut grown = None;
+            match failure {
+                None => state.succeeded(),
+                Some(failure) => {
+                    let hold = match (failure.retry_after, failure.category) {
+                        (Some(hint), _) => Some(hint),
+                        (None, ErrorCategory::RateLimited) => backoff,
+                        (None, _) => None,
+                    };
+                    if let Some(hold) = hold {
+                        grown = state.hold(now, hold, HoldReason::ServerHint);
+                    }
+                    if failure.category == ErrorCategory::Transient
+                        && let Some(open_for) = state.failed_transiently(probe)
+                    {
+                        grown = state.hold(now, open_for, HoldReason::Breaker).or(grown);
+                    }
+                }
+            }
+            if probe {
+                released = state.probed(now);
+            }
+            grown
+        });
+        upstream.gates.after_hold(grown);
+        if probe && let Some(store) = &upstream.gates.store {
+            // After the hold, if any: the store keeps their order.
+            store.probed(&upstream.gates.name, upstream.gates.token, released);
+        }
+        if probe {
+            // Released, or held again: either way the waiters look again.
+            upstream.gates.released.notify_waiters();
+        }
+    }
+}
+
+impl Drop for Reservation<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.charge.is_empty() {
+            // An attempt cancelled: its cost is no longer in flight.
+            self.upstream
+                .gates
+                .end_charge(core::mem::take(&mut self.charge), None);
+        }
+        if self.probe {
+            // A probe that never finished: the next waiter takes its turn.
+            let gates = &self.upstream.gates;
+            self.upstream.gates.locked(|state| state.probe = false);
+            if let Some(store) = &gates.store {
+                store.probed(&gates.name, gates.token, false);
+            }
+            gates.released.notify_one();
+        }
     }
 }
 
@@ -329,7 +556,7 @@ mod tests {
         limit: u32,
         window_ms: u64,
         after_ms: u64,
-        meanwhile: impl AsyncFnOnce(&Upstream, Vec<super::super::Turn<'_>>),
+        meanwhile: impl AsyncFnOnce(&Upstream, Vec<Reservation<'_>>),
     ) -> Duration {
         let ms = Duration::from_millis;
         let upstream =
@@ -436,13 +663,13 @@ mod tests {
             // 20 more, planned at 2.05 s, ahead of the caller (spawned at
             // 10 ms, it reserves after them: planned when the first of
             // them leaves the window, at 4.09 s).
-            let ahead: Vec<_> = (0..20)
-                .map(|_| upstream.admit(1).err().flatten().expect("planned later"))
-                .collect();
+            let pacer = &upstream.gates.pacer;
+            let ahead: Vec<_> = (0..20).map(|_| pacer.reserve(pacer.now(), 1)).collect();
+            assert!(ahead.iter().all(|p| p.at() > pacer.now()), "planned later");
             tokio::time::sleep(ms(2500 - 10)).await;
             // They start late, at 2.5 s: the first leaves at 4.54 s.
             for p in ahead {
-                upstream.end_charge(p.start(), Some(true));
+                upstream.gates.end_charge(p.start(), Some(true));
             }
             tokio::time::sleep(ms(3000)).await;
         })
@@ -512,7 +739,7 @@ mod tests {
                 .all(|&(_, r)| r == Some(WaitReason::ColdStart)),
             "{starts:?}"
         );
-        assert!(upstream.shared.pacer.ramp.on(), "until 64 may be out");
+        assert!(upstream.gates.pacer.ramp.on(), "until 64 may be out");
     }
 
     #[tokio::test(start_paused = true)]
@@ -541,8 +768,8 @@ mod tests {
         // The first round's first caller meets a 429.
         let limited = |i| (i == 0).then_some(Failure::new(ErrorCategory::RateLimited, None));
         let starts = behind_a_scout(&upstream, limited).await;
-        assert!(!upstream.shared.pacer.ramp.on());
-        assert!(upstream.shared.pacer.adaptive.on());
+        assert!(!upstream.gates.pacer.ramp.on());
+        assert!(upstream.gates.pacer.adaptive.on());
         assert_eq!(rounds(&starts)[0], 2, "{starts:?}");
         // The 12 left, released by the ramp's end at 200 ms, go at the
         // adapted rate: its bucket's burst at once, the rest as it
@@ -558,10 +785,10 @@ mod tests {
         let mut scout = upstream.pass(PATIENT).await.expect("the scout");
         upstream.observe(&requests("19")[..]);
         scout.settle(None, None);
-        assert!(!upstream.shared.pacer.ramp.on());
+        assert!(!upstream.gates.pacer.ramp.on());
     }
 
-    async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<super::super::Turn<'_>> {
+    async fn futures_burst(upstream: &Upstream, n: usize) -> Vec<Reservation<'_>> {
         let mut turns = Vec::new();
         for _ in 0..n {
             let turn = upstream.pass(PATIENT).await.expect("open");

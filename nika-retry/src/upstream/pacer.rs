@@ -1,6 +1,8 @@
 //! The upstream's pacer: its buckets (requests, tokens), what it learns of
 //! them from the headers, its cold start, and the reservations of an
-//! admission ([`Pending`], given back if its attempt never starts).
+//! admission ([`Pending`], given back if its attempt never starts), and
+//! what an attempt that started charged it ([`Charge`], given back when it
+//! ends).
 
 use core::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -9,11 +11,10 @@ use std::sync::{Mutex, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::adaptive::Adaptive;
+use super::adapt::{Adaptive, Ramp};
 use super::bucket::{Bucket, LimitSource, Reserved, nanos};
-use super::charge::{Charge, Holds};
-use super::ramp::Ramp;
-use super::reading::Window;
+use super::window::Window;
+use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
 
 /// The default of `Upstream::with_cold_start`.
@@ -450,6 +451,61 @@ impl Drop for Pending<'_> {
         }
         if let Some(t) = self.tokens.take() {
             self.pacer.tokens.give_back(t);
+        }
+    }
+}
+
+/// What a turn has charged the pacer, given back when its attempt ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Charge {
+    /// What it holds besides tokens (one request, the scout's turn, a
+    /// slot of the ramp), a bit each: a success at an open upstream asks
+    /// whether the charge is empty twice, one compare each.
+    pub(super) holds: Holds,
+    /// Why its call waited, if it did.
+    pub(super) reason: Option<WaitReason>,
+    /// The adaptive rate's generation it was admitted at (0: off): a 429
+    /// of an attempt admitted before the last decrease does not lower
+    /// the rate again.
+    pub(super) rate: u8,
+    /// Tokens.
+    pub(super) tokens: u32,
+}
+
+impl Charge {
+    /// Whether the attempt's end tells the pacer anything.
+    #[inline(always)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.holds == Holds::NONE && self.tokens == 0
+    }
+}
+
+/// What a charge holds besides tokens, a bit each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Holds(u8);
+
+impl Holds {
+    pub(super) const NONE: Holds = Holds(0);
+    /// One request of the requests' bucket.
+    pub(super) const REQUEST: Holds = Holds(1);
+    /// Its scout's turn: the others wait for its news.
+    pub(super) const SCOUT: Holds = Holds(2);
+    /// A slot of the cold start's ramp, given back when it ends.
+    pub(super) const RAMP: Holds = Holds(4);
+
+    /// Whether it holds `what`.
+    #[inline(always)]
+    pub(super) fn has(self, what: Holds) -> bool {
+        self.0 & what.0 != 0
+    }
+
+    /// Holds `what` if `on`, else not.
+    #[inline(always)]
+    pub(super) fn set(&mut self, what: Holds, on: bool) {
+        if on {
+            self.0 |= what.0;
+        } else {
+            self.0 &= !what.0;
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::time::Instant;
 
-use super::state::MAX_HOLD;
+use super::hold::MAX_HOLD;
 use crate::events::upstream::HoldReason;
 
 /// What a store call returns: it may wait on the network, and fail.

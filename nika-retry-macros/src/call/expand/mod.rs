@@ -278,7 +278,7 @@ fn retry_loop(
     }
 }
 
-/// `upstream = EXPR` as the call's turn at it (an `UpstreamTurn`),
+/// `upstream = EXPR` as the call's place at it (an `AtUpstream`),
 /// evaluated once per call, and the name it is bound to for the loop.
 struct UpstreamOnce {
     upstream: TokenStream,
@@ -326,22 +326,24 @@ fn upstream_pass(
     // The call's turn, idle between attempts: an open upstream's attempt
     // writes nothing to it.
     let turn_at = match cost {
-        None => quote!(#private::UpstreamTurn::new(#as_upstream)),
+        None => quote!(#private::AtUpstream::new(#as_upstream)),
         // `cost = EXPR`, evaluated once per call; a value of the wrong type
         // is reported at the expression, by `IntoCost`'s bound.
         Some(cost) => {
             let at_cost = krate::at(krate, cost.span());
             let cost =
                 quote_spanned!(cost.span()=> #at_cost::__private::IntoCost::into_cost(#cost));
-            quote!(#private::UpstreamTurn::with_cost(#as_upstream, #cost))
+            quote!(#private::AtUpstream::with_cost(#as_upstream, #cost))
         }
     };
     let at_error = krate::at(krate, at);
     let from_held = quote_spanned!(at=> #at_error::__private::FromHeld::from_held(#held));
-    // An open upstream's attempt starts without a future; a held one's after the wait.
+    // An attempt admitted at once starts without a future; one refused
+    // until an instant after the wait.
+    let until = Ident::new("__nika_admitted_at", Span::mixed_site());
     let pass = quote! {
-        if !#call.pass_open(&#turn) {
-            match #call.pass(&mut #turn).await {
+        if let ::core::option::Option::Some(#until) = #turn.admit() {
+            match #call.wait_at(&mut #turn, #until).await {
                 ::core::result::Result::Ok(()) => {}
                 ::core::result::Result::Err(#held) => {
                     return ::core::result::Result::Err(#from_held);

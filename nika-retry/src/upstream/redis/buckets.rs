@@ -43,7 +43,7 @@ use std::io;
 use super::scripts::{Keys, lua};
 use super::{Inner, millis};
 use crate::events::upstream::HoldReason;
-use crate::upstream::state::MAX_HOLD;
+use crate::upstream::hold::MAX_HOLD;
 use crate::upstream::store::{Admission, PROBE_LEASE, PROBE_OUT, Reading, Spend};
 
 /// The largest limit or cost sent to the server: past it a Lua number

@@ -18,7 +18,7 @@ use redis::{Client, ConnectionAddr, Script};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::state::MAX_HOLD;
+use super::hold::MAX_HOLD;
 use super::store::{
     Admission, PROBE_LEASE, PROBE_OUT, ProbeTurn, RELEASED_FOR, Reading, STORE_WAIT, Spend, Store,
     StoreFuture,

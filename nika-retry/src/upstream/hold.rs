@@ -1,12 +1,17 @@
-//! What an upstream's calls share, decided under its lock: the hold, the
-//! allowance, whose turn the probe is, the breaker's count. No clock read
-//! and no wait here: the caller passes `now` and does the waiting.
+//! The hold gate: what an upstream's calls share, decided under its lock
+//! (the hold, the allowance, whose turn the probe is, the breaker's count),
+//! and [`Held`], the error of a call that would not wait it out. No clock
+//! read and no wait here: the caller passes `now` and does the waiting.
 
+use core::fmt;
 use core::time::Duration;
+use std::borrow::Cow;
 
 use tokio::time::Instant;
 
 use crate::events::upstream::HoldReason;
+use crate::vocab::category::ErrorCategory;
+use crate::vocab::classify::Classify;
 
 /// The longest hold anything can set: a value past it (a header from a
 /// broken server, a garbage key in a shared store) is cut to it, so that
@@ -17,7 +22,7 @@ pub const MAX_HOLD: Duration = Duration::from_secs(24 * 60 * 60);
 const MAX_SPREAD: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Default)]
-pub(super) struct State {
+pub(super) struct Hold {
     /// The end of the hold, once set: kept after it passes until a probe's
     /// outcome releases it.
     pub(super) until: Option<Instant>,
@@ -40,17 +45,6 @@ pub(super) struct State {
     pub(super) half_open: bool,
 }
 
-/// What a caller does at the upstream now.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Step {
-    /// Start the attempt.
-    Go,
-    /// Take the probe's turn: wait until `until` (perhaps past), then go first.
-    Probe { until: Instant },
-    /// Wait for the probe's outcome; the hold ends at `until` at the earliest.
-    Wait { until: Instant },
-}
-
 /// A hold that started or grew, for its event.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub(super) struct Grown {
@@ -60,11 +54,11 @@ pub(super) struct Grown {
     pub(super) extended: bool,
 }
 
-impl State {
-    pub(super) fn with_breaker(breaker: Option<(u32, Duration)>) -> State {
-        State {
+impl Hold {
+    pub(super) fn with_breaker(breaker: Option<(u32, Duration)>) -> Hold {
+        Hold {
             breaker,
-            ..State::default()
+            ..Hold::default()
         }
     }
 
@@ -108,16 +102,14 @@ impl State {
         None
     }
 
-    /// The next caller's step at `now`.
-    pub(super) fn step(&mut self, now: Instant) -> (Step, Option<Grown>) {
+    /// The next caller's step at `now`: go (`None`), or wait until the
+    /// hold's end (perhaps past), then go first if it took the probe's turn
+    /// (`true`) or else wait for the probe's outcome.
+    pub(super) fn step(&mut self, now: Instant) -> (Option<(Instant, bool)>, Option<Grown>) {
         if let Some(until) = self.until {
-            let step = if self.probe {
-                Step::Wait { until }
-            } else {
-                self.probe = true;
-                Step::Probe { until }
-            };
-            return (step, None);
+            let probe = !self.probe;
+            self.probe = true;
+            return (Some((until, probe)), None);
         }
         match self.allowance {
             Some((_, reset)) if reset <= now => self.allowance = None,
@@ -125,12 +117,12 @@ impl State {
                 // This attempt takes the last one: the next waits for the reset.
                 self.allowance = None;
                 let grown = self.hold(now, reset - now, HoldReason::RateLimitHeaders);
-                return (Step::Go, grown);
+                return (None, grown);
             }
             Some((left, reset)) => self.allowance = Some((left - 1, reset)),
             None => {}
         }
-        (Step::Go, None)
+        (None, None)
     }
 
     /// The probe's attempt ended at `now`; unless its outcome held the
@@ -177,6 +169,115 @@ impl State {
     }
 }
 
+/// How long a call may wait.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Patience {
+    /// The longest server hint the call sleeps on (`max_retry_after`).
+    pub(crate) cap: Duration,
+    /// The call's `total` deadline.
+    pub(crate) deadline: Option<Instant>,
+}
+
+/// A call that did not wait for its upstream: the hold would outlast the
+/// call's `total` deadline, or is longer than the longest server hint the
+/// call sleeps on (`max_retry_after`). Nothing was sent.
+///
+/// It classifies [`RateLimited`](ErrorCategory::RateLimited), with
+/// [`retry_after`](Classify::retry_after) what is left of the hold, so that
+/// an outer layer with a larger cap can wait it out.
+///
+/// ```
+/// use std::time::Duration;
+/// use nika_retry::upstream::{Held, HoldReason, Upstream};
+/// use nika_retry::{retry, Classify, ErrorCategory};
+///
+/// #[derive(Debug, thiserror::Error, Classify)]
+/// enum Error {
+///     #[error(transparent)]
+///     #[category(transparent)]
+///     Held(#[from] Held),
+/// }
+///
+/// #[retry(layer = "provider", upstream = upstream)]
+/// async fn complete(upstream: &Upstream) -> Result<(), Error> {
+///     Ok(())
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let upstream = Upstream::new("openai/gpt-4o");
+/// upstream.hold_for(Duration::from_secs(3600)); // longer than provider's 60 s cap
+/// let Err(Error::Held(held)) = complete(&upstream).await else { panic!("not waited") };
+/// assert_eq!((held.upstream(), held.reason()), ("openai/gpt-4o", HoldReason::ByHand));
+/// assert_eq!(held.left(), Duration::from_secs(3600));
+/// assert_eq!(held.category(), ErrorCategory::RateLimited);
+/// assert_eq!(
+///     held.to_string(),
+///     "upstream `openai/gpt-4o` is held for 1h more (a hold set by hand)"
+/// );
+/// # }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    upstream: Cow<'static, str>,
+    left: Duration,
+    reason: HoldReason,
+}
+
+impl Held {
+    pub(super) fn new(upstream: Cow<'static, str>, left: Duration, reason: HoldReason) -> Held {
+        Held {
+            upstream,
+            left,
+            reason,
+        }
+    }
+
+    /// The upstream's name.
+    pub fn upstream(&self) -> &str {
+        &self.upstream
+    }
+
+    /// How long the hold still had to run when the call gave up on it.
+    pub fn left(&self) -> Duration {
+        self.left
+    }
+
+    /// Why the upstream is held.
+    pub fn reason(&self) -> HoldReason {
+        self.reason
+    }
+}
+
+impl fmt::Display for Held {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "upstream `{}` is held for {} more ({})",
+            self.upstream,
+            humantime::format_duration(round_to_ms(self.left)),
+            self.reason
+        )
+    }
+}
+
+impl std::error::Error for Held {}
+
+impl Classify for Held {
+    fn category(&self) -> ErrorCategory {
+        ErrorCategory::RateLimited
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        Some(self.left)
+    }
+}
+
+/// A duration to the millisecond, for people to read.
+fn round_to_ms(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,7 +289,7 @@ mod tests {
     #[test]
     fn a_hold_only_ever_extends() {
         let now = Instant::now();
-        let mut state = State::default();
+        let mut state = Hold::default();
         let first = state.hold(now, secs(20), HoldReason::ServerHint);
         assert_eq!(
             first.map(|g| (g.held_for, g.extended)),
@@ -210,7 +311,7 @@ mod tests {
     #[test]
     fn garbage_lengths_hold_at_most_a_day_and_zero_not_at_all() {
         let now = Instant::now();
-        let mut state = State::default();
+        let mut state = Hold::default();
         assert_eq!(state.hold(now, Duration::ZERO, HoldReason::ByHand), None);
         assert_eq!(state.until, None);
         state.hold(now, Duration::MAX, HoldReason::ByHand);
@@ -220,27 +321,27 @@ mod tests {
     #[test]
     fn one_probe_then_the_rest_after_its_outcome() {
         let now = Instant::now();
-        let mut state = State::default();
+        let mut state = Hold::default();
         state.hold(now, secs(10), HoldReason::ServerHint);
         let until = now + secs(10);
-        assert_eq!(state.step(now).0, Step::Probe { until });
-        assert_eq!(state.step(now).0, Step::Wait { until });
+        assert_eq!(state.step(now).0, Some((until, true)));
+        assert_eq!(state.step(now).0, Some((until, false)));
         assert_eq!(
             state.step(now + secs(11)).0,
-            Step::Wait { until },
+            Some((until, false)),
             "still the probe's"
         );
         assert!(state.probed(now + secs(11)), "released");
         assert_eq!(state.spread, secs(1), "a tenth of 10 s, at most 1 s");
         assert!(!state.guarded());
-        assert_eq!(state.step(now + secs(11)).0, Step::Go);
+        assert_eq!(state.step(now + secs(11)).0, None);
     }
 
     #[test]
     fn the_release_spreads_over_a_tenth_of_the_hold_and_at_most_a_second() {
         for (hold, spread) in [(5, 500), (10, 1_000), (30, 1_000), (3_600, 1_000)] {
             let now = Instant::now();
-            let mut state = State::default();
+            let mut state = Hold::default();
             state.hold(now, secs(hold), HoldReason::ServerHint);
             state.step(now);
             assert!(state.probed(now + secs(hold)));
@@ -251,35 +352,28 @@ mod tests {
     #[test]
     fn a_probe_pushed_back_again_keeps_the_hold() {
         let now = Instant::now();
-        let mut state = State::default();
+        let mut state = Hold::default();
         state.hold(now, secs(2), HoldReason::ServerHint);
         state.step(now);
         state.hold(now + secs(2), secs(3), HoldReason::ServerHint);
         assert!(!state.probed(now + secs(2)));
         assert!(!state.probe, "the next caller takes the turn");
         assert_eq!(state.spread, Duration::ZERO);
-        assert_eq!(
-            state.step(now + secs(2)).0,
-            Step::Probe {
-                until: now + secs(5)
-            }
-        );
+        assert_eq!(state.step(now + secs(2)).0, Some((now + secs(5), true)));
     }
 
     #[test]
     fn an_allowance_lets_that_many_start_before_its_reset() {
         let now = Instant::now();
-        let mut state = State::default();
+        let mut state = Hold::default();
         assert_eq!(state.allow(now, 2, secs(6)), None);
-        assert_eq!(state.step(now), (Step::Go, None));
+        assert_eq!(state.step(now), (None, None));
         let (step, grown) = state.step(now);
-        assert_eq!(step, Step::Go, "the second of two");
+        assert_eq!(step, None, "the second of two");
         assert_eq!(grown.map(|g| g.reason), Some(HoldReason::RateLimitHeaders));
         assert_eq!(
             state.step(now).0,
-            Step::Probe {
-                until: now + secs(6)
-            },
+            Some((now + secs(6), true)),
             "the third waits"
         );
     }
@@ -287,11 +381,11 @@ mod tests {
     #[test]
     fn an_allowance_past_its_reset_is_forgotten_and_a_later_one_replaces_it() {
         let now = Instant::now();
-        let mut state = State::default();
+        let mut state = Hold::default();
         state.allow(now, 1, secs(1));
         state.allow(now, 5, secs(1));
-        assert_eq!(state.step(now), (Step::Go, None), "5 replaced 1");
-        assert_eq!(state.step(now + secs(2)), (Step::Go, None));
+        assert_eq!(state.step(now), (None, None), "5 replaced 1");
+        assert_eq!(state.step(now + secs(2)), (None, None));
         assert!(!state.guarded(), "past its reset: nothing to check");
         let grown = state.allow(now, 0, secs(3));
         assert_eq!(grown.map(|g| g.held_for), Some(secs(3)), "none left holds");
@@ -299,7 +393,7 @@ mod tests {
 
     #[test]
     fn the_breaker_opens_after_that_many_transient_failures_in_a_row() {
-        let mut state = State::default();
+        let mut state = Hold::default();
         assert_eq!(state.failed_transiently(true), None, "off by default");
         state.breaker = Some((3, secs(30)));
         assert_eq!(state.failed_transiently(false), None);
@@ -313,7 +407,7 @@ mod tests {
 
     #[test]
     fn half_open_a_failed_probe_opens_the_breaker_again_and_a_success_closes_it() {
-        let mut state = State::with_breaker(Some((3, secs(30))));
+        let mut state = Hold::with_breaker(Some((3, secs(30))));
         for _ in 0..2 {
             assert_eq!(state.failed_transiently(false), None);
         }
