@@ -245,6 +245,36 @@ async fn a_resume_that_fails_before_its_content_is_retried_as_an_attempt() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn what_a_resume_holds_before_its_content_is_replayed_or_dropped_with_its_attempt() {
+    let log = Arc::new(Log::default());
+    let calls = Arc::new(AtomicU32::new(0));
+    let opened = calls.clone();
+    let items = observe(log.clone(), async {
+        let stream = cut().await.unwrap().resume_with(move |resume: Resume| {
+            let first = opened.fetch_add(1, Ordering::SeqCst) == 0;
+            // 100 is not content: held until content, then replayed.
+            let steps: Vec<Step> = if first {
+                // Held, then the attempt fails before content: dropped.
+                vec![Step::Item(100), Step::Reset]
+            } else {
+                let from = u32::try_from(resume.delivered()).unwrap();
+                [Step::Item(100)]
+                    .into_iter()
+                    .chain((from..6).map(Step::Item))
+                    .collect()
+            };
+            super::started_when(Script(steps.into()), |n: &u32| *n != 100)
+        });
+        drain(stream).await
+    })
+    .await;
+    let mut expected = oks(3);
+    expected.extend([Ok(100), Ok(3), Ok(4), Ok(5)]);
+    assert_eq!(items, expected, "the failed resume's held item never shown");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_budget_exhausted_ends_the_stream_with_the_last_error() {
     let (sent, log) = (Sent::default(), Arc::new(Log::default()));
     let items = observe(log.clone(), async {
