@@ -101,34 +101,59 @@
 //! what to change.
 // # The kernel, for a maintainer
 //
-// Modules by role, imports one way: each imports only modules listed
-// before it (no circle of files), and none takes a name through this
-// file's re-exports, nor through a `mod.rs`'s: each imports from the
-// defining file. Two imports run back up, neither closing a circle:
-// `events` re-exports `observe` from `ambient::observers`, where the
-// observer stack lives; and `ambient/upstream.rs`, the thread-local of the
-// upstream in force, holds the handle type of `upstream/handle.rs`, whose
-// state (`pacer`, `hold`, `store` and what they hold) reaches neither
-// that thread-local nor `upstream/mod.rs`, which reads it.
+// Modules by floor, from the ground up, each importing only from its own
+// floor and the floors below, but for the imports that run back up, named
+// here with why: `tests/map.rs` holds the floors and the imports named
+// here, and reads every `crate::` path of the sources outside comments and
+// test code against them (a new import that runs back up fails it, and so
+// does one named here that is gone). No module takes a name through this
+// file's re-exports, nor imports `__private`; every thread-local and every
+// static that changes is in `ambient/`, but the instruments `metrics` makes
+// once per process (the same test). Within a module,
+// files may import each other and through their `mod.rs`.
 //
-// - `vocab/`, the floor: `category`, `layer` (with the layer rule,
+// The imports that run back up (the first two open no circle of files):
+// - `events.rs` re-exports `observe` and `Observed` from
+//   `ambient/observers.rs`, where the observer stack lives;
+// - `ambient/upstream.rs`, the thread-local of the upstream in force, holds
+//   the handle type of `upstream/handle.rs`, whose state (`pacer`, `hold`,
+//   `store` and what they hold) reaches neither that thread-local nor
+//   `upstream/mod.rs`, which reads it;
+// - `stream/resuming.rs`, `stream/started.rs` and `stream/starting.rs` take
+//   `ResumePoint`, `Resumer` and `resume` from `run/resumed.rs`, which
+//   drives a resume's attempts as `run/` drives the call's, and takes
+//   `Started`, `Resume` and `StreamError` from `stream/`: a circle of
+//   files (`run/resumed.rs`, `stream/mod.rs`, `stream/starting.rs`).
+//
+// - `vocab/`, the ground: `category`, `layer` (with the layer rule,
 //   `Layer::may_nest_in`), `reached`, `timeout_error`, `classify`,
 //   `config`, `key`, `bucket`, `policy` (a task's keys, read by
-//   `serde_impl`, described by `schema_impl`). This file re-exports them.
+//   `serde_impl`, described by `schema_impl`: its serde attributes name
+//   them, so both stand on this floor, with `schema` and `tonic_impl`),
+//   `site` (an annotated fn's `const`). This file re-exports them.
 // - `engine/`: decisions. `Failure` and `Limits` in (the deadline, the
 //   budget, the bucket, idempotence, opt-in), the whole verdict out
 //   (`RetryState::decide`: `Decision`, its `GiveUp` and its `Outcome`),
 //   `backoff`. No clock and no future; its one side effects are the
 //   bucket's charge it is given and the jitter's draws from fastrand's
 //   thread generator (listed in `ambient`'s table, with the others).
-// - `events/`: what a decision looks like outside: `RetryEvent`,
-//   `UpstreamEvent` (and its `HoldReason`), `RetryObserver`, the
-//   `EventLog`, their `tracing` lines.
 // - `time/`: spans in 8 bytes (`Nanos`, `Span`), saturating instants
 //   (`later`, `from_now`), the call's `Total`, and `TimeLimited`, a future
 //   under `attempt`/`connect`, `read` and `total`. Knows no call.
+// - `events/`: what a decision looks like outside: `RetryEvent`,
+//   `UpstreamEvent` (and its `HoldReason`), `RetryObserver`, the
+//   `EventLog`, their `tracing` lines.
+// - `metrics/` (the public module with feature `opentelemetry`): the
+//   instruments' names (`names`), the instruments made from a meter
+//   (`instruments`), and what the runtime records where it decides
+//   (`record`: a call's end and its time with no attempt in flight, a wait
+//   at an upstream, a pushback, a stream's first chunk), called from
+//   `run/after.rs`, `run/upstream.rs`, `ambient/observers.rs` and
+//   `stream/starting.rs`; without the feature, `off.rs`: the same names,
+//   doing nothing, empty types. Those callers take the hooks through
+//   `metrics/mod.rs`, which picks `record` or `off` by the feature.
 // - `ambient/`: every thread-local and process global of the crate, and
-//   nothing else has one: what is in force during one poll, put in and
+//   nothing else has one (but `metrics`' instruments): what is in force during one poll, put in and
 //   taken back by one guard (`Swap`) or, for a call's own poll, one
 //   exchange (`exchange::install` / `restore`); what a failing call reads
 //   around it, and its take from the budget in force (`budget`); the
@@ -136,9 +161,9 @@
 //   for their outer call (`violations`); the connect lists (`connect`);
 //   the upstream in force for `upstream::current()` (`upstream`).
 //   Its module docs list each: what, who writes it, when.
-// - `connect`, `stream/`, `task`, `attempt`: the boundaries a body uses
-//   (`connect()`, `started`, `scope`, `current_attempt`), each reading or
-//   putting its piece of `ambient`.
+// - `connect`, `task`, `attempt`, then `stream/`: the boundaries a body
+//   uses (`connect()`, `scope`, `current_attempt`, `started`), each
+//   reading or putting its piece of `ambient`.
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
 // - `upstream/`: the state calls against one upstream share, as gates.
@@ -159,10 +184,10 @@
 //   the fleet's pacing buckets, `lent` the leases given back on drop,
 //   `health`); `fleet`: the fleet gate, an attempt's hold, probe's lease
 //   and pace at a store.
-// - `run/`: what generated code drives: `Site` (the fn's const); `Call<D>`
-//   (`call.rs`: each poll of an attempt, `Attempt`), `D` its time limits'
-//   share (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt
-//   under them: `timed.rs`), the rest a `CallState` it derefs to, whose
+// - `run/`: what generated code drives: `Overrides`, which makes the fn's
+//   `Site`; `Call<D>` (`call.rs`: each poll of an attempt, `Attempt`), `D`
+//   its time limits' share (`Untimed`, or `Timing` for `TimedCall`, with
+//   `Timed`, an attempt under them: `timed.rs`), the rest a `CallState` it derefs to, whose
 //   cold paths compile once; what the call does after an attempt
 //   (`after.rs`: `said_idempotent`, `next`, `next_after`, `sleep`), written
 //   once for both; `Once` (`#[timeout]` alone); a call's `AtUpstream`
@@ -183,27 +208,16 @@
 //   middleware over `adapter::drive` (a request's copy by `try_clone`, each
 //   attempt with its own copy of the extensions), and `Classify` for the
 //   middleware stack's error (`classify.rs`).
-// - `metrics/` (the public module with feature `opentelemetry`): the
-//   instruments' names (`names`), the instruments made from a meter
-//   (`instruments`), and what the runtime records where it decides
-//   (`record`: a call's end and its time with no attempt in flight, a wait
-//   at an upstream, a pushback, a stream's first chunk), called from
-//   `run/after.rs`, `run/upstream.rs`, `ambient/observers.rs` and
-//   `stream/starting.rs`; without the feature, `off.rs`: the same names,
-//   doing nothing, empty types. Those callers take the hooks through
-//   `metrics/mod.rs`, which picks `record` or `off` by the feature. A
-//   third import runs back up, closing no circle: `ambient/meter.rs`, the
-//   process's instruments, holds `metrics::instruments::Instruments`, which
-//   reaches no `ambient` state; `record` reads `run/site.rs`'s `Site`, which
-//   imports nothing of `metrics`.
 // - `private/` (`__private`): re-exports for generated code, and the
 //   derive's helpers; nothing inside the crate imports it.
 //
 // ## One failed attempt
 //
 // From the generated loop's failed attempt to the start of its next one
-// (`#[retry]` alone), file by file: seven files of the crate besides the
-// fn's own, none entered more than twice.
+// (`#[retry]` alone), file by file: the steps that decide, each named by
+// its file and fn. What the steps call on their way and is not named here
+// (the slot's bits, `Budget`'s arithmetic, the getters: after the list) a
+// count of the files entered counts too.
 //
 // 1. `run/call.rs`: generated code awaits `call.attempt(async { body })`.
 //    Each poll (`Attempt::poll`) builds the attempt's slot (`Call::enter`)

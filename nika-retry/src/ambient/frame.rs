@@ -6,9 +6,9 @@ use core::time::Duration;
 
 use super::{Ambient, AttemptSlot, CONTEXT, STREAM};
 use crate::metrics::StreamOf;
-use crate::run::site::Site;
 use crate::time::Total;
 use crate::vocab::layer::Layer;
+use crate::vocab::site::Site;
 
 /// What the innermost annotated fn being polled puts in force for a stream
 /// awaited in its body ([`stream::started`](crate::stream::started)): when

@@ -16,9 +16,11 @@
 //! # Every thread-local and process global of the crate
 //!
 //! All of them are defined in this folder; nothing else of the crate
-//! declares a `thread_local!` or a `static` that changes. The one state
-//! outside it is the random sources the crate draws from but does not own
-//! (the last two rows).
+//! declares a `thread_local!` or a `static` that changes, but `metrics`,
+//! whose instruments (feature `opentelemetry`) are made once per process
+//! and then only read (`metrics/instruments.rs`). The one state outside
+//! the crate is the random sources it draws from but does not own (the
+//! last two rows).
 //!
 //! | where | what it holds | written by | when |
 //! |---|---|---|---|
@@ -34,7 +36,6 @@
 //! | [`connect`]`::SEEN_SETTLED` | fns this thread knows are settled about their connect limit | `connect::attempt_ended` (`connect::settle`) | once per fn and thread |
 //! | static [`connect`]`::SETTLED` | fns whose connect limit was reached or reported unused | `connect::settle` | once per fn |
 //! | static [`connect`]`::CONNECTOR_USED` | a client from `http::client_builder` has connected | its connector (`connect::connector_used`) | its first connection |
-//! | static `meter::INSTRUMENTS` (feature `opentelemetry`) | the instruments `metrics` records through | `meter::install` (`metrics::use_meter_provider`), else the first record (from the global meter provider) | once per process |
 //! | static [`violations`]`::WARNED` | pairs of fns already warned about | `run::violation::report` (`violations::first_warning`) | once per pair |
 //! | `fastrand`'s thread generator (not ours) | the thread's random source | drawn by the engine's jitter (a `RetryState` not made `with_seed`, as every generated call's: one draw per jittered delay), by `Upstream::new` (its `token`) and by `upstream/mod.rs` and `upstream/fleet.rs` (a probe's spread and its poll interval); reseeded by `engine::seed_thread_jitter`, which moves all of these draws | a retry; an upstream built; a held upstream's wait |
 //! | std's `RandomState` keys (not ours) | per-thread SipHash keys | `IdempotencyKey::draw` (`current_attempt`); not moved by `seed_thread_jitter`, so that a seed never makes keys repeat | a key's first read in a call |
@@ -48,8 +49,6 @@ mod budget;
 pub(crate) mod connect;
 pub(crate) mod exchange;
 mod frame;
-#[cfg(feature = "opentelemetry")]
-pub(crate) mod meter;
 pub(crate) mod observers;
 mod scoped;
 mod slot;

@@ -1,4 +1,11 @@
-//! [`Instruments`]: the instruments of the crate, made once from a meter.
+//! [`Instruments`]: the instruments of the crate, made once from a meter,
+//! and the process's, made from the meter provider given to
+//! [`use_meter_provider`](super::use_meter_provider), or else from the
+//! global one when a call first records. The one process global of the
+//! crate outside `ambient/`: made once, then only read, and read by
+//! `metrics` alone.
+
+use std::sync::OnceLock;
 
 use opentelemetry::InstrumentationScope;
 use opentelemetry::metrics::{Counter, Histogram, Meter, MeterProvider};
@@ -101,4 +108,24 @@ impl Instruments {
                 .build(),
         }
     }
+}
+
+/// The process's instruments, made once.
+static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
+
+/// The instruments, made from the global meter provider if none was given.
+#[inline]
+pub(crate) fn instruments() -> &'static Instruments {
+    INSTRUMENTS.get_or_init(Instruments::default_provider)
+}
+
+/// Makes the instruments with `make`, unless they are made already: then
+/// `false`.
+pub(crate) fn install(make: impl FnOnce() -> Instruments) -> bool {
+    let mut installed = false;
+    INSTRUMENTS.get_or_init(|| {
+        installed = true;
+        make()
+    });
+    installed
 }

@@ -122,7 +122,7 @@ pub fn use_meter_provider<P>(provider: &P) -> Result<(), AlreadyRecording>
 where
     P: opentelemetry::metrics::MeterProvider + ?Sized,
 {
-    if crate::ambient::meter::install(|| instruments::Instruments::of(provider)) {
+    if instruments::install(|| instruments::Instruments::of(provider)) {
         Ok(())
     } else {
         Err(AlreadyRecording)

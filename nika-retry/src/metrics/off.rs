@@ -8,10 +8,9 @@ use tokio::time::Instant;
 
 use crate::engine::{Failure, Outcome};
 use crate::events::upstream::{UpstreamEvent, WaitReason};
-use crate::run::site::Site;
-use crate::upstream::handle::Upstream;
 use crate::vocab::category::ErrorCategory;
 use crate::vocab::layer::Layer;
+use crate::vocab::site::Site;
 
 /// How a call ended (read only with the feature).
 #[allow(dead_code)]
@@ -48,10 +47,10 @@ impl CallClock {
 }
 
 #[inline(always)]
-pub(crate) fn waited(_: &Upstream, _: Duration, _: Option<WaitReason>) {}
+pub(crate) fn waited(_: &str, _: Option<&'static str>, _: Duration, _: Option<WaitReason>) {}
 
 #[inline(always)]
-pub(crate) fn refused(_: &Upstream, _: &Failure) {}
+pub(crate) fn refused(_: &str, _: Option<&'static str>, _: &Failure) {}
 
 #[inline(always)]
 pub(crate) fn held(_: &UpstreamEvent) {}

@@ -14,15 +14,14 @@ use core::time::Duration;
 use opentelemetry::KeyValue;
 use tokio::time::Instant;
 
+use super::instruments::instruments;
 use super::names;
-use crate::ambient::meter::instruments;
 use crate::engine::{Failure, Outcome};
 use crate::events::upstream::{HoldReason, UpstreamEvent, WaitReason};
-use crate::run::site::Site;
 use crate::time::Nanos;
-use crate::upstream::handle::Upstream;
 use crate::vocab::category::ErrorCategory;
 use crate::vocab::layer::Layer;
+use crate::vocab::site::Site;
 
 /// How a call ended, for its `nika_retry.outcome` and `error.type`.
 #[derive(Clone, Copy, Debug)]
@@ -125,19 +124,25 @@ impl CallClock {
     }
 }
 
-/// The name of `upstream`, as an attribute: no allocation for a name
-/// given as a `&'static str`.
-fn upstream_name(upstream: &Upstream) -> KeyValue {
-    match upstream.static_name() {
+/// The name of an upstream (`name`, and `static_name` when it was given
+/// as a `&'static str`), as an attribute: no allocation for the latter.
+fn upstream_name(name: &str, static_name: Option<&'static str>) -> KeyValue {
+    match static_name {
         Some(name) => KeyValue::new(names::UPSTREAM_NAME, name),
-        None => KeyValue::new(names::UPSTREAM_NAME, upstream.name().to_owned()),
+        None => KeyValue::new(names::UPSTREAM_NAME, name.to_owned()),
     }
 }
 
-/// An attempt waited `waited` at `upstream` before it started, for `reason`.
+/// An attempt waited `waited` at the upstream named `name` (`static_name`
+/// as [`upstream_name`] reads it) before it started, for `reason`.
 #[cold]
 #[inline(never)]
-pub(crate) fn waited(upstream: &Upstream, waited: Duration, reason: Option<WaitReason>) {
+pub(crate) fn waited(
+    name: &str,
+    static_name: Option<&'static str>,
+    waited: Duration,
+    reason: Option<WaitReason>,
+) {
     let reason = match reason {
         Some(WaitReason::Held) => "held",
         Some(WaitReason::Paced) => "paced",
@@ -148,16 +153,17 @@ pub(crate) fn waited(upstream: &Upstream, waited: Duration, reason: Option<WaitR
     instruments().upstream_wait.record(
         waited.as_secs_f64(),
         &[
-            upstream_name(upstream),
+            upstream_name(name, static_name),
             KeyValue::new(names::WAIT_REASON, reason),
         ],
     );
 }
 
-/// An attempt through `upstream` failed with `failure`: a pushback if the
-/// server refused it (rate limited) or said when to come back (a hint).
+/// An attempt through the upstream named `name` failed with `failure`: a
+/// pushback if the server refused it (rate limited) or said when to come
+/// back (a hint).
 #[inline]
-pub(crate) fn refused(upstream: &Upstream, failure: &Failure) {
+pub(crate) fn refused(name: &str, static_name: Option<&'static str>, failure: &Failure) {
     let reason = if failure.category == ErrorCategory::RateLimited {
         "rate_limited"
     } else if failure.retry_after.is_some() {
@@ -165,7 +171,7 @@ pub(crate) fn refused(upstream: &Upstream, failure: &Failure) {
     } else {
         return;
     };
-    pushback(upstream_name(upstream), reason);
+    pushback(upstream_name(name, static_name), reason);
 }
 
 /// A hold of an upstream started or grew: a pushback of its own unless an

@@ -19,6 +19,7 @@ use crate::events::{self, Outcome, RetryEvent, WaitReason};
 use crate::metrics::{self, End};
 use crate::task;
 use crate::time::{Nanos, later};
+use crate::upstream::Upstream;
 use crate::vocab::category::ErrorCategory;
 use crate::vocab::classify::Classify;
 use crate::vocab::config::RetryConfig;
@@ -122,7 +123,7 @@ impl<D: Deadline> Call<D> {
         }
         let (until, failure) = self.after(waited, result, config, self_type, again);
         if let (Some(failure), Some(upstream)) = (&failure, at.upstream()) {
-            metrics::refused(upstream, failure);
+            metrics::refused(upstream.name(), static_name(upstream), failure);
         }
         at.settle(failure, until);
         until
@@ -135,7 +136,7 @@ impl<D: Deadline> Call<D> {
     fn upstream_waited(&mut self, at: &AtUpstream<'_>, span: Duration, why: Option<WaitReason>) {
         self.metrics.idle(span);
         if let Some(upstream) = at.upstream() {
-            metrics::waited(upstream, span, why);
+            metrics::waited(upstream.name(), static_name(upstream), span, why);
         }
     }
 
@@ -465,6 +466,19 @@ fn no_config() -> Option<RetryConfig> {
 fn lazy<C: FnOnce() -> Option<RetryConfig>>(config: C) -> impl FnMut() -> Option<RetryConfig> {
     let mut config = Some(config);
     move || config.take().and_then(|c| c())
+}
+
+/// `upstream`'s name if it was given as a `&'static str`, for the metrics
+/// (an attribute that costs no allocation); none without them.
+#[inline(always)]
+fn static_name(upstream: &Upstream) -> Option<&'static str> {
+    #[cfg(feature = "opentelemetry")]
+    return upstream.static_name();
+    #[cfg(not(feature = "opentelemetry"))]
+    {
+        let _ = upstream;
+        None
+    }
 }
 
 #[cfg(test)]

@@ -9,16 +9,7 @@ use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
 use crate::vocab::timeout_error::Boundary;
 
-/// One annotated fn, resolved at compile time into a `const`.
-#[derive(Debug)]
-pub struct Site {
-    /// The layer of `#[retry(layer = …)]`.
-    pub layer: Layer,
-    /// `module_path!()::fn_name`.
-    pub operation: &'static str,
-    /// The layer defaults with the attribute's literals applied.
-    pub config: RetryConfig,
-}
+pub use crate::vocab::site::Site;
 
 /// The literal keys of `#[retry(...)]`; `None` keeps the layer default.
 #[derive(Debug, Default)]

@@ -15,6 +15,7 @@
 //! - `bucket`: the opt-in [`TokenBucket`](bucket::TokenBucket).
 //! - `policy`: a task's keys ([`TaskPolicy`](policy::TaskPolicy)), read by
 //!   `serde_impl`, described by `schema_impl`.
+//! - `site`: one annotated fn's [`Site`](site::Site), over `layer` and `config`.
 
 pub(crate) mod bucket;
 pub(crate) mod category;
@@ -24,4 +25,5 @@ pub(crate) mod key;
 pub(crate) mod layer;
 pub(crate) mod policy;
 pub(crate) mod reached;
+pub(crate) mod site;
 pub(crate) mod timeout_error;
