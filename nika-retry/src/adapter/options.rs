@@ -79,7 +79,9 @@ impl Timeouts {
         self
     }
 
-    /// Each attempt's limits, as `#[timeout]` gives them to its attempts.
+    /// Each attempt's limits, as `#[timeout]` gives them to its attempts:
+    /// the one place an adapter's limits become `AttemptLimits` (`total`
+    /// goes to the call instead).
     pub(crate) const fn attempt_limits(self) -> AttemptLimits {
         AttemptLimits {
             connect: None,

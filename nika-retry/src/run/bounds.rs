@@ -58,6 +58,11 @@ impl IntoConfig for &RetryConfig {
 }
 
 /// The error type of a `#[timeout]` fn: it must absorb a [`TimeoutError`].
+// One of three traits for `E: From<TimeoutError>`, with `tower::FromTimeoutError`
+// and `stream::StreamError`: the trait is its message, and a message is one
+// per trait (`on_unimplemented` cannot tell its callers apart), so each place
+// that needs the conversion names what to write there (here, the fn's own
+// signature; not re-exported from one another for that reason).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot hold a timeout: `#[timeout]` needs `{Self}: From<nika_retry::TimeoutError>`",
     label = "this error type needs `From<nika_retry::TimeoutError>`",
@@ -76,6 +81,8 @@ impl<E: From<TimeoutError>> FromTimeout for E {
 }
 
 /// The error type of a `#[retry(upstream = …)]` fn: it must absorb a [`Held`].
+// Twin of `tower::FromHeld`, for the same reason as `FromTimeout`'s: each
+// says what to write where it fails.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot say that the upstream is held: `upstream = …` needs `{Self}: From<nika_retry::upstream::Held>`",
     label = "this error type needs `From<nika_retry::upstream::Held>`",

@@ -71,6 +71,11 @@ impl Overrides {
 
 /// The per-attempt limits of `#[timeout(...)]`, from literals or from
 /// expressions evaluated as each attempt starts.
+// Not the adapters' public `Timeouts`: `total` bounds the call, not an
+// attempt (it goes to `TimedCall::new` or `once`), `connect` is
+// `#[timeout]`'s alone, and generated code builds this one field by field,
+// which `Timeouts` (`#[non_exhaustive]`) forbids; `Timeouts::attempt_limits`
+// is where the two meet.
 #[derive(Clone, Copy, Debug)]
 pub struct AttemptLimits {
     /// `connect = …`: bounds what the body wraps in `nika_retry::connect`

@@ -7,6 +7,12 @@
 //! impls are `#[diagnostic::do_not_recommend]`: rustc then reports the
 //! trait itself, not the bound inside its impl (the `tower_` UI cases of
 //! `tests/ui/fail/` pin the messages).
+//!
+//! [`FromTimeoutError`] and [`FromHeld`] convert as the traits `#[timeout]`
+//! and `upstream = …` put on a fn's error do (and `stream::StreamError`):
+//! the same blanket impl, kept a trait of its own because the trait is the
+//! message, one per trait, and this one names the inner service and the
+//! `map_err` below the layer.
 
 use crate::upstream::Held;
 use crate::vocab::timeout_error::TimeoutError;

@@ -107,7 +107,7 @@ impl<B: Clone, R> Protocol<Request<B>, Response<R>> for Http {
     }
 
     fn idempotent(&self, request: &Request<B>) -> Option<bool> {
-        Some(request.method().is_idempotent())
+        idempotent(request)
     }
 
     fn extensions<'r>(&self, request: &'r Request<B>) -> Option<&'r Extensions> {
@@ -115,8 +115,21 @@ impl<B: Clone, R> Protocol<Request<B>, Response<R>> for Http {
     }
 
     fn head<'r>(&self, response: &'r Response<R>) -> Option<(u16, &'r HeaderMap)> {
-        Some((response.status().as_u16(), response.headers()))
+        head(response)
     }
+}
+
+// What `Http` and `HttpBody` read of a request and a response, written once:
+// the two differ only in how they copy a body.
+
+/// Idempotent as the request's method is (RFC 9110).
+fn idempotent<B>(request: &Request<B>) -> Option<bool> {
+    Some(request.method().is_idempotent())
+}
+
+/// The response's status and headers, for the layer to judge.
+fn head<R>(response: &Response<R>) -> Option<(u16, &HeaderMap)> {
+    Some((response.status().as_u16(), response.headers()))
 }
 
 /// [`Http`] for a body that is not `Clone`, or not always: the fn gives a
@@ -154,7 +167,7 @@ where
     }
 
     fn idempotent(&self, request: &Request<B>) -> Option<bool> {
-        Some(request.method().is_idempotent())
+        idempotent(request)
     }
 
     fn extensions<'r>(&self, request: &'r Request<B>) -> Option<&'r Extensions> {
@@ -162,7 +175,7 @@ where
     }
 
     fn head<'r>(&self, response: &'r Response<R>) -> Option<(u16, &'r HeaderMap)> {
-        Some((response.status().as_u16(), response.headers()))
+        head(response)
     }
 }
 
