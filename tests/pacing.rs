@@ -173,12 +173,39 @@ async fn a_cancelled_waiter_strands_nobody() {
     let starts = starts.lock().unwrap().clone();
     assert_eq!(
         starts,
-        [(0, ms(0)), (2, ms(2025))],
-        "the third kept its turn"
+        [(0, ms(0)), (2, ms(1025))],
+        "the third, next in the queue, took the refill the second left"
     );
-    // The cancelled reservation left a gap, not a double start; nothing of
-    // it is counted as in flight.
+    // The cancelled head gave its place back, and no double start came of
+    // it; nothing of it is counted as in flight.
     assert_eq!(upstream.limits().requests.unwrap().in_flight, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_caller_that_comes_while_others_queue_goes_behind_them() {
+    let quota = Quota::per(Duration::from_secs(1)).requests(10).tokens(1000);
+    let upstream = Upstream::new("queue").with_quota(quota);
+    let starts: Starts = Arc::default();
+    let t0 = Instant::now();
+    let spawn = |i: usize, cost: u32| {
+        let (upstream, starts) = (upstream.clone(), starts.clone());
+        tokio::spawn(async move { costing(&upstream, cost, i, &starts, t0, ms(1)).await })
+    };
+    // The tokens of a window each: one goes, two queue for the refills.
+    let mut calls = Vec::new();
+    for i in 0..3 {
+        calls.push(spawn(i, 1000));
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(ms(100)).await;
+    // One that spends no tokens: the requests have room for it now, but
+    // it came after the two waiting, and goes after them.
+    calls.push(spawn(3, 0));
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    let order: Vec<usize> = starts.lock().unwrap().iter().map(|s| s.0).collect();
+    assert_eq!(order, [0, 1, 2, 3], "first come, first served");
 }
 
 /// A first call spends the whole of its upstream's one dimension (`cost`);

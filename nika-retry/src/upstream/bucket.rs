@@ -296,6 +296,16 @@ impl Bucket {
         self.ledger.release(reserved.generation, reserved.cost);
     }
 
+    /// The theoretical arrival time (ns).
+    pub(super) fn tat(&self) -> u64 {
+        self.tat.load(Ordering::Acquire)
+    }
+
+    /// Moves the theoretical arrival time to `at` if it is earlier.
+    pub(super) fn tat_at_least(&self, at: u64) {
+        self.tat.fetch_max(at, Ordering::AcqRel);
+    }
+
     /// An attempt of `cost` ended.
     pub(super) fn end(&self, cost: u64) {
         sub(&self.in_flight, cost);

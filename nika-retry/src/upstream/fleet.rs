@@ -221,12 +221,12 @@ impl Gates {
             }
             reason = Some(WaitReason::Paced);
             if queue.is_none() {
-                match self.fleet_queue.try_lock() {
+                match self.queue.try_lock() {
                     Ok(first) => queue = Some(first),
                     Err(_) => {
                         // Behind this process's other waiters: its turn
                         // comes later, the store's answer is stale by then.
-                        queue = Some(self.fleet_queue.lock().await);
+                        queue = Some(self.queue.lock().await);
                         continue;
                     }
                 }

@@ -6,7 +6,7 @@
 //! force) needs none of that behaviour.
 
 use std::borrow::Cow;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -33,8 +33,9 @@ pub struct Upstream {
 }
 
 /// The gates' state: the hold gate's (`guarded`, `counting`, `hold`,
-/// `released`), the pace and adapt gates' (`pacing`, `pacer`), the fleet
-/// gate's (`store`, `token`, `fleet_queue`).
+/// `released`), the pace and adapt gates' (`pacing`, `pacer`, `queue`,
+/// `queued`), the fleet gate's (`store`, `token`; its waiters queue in
+/// `queue` too).
 pub(super) struct Gates {
     pub(super) name: Cow<'static, str>,
     /// Whether an attempt must look at `hold` before it starts: a hold, an
@@ -53,8 +54,13 @@ pub(super) struct Gates {
     pub(super) store: Option<Arc<dyn Store>>,
     /// This state's name for its probe's turn in a store.
     pub(super) token: u64,
-    /// The waiters for a refill of the store's buckets, in arrival order.
-    pub(super) fleet_queue: tokio::sync::Mutex<()>,
+    /// The paced waiters, in arrival order (a refill of the pacer's
+    /// buckets, or of the store's): only its head holds a place, and an
+    /// admission that does not wait goes behind them all.
+    pub(super) queue: tokio::sync::Mutex<()>,
+    /// How many are in `queue` or on their way into it: while any are, an
+    /// admission that does not wait is refused.
+    pub(super) queued: AtomicU32,
 }
 
 impl Gates {
@@ -70,7 +76,8 @@ impl Gates {
             released: Notify::new(),
             store,
             token: fastrand::u64(..),
-            fleet_queue: tokio::sync::Mutex::new(()),
+            queue: tokio::sync::Mutex::new(()),
+            queued: AtomicU32::new(0),
         }
     }
 }

@@ -147,7 +147,8 @@ pub struct DimensionLimit {
     pub refill: f64,
     /// Where the limit comes from.
     pub source: LimitSource,
-    /// What is spent by attempts in flight (and those waiting for their turn).
+    /// What is spent by attempts in flight (and by the paced waiters' queue's
+    /// head, which holds its place; the waiters behind it hold none).
     pub in_flight: u64,
 }
 

@@ -4,8 +4,10 @@
 //! ([`Scout`]), and what responses and outcomes teach the pacer.
 //!
 //! An admission that does not wait reads the clock and updates a few
-//! atomics: no lock, no allocation. One that waits sleeps until the
-//! instant its reservation holds, then looks at the hold again.
+//! atomics: no lock, no allocation; it is refused while others queue.
+//! One that waits joins the paced waiters' FIFO queue (`Gates::queue`);
+//! the queue's head alone holds a place, sleeps until its instant, then
+//! looks at the hold again.
 
 use core::future::Future;
 use core::pin::pin;
@@ -34,7 +36,7 @@ impl Gates {
         let pacer = &self.pacer;
         if fields.requests.any() || fields.tokens.any() {
             pacer.heard.store(true, Ordering::Relaxed);
-            pacer.learn(fields, departed);
+            pacer.learn(fields, departed, self.queued.load(Ordering::Acquire) > 0);
             pacer.warm();
             pacer.ramp.stop();
             self.publish_pacing();
@@ -78,6 +80,10 @@ impl Gates {
         let pacer = &self.pacer;
         if pacer.cold.load(Ordering::Acquire) {
             return Err(None);
+        }
+        // Behind the waiters: they hold no places, the queue keeps their order.
+        if self.queued.load(Ordering::Acquire) > 0 {
+            return Err(Some(Instant::now()));
         }
         // The ramp's slot first: without one the attempt reserves nothing.
         let slot = if pacer.ramp.on() {
@@ -124,6 +130,9 @@ impl Gates {
         } else {
             None
         };
+        // Behind the waiters before it, which hold no places: its place is
+        // taken once it is the queue's head.
+        let _queue = self.enqueue(patience.deadline, cost).await?;
         // Reserved beyond what the buckets held when it came (a refill's
         // waiter, which a declared quota keeps until the first response).
         let mut beyond = reserved;
@@ -196,6 +205,48 @@ impl Gates {
         Ok(Some(charge))
     }
 
+    /// This caller's turn in the queue of the paced waiters, once it is
+    /// its head (at once if none is before it). `Held` if the place it
+    /// would take now, before any waiter's, is past the call's deadline
+    /// already, or if the deadline passes while it queues.
+    async fn enqueue(&self, deadline: Option<Instant>, cost: u32) -> Result<InQueue<'_>, Held> {
+        let mut queue = InQueue {
+            gates: self,
+            turn: None,
+        };
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if let Ok(turn) = self.queue.try_lock() {
+            queue.turn = Some(turn);
+            return Ok(queue);
+        }
+        let Some(deadline) = deadline else {
+            queue.turn = Some(self.queue.lock().await);
+            return Ok(queue);
+        };
+        let pacer = &self.pacer;
+        let now = Instant::now();
+        // The earliest it could go: the head's place is taken, the
+        // others' are not (given back at once).
+        let at = pacer.instant(pacer.reserve(pacer.at(now), cost).at());
+        let late = |at: Instant| {
+            Held::new(
+                self.name.clone(),
+                at.saturating_duration_since(Instant::now()),
+                HoldReason::RateLimitHeaders,
+            )
+        };
+        if at > deadline {
+            return Err(late(at));
+        }
+        match tokio::time::timeout_at(deadline, self.queue.lock()).await {
+            Ok(turn) => {
+                queue.turn = Some(turn);
+                Ok(queue)
+            }
+            Err(_) => Err(late(deadline)),
+        }
+    }
+
     /// Whether the dimensions a response says are spent (none left, the
     /// longest whole again in `reset`) are all paced by their buckets.
     pub(super) fn paces_spent(&self, fields: &RateLimitFields, reset: Duration) -> bool {
@@ -251,6 +302,21 @@ impl Gates {
         let (limit, window) = as_bucket(rate);
         self.pacer.requests.set(limit, window, LimitSource::Adapted);
         self.publish_pacing();
+    }
+}
+
+/// A caller in the queue of the paced waiters, counted in `queued` from
+/// before it queues until its attempt starts, it gives up, or it is
+/// dropped (its call cancelled): the next one is the head then.
+struct InQueue<'g> {
+    gates: &'g Gates,
+    turn: Option<tokio::sync::MutexGuard<'g, ()>>,
+}
+
+impl Drop for InQueue<'_> {
+    fn drop(&mut self) {
+        self.gates.queued.fetch_sub(1, Ordering::AcqRel);
+        drop(self.turn.take());
     }
 }
 
@@ -525,7 +591,8 @@ mod tests {
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(upstream.limits().requests.unwrap().in_flight, 19 + 5);
+        // The burst and the queue's head: the 4 behind it hold no place.
+        assert_eq!(upstream.limits().requests.unwrap().in_flight, 19 + 1);
         // The burst ends; the server's next answer: 19 of 20 spent.
         drop(burst);
         upstream.observe(&requests("1")[..]);

@@ -270,7 +270,8 @@ impl Pacer {
 
     /// Takes what a response's headers say of the limits in: the response
     /// of an attempt that left at `departed` (pacer time), if known.
-    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<u64>) {
+    /// `queued`: callers wait in the pace's queue, holding no places.
+    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<u64>, queued: bool) {
         let now = self.now();
         // A reset given as an instant is when the window that counted the
         // request ends: at most that long after the request left, which
@@ -329,7 +330,17 @@ impl Pacer {
                 continue;
             };
             if !windowed {
-                bucket.correct(now, remaining, own, rebuild);
+                if queued && !rebuild {
+                    // A reading may be older than attempts that started
+                    // and ended after its request: while callers queue, it
+                    // moves their next place later, never earlier (as it
+                    // left the places of waiters that held them).
+                    let before = bucket.tat();
+                    bucket.correct(now, remaining, own, rebuild);
+                    bucket.tat_at_least(before);
+                } else {
+                    bucket.correct(now, remaining, own, rebuild);
+                }
                 rebuilt |= rebuild;
                 continue;
             }
@@ -535,7 +546,11 @@ mod tests {
             ];
             let headers: Vec<(&str, &str)> =
                 headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            pacer.learn(&crate::http::rate_limit_fields(&headers[..], now), None);
+            pacer.learn(
+                &crate::http::rate_limit_fields(&headers[..], now),
+                None,
+                false,
+            );
             assert!(!pacer.tokens.windowed(), "{missing} missing, whole at {at}");
         }
     }
