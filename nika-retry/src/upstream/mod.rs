@@ -378,8 +378,7 @@ impl Upstream {
     ) -> core::pin::Pin<Box<impl core::future::Future<Output = Result<(), Held>> + 'a>> {
         let patience = Patience { cap, deadline };
         Box::pin(async move {
-            if r.paced && deadline.is_some_and(|d| at > d) {
-                // A pace is no server hint: only the call's deadline bounds it.
+            if r.paced && pace::past_deadline(deadline, at) {
                 let left = at.saturating_duration_since(Instant::now());
                 return Err(Held::new(
                     self.gates.name.clone(),

@@ -163,8 +163,7 @@ impl Gates {
                 break p;
             }
             let left = at - now;
-            // A pace is no server hint: only the call's deadline bounds it.
-            if patience.deadline.is_some_and(|d| at > d) {
+            if past_deadline(patience.deadline, at) {
                 return Err(Held::new(
                     self.name.clone(),
                     left,
@@ -546,6 +545,14 @@ impl Drop for Reservation<'_> {
             gates.released.notify_one();
         }
     }
+}
+
+/// Whether a place at `at` is past the call's `deadline`. A pace is no
+/// server hint: only the deadline bounds it, never the call's cap on
+/// hints (`max_retry_after`); `wait`'s first look and the pace loop's
+/// every look ask the same.
+pub(super) fn past_deadline(deadline: Option<Instant>, at: Instant) -> bool {
+    deadline.is_some_and(|d| at > d)
 }
 
 #[cfg(test)]
