@@ -45,8 +45,9 @@ impl Client {
         }
     }
 
-    /// Spends the whole bucket.
-    #[with_retries(layer = "provider", upstream = self.upstream, cost = 100u32)]
+    /// Spends the whole bucket; a bare integer, as a user writes it (a
+    /// `u32`, not the `i32` an unsuffixed literal falls back to).
+    #[with_retries(layer = "provider", upstream = self.upstream, cost = 100)]
     async fn drain(&self) -> Result<(), Error> {
         Ok(())
     }

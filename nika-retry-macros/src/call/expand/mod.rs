@@ -331,8 +331,17 @@ fn upstream_pass(
         // is reported at the expression, by `IntoCost`'s bound.
         Some(cost) => {
             let at_cost = krate::at(krate, cost.span());
-            let cost =
-                quote_spanned!(cost.span()=> #at_cost::__private::IntoCost::into_cost(#cost));
+            // A bare integer (`cost = 200`) would fall back to `i32`, which
+            // `IntoCost` refuses: a literal without a suffix is a `u32`.
+            let bare_integer = matches!(
+                cost,
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(int), .. }) if int.suffix().is_empty()
+            );
+            let cost = if bare_integer {
+                quote_spanned!(cost.span()=> <u32 as #at_cost::__private::IntoCost>::into_cost(#cost))
+            } else {
+                quote_spanned!(cost.span()=> #at_cost::__private::IntoCost::into_cost(#cost))
+            };
             quote!(#private::AtUpstream::with_cost(#as_upstream, #cost))
         }
     };
