@@ -1,8 +1,7 @@
 //! The upstream's pacer: its buckets (requests, tokens), what it learns of
-//! them from the headers, its cold start, and the reservations of an
-//! admission ([`Pending`], given back if its attempt never starts), and
-//! what an attempt that started charged it ([`Charge`], given back when it
-//! ends).
+//! them from the headers, its cold start, an admission of every dimension
+//! at once, and what an attempt that started charged it ([`Charge`],
+//! given back when it ends).
 
 use core::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,7 +11,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::adapt::{Adaptive, Ramp};
-use super::bucket::{Bucket, LimitSource, Reserved, nanos};
+use super::bucket::{Bucket, LimitSource, nanos};
 use super::window::Window;
 use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
@@ -49,8 +48,8 @@ pub(super) struct Pacer {
     /// After a cold start that brought no news of the limits: the rest go
     /// in rounds that double.
     pub(super) ramp: Ramp,
-    /// The waiters whose reservations went stale (a bucket rebuilt).
-    pub(super) rebuilt: Notify,
+    /// The paced waiter, whose instant moved (news, a new rate, a hold).
+    pub(super) changed: Notify,
     /// The rate adapted to header-less 429s.
     pub(super) adaptive: Adaptive,
     /// Bucket times are nanoseconds since this.
@@ -81,7 +80,7 @@ impl Default for Pacer {
             learn: Mutex::default(),
             scouted: Notify::new(),
             ramp: Ramp::default(),
-            rebuilt: Notify::new(),
+            changed: Notify::new(),
             adaptive: Adaptive::new(epoch),
             epoch,
         }
@@ -119,13 +118,37 @@ impl Pacer {
         Some(self.mean_cost.load(Ordering::Relaxed)).filter(|&c| c > 0)
     }
 
-    /// Reserves an attempt of a call whose cost is `cost`.
-    pub(super) fn reserve(&self, now: u64, cost: u32) -> Pending<'_> {
-        Pending {
-            pacer: self,
-            requests: self.requests.reserve(now, 1),
-            tokens: self.tokens.reserve(now, self.tokens_of(cost)),
-        }
+    /// Takes the cost of an attempt of a call of `cost` from every
+    /// dimension at `now`, if it fits by `by`: its charge; else when it
+    /// would fit, nothing taken.
+    pub(super) fn take(&self, now: u64, cost: u32, by: u64) -> Result<Charge, u64> {
+        let tokens = self.tokens_of(cost);
+        let refused = |at: u64| self.earliest(now, cost).max(at);
+        let requests = self.requests.take(now, 1, by).map_err(refused)?;
+        let tokens = match self.tokens.take(now, tokens, by) {
+            Ok(tokens) => tokens,
+            Err(at) => {
+                if let Some(r) = requests {
+                    self.requests.undo(r);
+                }
+                return Err(refused(at));
+            }
+        };
+        let mut charge = Charge {
+            rate: self.adaptive.generation(),
+            tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
+            ..Charge::default()
+        };
+        charge.holds.set(Holds::REQUEST, requests.is_some());
+        Ok(charge)
+    }
+
+    /// When an attempt of a call of `cost` fits every dimension, at `now`
+    /// or later.
+    pub(super) fn earliest(&self, now: u64, cost: u32) -> u64 {
+        let requests = self.requests.earliest(now, 1);
+        let tokens = self.tokens.earliest(now, self.tokens_of(cost));
+        requests.max(tokens).unwrap_or(now).max(now)
     }
 
     /// The tokens an attempt of a call of `cost` spends.
@@ -133,28 +156,6 @@ impl Pacer {
         match cost {
             COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
             cost => u64::from(cost),
-        }
-    }
-
-    /// Reserves again what of `pending` is stale (a bucket rebuilt, an
-    /// entry no longer in its log, a dimension paced since), keeping the
-    /// rest: a reservation made again leaves a gap where it was, and the
-    /// others' places would move behind everyone reserved since.
-    pub(super) fn refresh(&self, pending: &mut Pending<'_>, now: u64, cost: u32) {
-        let dimensions = [
-            (&self.requests, &mut pending.requests, 1),
-            (&self.tokens, &mut pending.tokens, self.tokens_of(cost)),
-        ];
-        for (bucket, slot, cost) in dimensions {
-            match *slot {
-                Some(r) if bucket.current(&r) => {}
-                old => {
-                    if let Some(r) = old {
-                        bucket.give_back(r);
-                    }
-                    *slot = bucket.reserve(now, cost);
-                }
-            }
         }
     }
 
@@ -180,7 +181,7 @@ impl Pacer {
     /// A response was read, or an attempt ended: the waiters for it go.
     pub(super) fn heard_back(&self) {
         if !self.news.swap(true, Ordering::AcqRel) {
-            self.rebuilt.notify_waiters();
+            self.changed.notify_waiters();
         }
     }
 
@@ -226,7 +227,7 @@ impl Pacer {
     /// burst and a 429 each time).
     pub(super) fn held_until(&self, until: Instant) {
         if self.requests.adapted() && self.requests.spent_until(self.at(until)) {
-            self.rebuilt.notify_waiters();
+            self.changed.notify_waiters();
         }
     }
 
@@ -293,7 +294,7 @@ impl Pacer {
         // A reading said that the server counts by window, not by refill
         // (for good): each dimension keeps a log from its next reading.
         let windowed = windows.iter().any(|w| w.windowed);
-        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = (requests, tokens);
+        let ((requests, requests_changed), (tokens, tokens_changed)) = (requests, tokens);
         if let (Some(r), Some(t)) = (requests, tokens)
             && r > 0
             && t > 0
@@ -320,28 +321,26 @@ impl Pacer {
                 &self.requests,
                 &fields.requests,
                 own_requests,
-                rebuild_requests,
+                requests_changed,
             ),
-            (&self.tokens, &fields.tokens, own_tokens, rebuild_tokens),
+            (&self.tokens, &fields.tokens, own_tokens, tokens_changed),
         ];
-        let mut rebuilt = false;
-        for ((bucket, fields, own, rebuild), window) in dimensions.into_iter().zip(windows) {
+        let mut moved = false;
+        for ((bucket, fields, own, changed), window) in dimensions.into_iter().zip(windows) {
             let Some(remaining) = fields.remaining else {
                 continue;
             };
             if !windowed {
-                if queued && !rebuild {
+                let before = bucket.tat();
+                bucket.correct(now, remaining, own);
+                if queued && !changed {
                     // A reading may be older than attempts that started
                     // and ended after its request: while callers queue, it
-                    // moves their next place later, never earlier (as it
-                    // left the places of waiters that held them).
-                    let before = bucket.tat();
-                    bucket.correct(now, remaining, own, rebuild);
+                    // moves their next place later, never earlier (the
+                    // waiter holds no place for the reading to count).
                     bucket.tat_at_least(before);
-                } else {
-                    bucket.correct(now, remaining, own, rebuild);
                 }
-                rebuilt |= rebuild;
+                moved |= changed;
                 continue;
             }
             let Some((_, w, source)) = bucket.get() else {
@@ -358,11 +357,11 @@ impl Pacer {
             };
             let whole_at = now.saturating_add(nanos(fields.reset.unwrap_or(w)));
             let w = nanos(w);
-            rebuilt |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
+            moved |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
         }
-        if rebuilt {
-            // Their instants were counted at the old rate: they reserve again.
-            self.rebuilt.notify_waiters();
+        if moved {
+            // The waiter's instant was planned at the old rate: it looks again.
+            self.changed.notify_waiters();
         }
         // Last: the waiters for a first response find what it taught.
         self.heard_back();
@@ -411,58 +410,6 @@ impl Pacer {
         }
         let changed = bucket.set(limit, w, LimitSource::Learned);
         (fields.remaining.map(|r| limit.saturating_sub(r)), changed)
-    }
-}
-
-/// An admission's reservations, given back if it never starts.
-pub(crate) struct Pending<'p> {
-    pub(super) pacer: &'p Pacer,
-    pub(super) requests: Option<Reserved>,
-    pub(super) tokens: Option<Reserved>,
-}
-
-impl Pending<'_> {
-    pub(super) fn at(&self) -> u64 {
-        let at = |bucket: &Bucket, r: &Option<Reserved>| r.map_or(0, |r| bucket.at(&r));
-        at(&self.pacer.requests, &self.requests).max(at(&self.pacer.tokens, &self.tokens))
-    }
-
-    /// Whether every reservation was counted at its bucket's current rate.
-    pub(super) fn current(&self) -> bool {
-        let current = |bucket: &Bucket, r: &Option<Reserved>| r.is_none_or(|r| bucket.current(&r));
-        current(&self.pacer.requests, &self.requests) && current(&self.pacer.tokens, &self.tokens)
-    }
-
-    /// The attempt starts: its cost stays in flight until it ends.
-    pub(super) fn start(mut self) -> Charge {
-        let requests = self.requests.take();
-        let tokens = self.tokens.take();
-        let windowed = [requests, tokens].iter().flatten().any(|r| r.id != 0);
-        let now = if windowed { self.pacer.now() } else { 0 };
-        if let Some(r) = requests {
-            self.pacer.requests.start(r, now);
-        }
-        if let Some(t) = tokens {
-            self.pacer.tokens.start(t, now);
-        }
-        let mut charge = Charge {
-            rate: self.pacer.adaptive.generation(),
-            tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
-            ..Charge::default()
-        };
-        charge.holds.set(Holds::REQUEST, requests.is_some());
-        charge
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if let Some(r) = self.requests.take() {
-            self.pacer.requests.give_back(r);
-        }
-        if let Some(t) = self.tokens.take() {
-            self.pacer.tokens.give_back(t);
-        }
     }
 }
 
@@ -556,31 +503,23 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_dimension_is_reserved_again_and_the_current_one_keeps_its_place() {
+    fn an_admission_refused_by_one_dimension_takes_nothing_of_the_other() {
         let pacer = Pacer::default();
         let two = Duration::from_secs(2);
         pacer.requests.set(20, two, LimitSource::Learned);
         pacer.tokens.set(3000, two, LimitSource::Learned);
         for _ in 0..15 {
-            let _ = pacer.reserve(0, 200).start();
+            pacer.take(0, 200, 0).expect("the burst fits");
         }
-        let mut waiter = pacer.reserve(0, 200);
-        let _behind = pacer.reserve(0, 200);
-        let tokens = waiter.tokens.expect("tokens paced");
-        // The requests' rate changes: their reservations go stale.
-        assert!(
-            pacer
-                .requests
-                .set(20, Duration::from_secs(40), LimitSource::Learned)
-        );
-        pacer.requests.correct(0, 5, 0, true);
-        assert!(!waiter.current());
-        pacer.refresh(&mut waiter, 0, 200);
-        assert!(waiter.current());
-        assert_eq!(
-            waiter.tokens,
-            Some(tokens),
-            "not moved behind the one that came after it"
-        );
+        // Tokens spent, requests not: refused when the tokens fit, 133 ms.
+        let span = 200 * two.as_nanos() as u64 / 3000;
+        let window = two.as_nanos() as u64;
+        assert_eq!(pacer.take(0, 200, 0), Err(16 * span - window));
+        assert_eq!(pacer.requests.in_flight(), 15, "no request taken");
+        assert_eq!(pacer.requests.level(0), 5);
+        let charge = pacer.take(0, 200, u64::MAX).expect("by then");
+        assert!(charge.holds.has(Holds::REQUEST));
+        assert_eq!(charge.tokens, 200);
+        assert_eq!(pacer.earliest(0, 200), 17 * span - window);
     }
 }

@@ -6,8 +6,8 @@
 //! A refilling estimate frees a little of the limit at every instant; a
 //! window frees nothing until what it counted leaves it (rolling) or it
 //! ends (fixed), and an attempt sent on the refill's word meets a 429. The
-//! log keeps each attempt sent (its cost, when it is free again) and the
-//! reservations of the attempts waiting, in arrival order. An attempt sent
+//! log keeps each attempt sent (its cost, when it is free again); the
+//! pace's one waiter asks it when its cost fits. An attempt sent
 //! at `t` is free at `t` plus the window (and a margin for its way to the
 //! server): exact for a rolling window, and never early for a fixed one,
 //! whose boundary comes at most a window after it. Servers write their
@@ -19,41 +19,34 @@
 //! The log is locked for each admission: only dimensions known to be
 //! counted by window keep one.
 //!
-//! What responses say of a window ([`Window`]):
-//! What responses have said of one dimension's window: how long it is,
-//! and whether its server counts by continuous refill or by window.
+//! What responses have said of one dimension's window ([`Window`]): how
+//! long it is, and whether its server counts by continuous refill or by
+//! window.
 
 use core::time::Duration;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use super::hold::MAX_HOLD;
 
-/// The most entries kept: beyond it the two oldest sent are merged (the
-/// cost of both, free when the later is), which only ever frees later.
+/// The most entries kept: beyond it the two that leave first are merged
+/// (the cost of both, free when the later is), which only ever frees later.
 const MAX_ENTRIES: usize = 1024;
 
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    id: u64,
-    /// When it was sent; for a waiting reservation, its planned instant.
-    sent: u64,
-    cost: u64,
-    /// When the server no longer counts it.
+/// What one attempt spent of a windowed dimension, counted until `free_at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Sent {
     free_at: u64,
-    started: bool,
+    cost: u64,
 }
 
-/// The log of one dimension. Times are the pacer's nanoseconds.
+/// The log of one dimension: what the server still counts, the earliest
+/// free first. Times are the pacer's nanoseconds.
 #[derive(Debug)]
 pub(super) struct Log {
-    entries: VecDeque<Entry>,
-    next_id: u64,
+    entries: VecDeque<Sent>,
     /// How long an attempt counts from when it was sent: the longest
     /// reset seen, and a margin for the request's way there.
     window: u64,
-    /// Reused by each schedule: free instants and costs, earliest first.
-    heap: BinaryHeap<Reverse<(u64, u64)>>,
 }
 
 impl Log {
@@ -62,98 +55,52 @@ impl Log {
     pub(super) fn new(now: u64, spent: u64, whole_at: u64, window: u64) -> Log {
         let mut log = Log {
             entries: VecDeque::new(),
-            next_id: 1,
             window: window.max(1),
-            heap: BinaryHeap::new(),
         };
-        log.phantom(now, spent, whole_at);
+        if spent > 0 && whole_at > now {
+            log.insert(Sent {
+                free_at: whole_at,
+                cost: spent,
+            });
+        }
         log
-    }
-
-    /// What the server counts that no attempt here explains (another
-    /// client, or what was sent before the log began).
-    fn phantom(&mut self, now: u64, cost: u64, free_at: u64) {
-        if cost == 0 || free_at <= now {
-            return;
-        }
-        self.entries.push_front(Entry {
-            // First, and never looked up: 0 keeps the log in the order of
-            // its ids, which `find` searches by halves.
-            id: 0,
-            sent: now,
-            cost,
-            free_at,
-            started: true,
-        });
-    }
-
-    fn id(&mut self) -> u64 {
-        let mut id = self.next_id;
-        if id as u32 == 0 {
-            // 0 is a refill's reservation.
-            id += 1;
-        }
-        self.next_id = id + 1;
-        id
-    }
-
-    /// The entry whose id ends in `id`'s 32 bits.
-    fn find_short(&self, id: u32) -> Option<usize> {
-        let back = (self.next_id as u32).wrapping_sub(id);
-        self.find(self.next_id.checked_sub(u64::from(back))?)
     }
 
     pub(super) fn set_window(&mut self, window: u64) {
         self.window = window.max(1);
     }
 
-    /// Reserves `cost` (of a dimension limited to `limit`) for an attempt
-    /// arriving at `now`: its id (never 0) and its instant, after the
-    /// waiters before it.
-    pub(super) fn reserve(&mut self, now: u64, cost: u64, limit: u64) -> (u32, u64) {
+    /// When `cost` (of a dimension limited to `limit`) fits, at `now` or
+    /// later: once what leaves first leaves room for it (a cost above the
+    /// limit waits for the log to empty).
+    pub(super) fn earliest(&mut self, now: u64, cost: u64, limit: u64) -> u64 {
         self.prune(now);
-        if self.entries.len() >= MAX_ENTRIES {
-            self.merge_oldest();
+        let cost = cost.min(limit);
+        let mut spent: u64 = self.entries.iter().map(|e| e.cost).sum();
+        let mut at = now;
+        for e in &self.entries {
+            if spent.saturating_add(cost) <= limit {
+                break;
+            }
+            spent -= e.cost;
+            at = e.free_at;
         }
-        let id = self.id();
-        self.entries.push_back(Entry {
-            id,
-            sent: now,
+        at
+    }
+
+    /// An attempt of `cost` sent at `now`: counted for a window from now.
+    pub(super) fn send(&mut self, now: u64, cost: u64) -> Sent {
+        let sent = Sent {
+            free_at: now.saturating_add(self.window),
             cost,
-            free_at: u64::MAX,
-            started: false,
-        });
-        self.schedule(now, limit);
-        let at = self.find(id).map_or(now, |i| self.entries[i].sent);
-        // The low bits: every entry alive is among the last 2^32 made.
-        (id as u32, at)
+        };
+        self.insert(sent);
+        sent
     }
 
-    /// A waiting reservation's instant, as planned now (`None`: it is not
-    /// in the log, or has started).
-    pub(super) fn planned(&self, id: u32) -> Option<u64> {
-        let e = self.find_short(id).map(|i| self.entries[i])?;
-        (!e.started).then_some(e.sent)
-    }
-
-    /// The reservation's attempt starts at `now`: it counts from then.
-    pub(super) fn start(&mut self, id: u32, now: u64, limit: u64) {
-        let Some(i) = self.find_short(id) else { return };
-        let e = &mut self.entries[i];
-        let late = now > e.sent;
-        e.started = true;
-        e.sent = now;
-        e.free_at = now.saturating_add(self.window);
-        if late {
-            // Those planned after it counted it as sent earlier.
-            self.schedule(now, limit);
-        }
-    }
-
-    /// A reservation whose attempt never started: out of the log (those
-    /// after it keep their instants).
-    pub(super) fn give_back(&mut self, id: u32) {
-        if let Some(i) = self.find_short(id) {
+    /// A send whose attempt did not start after all.
+    pub(super) fn take_back(&mut self, sent: Sent) {
+        if let Some(i) = self.entries.iter().rposition(|e| *e == sent) {
             self.entries.remove(i);
         }
     }
@@ -166,20 +113,17 @@ impl Log {
     /// not count is not known, and freeing one that it did would be early.
     pub(super) fn read(&mut self, now: u64, remaining: u64, whole_at: u64, limit: u64) {
         self.prune(now);
-        let counted: u64 = self
-            .entries
-            .iter()
-            .filter(|e| e.started)
-            .map(|e| e.cost)
-            .sum();
+        let counted: u64 = self.entries.iter().map(|e| e.cost).sum();
         let spent = limit.saturating_sub(remaining.min(limit));
-        if spent > counted {
-            self.phantom(now, spent - counted, whole_at);
-            self.schedule(now, limit);
+        if spent > counted && whole_at > now {
+            self.insert(Sent {
+                free_at: whole_at,
+                cost: spent - counted,
+            });
         }
     }
 
-    /// What is left at `now` (waiting reservations spent).
+    /// What is left at `now`.
     pub(super) fn level(&self, now: u64, limit: u64) -> u64 {
         let spent: u64 = self
             .entries
@@ -190,58 +134,21 @@ impl Log {
         limit.saturating_sub(spent)
     }
 
-    fn find(&self, id: u64) -> Option<usize> {
-        self.entries.binary_search_by_key(&id, |e| e.id).ok()
-    }
-
     fn prune(&mut self, now: u64) {
-        self.entries.retain(|e| !e.started || e.free_at > now);
+        while self.entries.front().is_some_and(|e| e.free_at <= now) {
+            self.entries.pop_front();
+        }
     }
 
-    fn merge_oldest(&mut self) {
-        let mut started = self.entries.iter().enumerate().filter(|(_, e)| e.started);
-        let (Some((a, _)), Some((b, _))) = (started.next(), started.next()) else {
-            return;
-        };
-        let gone = self.entries[b];
-        let kept = &mut self.entries[a];
-        kept.cost = kept.cost.saturating_add(gone.cost);
-        kept.free_at = kept.free_at.max(gone.free_at);
-        self.entries.remove(b);
-    }
-
-    /// Plans the waiting reservations, in arrival order, each at the first
-    /// instant (not before the one before it) when what the log still
-    /// counts then leaves room for its cost (a cost above the limit waits
-    /// for a whole window).
-    fn schedule(&mut self, now: u64, limit: u64) {
-        let heap = &mut self.heap;
-        heap.clear();
-        let mut spent = 0u64;
-        for e in self.entries.iter().filter(|e| e.started && e.free_at > now) {
-            heap.push(Reverse((e.free_at, e.cost)));
-            spent = spent.saturating_add(e.cost);
+    fn insert(&mut self, sent: Sent) {
+        if self.entries.len() >= MAX_ENTRIES
+            && let Some(first) = self.entries.pop_front()
+            && let Some(second) = self.entries.front_mut()
+        {
+            second.cost = second.cost.saturating_add(first.cost);
         }
-        let mut t = now;
-        for e in self.entries.iter_mut().filter(|e| !e.started) {
-            let cost = e.cost.min(limit);
-            loop {
-                match heap.peek() {
-                    Some(&Reverse((free, c)))
-                        if free <= t || spent.saturating_add(cost) > limit =>
-                    {
-                        t = t.max(free);
-                        spent -= c;
-                        heap.pop();
-                    }
-                    _ => break,
-                }
-            }
-            e.sent = t;
-            e.free_at = t.saturating_add(self.window);
-            heap.push(Reverse((e.free_at, cost)));
-            spent = spent.saturating_add(cost);
-        }
+        let at = self.entries.partition_point(|e| e.free_at <= sent.free_at);
+        self.entries.insert(at, sent);
     }
 }
 
@@ -364,9 +271,10 @@ mod tests {
         Log::new(0, 0, 0, 2 * S)
     }
 
+    /// Sends `cost` when it fits, from `now` on: when it went.
     fn send(log: &mut Log, now: u64, cost: u64) -> u64 {
-        let (id, at) = log.reserve(now, cost, 3000);
-        log.start(id, at.max(now), 3000);
+        let at = log.earliest(now, cost, 3000);
+        log.send(at, cost);
         at
     }
 
@@ -376,10 +284,17 @@ mod tests {
         for _ in 0..15 {
             assert_eq!(send(&mut log, 0, 200), 0);
         }
-        let (_, at) = log.reserve(100 * MS, 200, 3000);
-        assert_eq!(at, 2 * S, "not on a refill's word (133 ms)");
-        let (_, at) = log.reserve(100 * MS, 2801, 3000);
-        assert_eq!(at, 4 * S, "the waiter before it spends the first to leave");
+        assert_eq!(
+            log.earliest(100 * MS, 200, 3000),
+            2 * S,
+            "not on a refill's word (133 ms)"
+        );
+        assert_eq!(
+            send(&mut log, 100 * MS, 2801),
+            2 * S,
+            "a cost near the limit waits for all of it"
+        );
+        assert_eq!(log.earliest(2 * S, 200, 3000), 4 * S, "and spends it");
     }
 
     #[test]
@@ -388,8 +303,8 @@ mod tests {
         log.read(0, 1000, 2 * S, 3000);
         assert_eq!(log.level(0, 3000), 1000, "another client's 2 000");
         assert_eq!(log.level(2 * S, 3000), 3000);
-        let (_, at) = log.reserve(0, 1001, 3000);
-        assert_eq!(at, 2 * S);
+        assert_eq!(log.earliest(0, 1001, 3000), 2 * S);
+        assert_eq!(log.earliest(0, 1000, 3000), 0);
         // What the log counts beyond the server stays counted.
         let mut log = fresh();
         send(&mut log, 0, 1000);
@@ -400,58 +315,37 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_that_starts_late_moves_those_planned_after_it() {
+    fn a_send_taken_back_frees_its_cost_and_no_other() {
         let mut log = fresh();
-        send(&mut log, 0, 3000);
-        let (a, at_a) = log.reserve(0, 3000, 3000);
-        let (b, at_b) = log.reserve(0, 3000, 3000);
-        assert_eq!((at_a, at_b), (2 * S, 4 * S));
-        log.start(a, 2500 * MS, 3000);
-        assert_eq!(log.planned(b), Some(4500 * MS));
-        log.give_back(b);
-        assert_eq!(log.planned(b), None);
+        let first = log.send(0, 1500);
+        let second = log.send(0, 1500);
+        assert_eq!(first, second, "two alike");
+        log.take_back(second);
+        assert_eq!(log.level(0, 3000), 1500, "one of the two, once");
+        log.take_back(Sent {
+            free_at: 7,
+            cost: 1500,
+        });
+        assert_eq!(log.level(0, 3000), 1500, "none that is not there");
     }
 
     #[test]
-    fn ids_are_found_by_their_low_bits_across_the_wrap() {
+    fn a_cost_above_the_limit_waits_for_the_log_to_empty() {
         let mut log = fresh();
-        log.next_id = u64::from(u32::MAX) - 1;
-        let ids: Vec<u32> = (0..4).map(|_| log.reserve(0, 1, 3000).0).collect();
-        assert_eq!(ids, [u32::MAX - 1, u32::MAX, 1, 2], "never 0");
-        for (i, id) in ids.into_iter().enumerate() {
-            assert_eq!(log.planned(id), Some(0), "{i}");
-        }
-        assert_eq!(log.planned(3), None);
+        send(&mut log, 0, 10);
+        send(&mut log, 5 * MS, 10);
+        assert_eq!(log.earliest(S, 5000, 3000), 2 * S + 5 * MS);
     }
 
     #[test]
-    fn what_the_server_counts_beyond_the_log_leaves_every_reservation_found() {
-        let mut log = fresh();
-        // The ring's head moved on, as it does with what leaves the log.
-        log.entries.reserve(64);
-        for _ in 0..16 {
-            send(&mut log, 0, 1);
-            log.entries.pop_front();
-        }
-        let waiting: Vec<u32> = (0..6).map(|_| log.reserve(0, 1, 3000).0).collect();
-        for i in 1..=4 {
-            // The server counts 10 more than the log each time.
-            log.read(i * MS, 3000 - 10 * i, 2 * S, 3000);
-        }
-        for (n, id) in waiting.into_iter().enumerate() {
-            assert!(log.planned(id).is_some(), "waiter {n}: {:?}", log.entries);
-        }
-    }
-
-    #[test]
-    fn a_long_log_merges_its_oldest_never_freeing_earlier() {
+    fn a_long_log_merges_what_leaves_first_never_freeing_earlier() {
         let mut log = Log::new(0, 0, 0, 2 * S);
         for i in 0..(MAX_ENTRIES as u64 + 10) {
             send(&mut log, i, 1);
         }
         assert!(log.entries.len() <= MAX_ENTRIES);
-        let (_, at) = log.reserve(2000, 3000, 3000);
-        assert!(at >= 2 * S + MAX_ENTRIES as u64, "{at}");
+        assert_eq!(log.level(2 * S + 10, 3000), 3000 - (MAX_ENTRIES as u64 - 1));
+        assert!(log.earliest(2000, 3000, 3000) >= 2 * S + MAX_ENTRIES as u64);
     }
 
     #[test]
