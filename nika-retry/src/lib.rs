@@ -174,9 +174,9 @@
 //   how long a call may wait); the pace gate: `pace` (an attempt's
 //   `Reservation`, the admission, the cold start's scout and what
 //   responses teach the pacer), `pacer` (its state, an admission of every
-//   dimension and what a started attempt charged it), `bucket` a
-//   dimension's GCRA bucket (or its log), `window` what responses say of
-//   a window and the log kept when the server counts by window; `adapt`: the adapt gate (the cold
+//   dimension, what a started attempt charged it, what responses say of
+//   a window), `bucket` a dimension's GCRA bucket, or the log kept when
+//   its server counts by window; `adapt`: the adapt gate (the cold
 //   start's rounds after a scout that heard nothing, and the adaptive
 //   rate); `limits`: the public data (`Quota`, the snapshot); its stores
 //   (`store`, `redis/`: `scripts` the hold, allowance and probe, `buckets`

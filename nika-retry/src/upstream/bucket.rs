@@ -9,13 +9,34 @@
 //! ([`Bucket::earliest`]), sleeps until then, and takes it
 //! ([`Bucket::take`]) if it still does. A dimension whose server counts by
 //! window keeps a log instead ([`Log`]).
+//!
+//! A dimension whose server counts by window (a rolling window, or fixed
+//! windows) rather than by continuous refill: a log of what was sent and
+//! when each part is free again, so that an attempt starts when the
+//! window's spend allows it.
+//!
+//! A refilling estimate frees a little of the limit at every instant; a
+//! window frees nothing until what it counted leaves it (rolling) or it
+//! ends (fixed), and an attempt sent on the refill's word meets a 429. The
+//! log keeps each attempt sent (its cost, when it is free again); the
+//! pace's one waiter asks it when its cost fits. An attempt sent
+//! at `t` is free at `t` plus the window (and a margin for its way to the
+//! server): exact for a rolling window, and never early for a fixed one,
+//! whose boundary comes at most a window after it. Servers write their
+//! headers when they admit a request, its generation before the response
+//! is read: a response's reset cannot say when the attempts sent meanwhile
+//! are free, only what the server counted then, which a log that counts
+//! less takes in.
+//!
+//! The log is locked for each admission: only dimensions known to be
+//! counted by window keep one.
 
 use core::time::Duration;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::hold::MAX_HOLD;
-use super::window::{Log, Sent};
 
 /// Where a dimension's limit comes from.
 ///
@@ -431,6 +452,130 @@ fn sub(counter: &AtomicU64, cost: u64) {
     });
 }
 
+/// The most entries kept: beyond it the two that leave first are merged
+/// (the cost of both, free when the later is), which only ever frees later.
+const MAX_ENTRIES: usize = 1024;
+
+/// What one attempt spent of a windowed dimension, counted until `free_at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Sent {
+    free_at: u64,
+    cost: u64,
+}
+
+/// The log of one dimension: what the server still counts, the earliest
+/// free first. Times are the pacer's nanoseconds.
+#[derive(Debug)]
+pub(super) struct Log {
+    entries: VecDeque<Sent>,
+    /// How long an attempt counts from when it was sent: the longest
+    /// reset seen, and a margin for the request's way there.
+    window: u64,
+}
+
+impl Log {
+    /// A log whose server counted `spent` at `now`, all of it free by
+    /// `whole_at`.
+    pub(super) fn new(now: u64, spent: u64, whole_at: u64, window: u64) -> Log {
+        let mut log = Log {
+            entries: VecDeque::new(),
+            window: window.max(1),
+        };
+        if spent > 0 && whole_at > now {
+            log.insert(Sent {
+                free_at: whole_at,
+                cost: spent,
+            });
+        }
+        log
+    }
+
+    pub(super) fn set_window(&mut self, window: u64) {
+        self.window = window.max(1);
+    }
+
+    /// When `cost` (of a dimension limited to `limit`) fits, at `now` or
+    /// later: once what leaves first leaves room for it (a cost above the
+    /// limit waits for the log to empty).
+    pub(super) fn earliest(&mut self, now: u64, cost: u64, limit: u64) -> u64 {
+        self.prune(now);
+        let cost = cost.min(limit);
+        let mut spent: u64 = self.entries.iter().map(|e| e.cost).sum();
+        let mut at = now;
+        for e in &self.entries {
+            if spent.saturating_add(cost) <= limit {
+                break;
+            }
+            spent -= e.cost;
+            at = e.free_at;
+        }
+        at
+    }
+
+    /// An attempt of `cost` sent at `now`: counted for a window from now.
+    pub(super) fn send(&mut self, now: u64, cost: u64) -> Sent {
+        let sent = Sent {
+            free_at: now.saturating_add(self.window),
+            cost,
+        };
+        self.insert(sent);
+        sent
+    }
+
+    /// A send whose attempt did not start after all.
+    pub(super) fn take_back(&mut self, sent: Sent) {
+        if let Some(i) = self.entries.iter().rposition(|e| *e == sent) {
+            self.entries.remove(i);
+        }
+    }
+
+    /// A response read at `now`: the server had `remaining` left when it
+    /// admitted the request (before `now`), all of it free by `whole_at`.
+    /// What it counted beyond everything the log counts (another client's
+    /// spend) is added, free then. What the log counts beyond the server
+    /// stays (an attempt that met a 429, say): which one the server did
+    /// not count is not known, and freeing one that it did would be early.
+    pub(super) fn read(&mut self, now: u64, remaining: u64, whole_at: u64, limit: u64) {
+        self.prune(now);
+        let counted: u64 = self.entries.iter().map(|e| e.cost).sum();
+        let spent = limit.saturating_sub(remaining.min(limit));
+        if spent > counted && whole_at > now {
+            self.insert(Sent {
+                free_at: whole_at,
+                cost: spent - counted,
+            });
+        }
+    }
+
+    /// What is left at `now`.
+    pub(super) fn level(&self, now: u64, limit: u64) -> u64 {
+        let spent: u64 = self
+            .entries
+            .iter()
+            .filter(|e| e.free_at > now)
+            .map(|e| e.cost)
+            .sum();
+        limit.saturating_sub(spent)
+    }
+
+    fn prune(&mut self, now: u64) {
+        while self.entries.front().is_some_and(|e| e.free_at <= now) {
+            self.entries.pop_front();
+        }
+    }
+
+    fn insert(&mut self, sent: Sent) {
+        if self.entries.len() >= MAX_ENTRIES
+            && let Some(first) = self.entries.pop_front()
+            && let Some(second) = self.entries.front_mut()
+        {
+            second.cost = second.cost.saturating_add(first.cost);
+        }
+        let at = self.entries.partition_point(|e| e.free_at <= sent.free_at);
+        self.entries.insert(at, sent);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,5 +747,89 @@ mod tests {
         assert!(b.earliest(0, u64::MAX).unwrap() <= 1);
         b.set(0, Duration::ZERO, LimitSource::Learned);
         assert!(b.known(), "a zero changes nothing");
+    }
+
+    const MS: u64 = 1_000_000;
+
+    /// 3 000 a 2 s window, nothing counted yet.
+    fn fresh() -> Log {
+        Log::new(0, 0, 0, 2 * S)
+    }
+
+    /// Sends `cost` when it fits, from `now` on: when it went.
+    fn send(log: &mut Log, now: u64, cost: u64) -> u64 {
+        let at = log.earliest(now, cost, 3000);
+        log.send(at, cost);
+        at
+    }
+
+    #[test]
+    fn a_full_window_frees_what_it_counted_a_window_after_it_was_sent() {
+        let mut log = fresh();
+        for _ in 0..15 {
+            assert_eq!(send(&mut log, 0, 200), 0);
+        }
+        assert_eq!(
+            log.earliest(100 * MS, 200, 3000),
+            2 * S,
+            "not on a refill's word (133 ms)"
+        );
+        assert_eq!(
+            send(&mut log, 100 * MS, 2801),
+            2 * S,
+            "a cost near the limit waits for all of it"
+        );
+        assert_eq!(log.earliest(2 * S, 200, 3000), 4 * S, "and spends it");
+    }
+
+    #[test]
+    fn what_the_server_counts_beyond_the_log_is_added_free_at_its_reset() {
+        let mut log = fresh();
+        log.read(0, 1000, 2 * S, 3000);
+        assert_eq!(log.level(0, 3000), 1000, "another client's 2 000");
+        assert_eq!(log.level(2 * S, 3000), 3000);
+        assert_eq!(log.earliest(0, 1001, 3000), 2 * S);
+        assert_eq!(log.earliest(0, 1000, 3000), 0);
+        // What the log counts beyond the server stays counted.
+        let mut log = fresh();
+        send(&mut log, 0, 1000);
+        send(&mut log, 10 * MS, 1000);
+        log.read(100 * MS, 2000, 2 * S, 3000);
+        assert_eq!(log.level(100 * MS, 3000), 1000);
+        assert_eq!(log.level(2010 * MS, 3000), 3000);
+    }
+
+    #[test]
+    fn a_send_taken_back_frees_its_cost_and_no_other() {
+        let mut log = fresh();
+        let first = log.send(0, 1500);
+        let second = log.send(0, 1500);
+        assert_eq!(first, second, "two alike");
+        log.take_back(second);
+        assert_eq!(log.level(0, 3000), 1500, "one of the two, once");
+        log.take_back(Sent {
+            free_at: 7,
+            cost: 1500,
+        });
+        assert_eq!(log.level(0, 3000), 1500, "none that is not there");
+    }
+
+    #[test]
+    fn a_cost_above_the_limit_waits_for_the_log_to_empty() {
+        let mut log = fresh();
+        send(&mut log, 0, 10);
+        send(&mut log, 5 * MS, 10);
+        assert_eq!(log.earliest(S, 5000, 3000), 2 * S + 5 * MS);
+    }
+
+    #[test]
+    fn a_long_log_merges_what_leaves_first_never_freeing_earlier() {
+        let mut log = Log::new(0, 0, 0, 2 * S);
+        for i in 0..(MAX_ENTRIES as u64 + 10) {
+            send(&mut log, i, 1);
+        }
+        assert!(log.entries.len() <= MAX_ENTRIES);
+        assert_eq!(log.level(2 * S + 10, 3000), 3000 - (MAX_ENTRIES as u64 - 1));
+        assert!(log.earliest(2000, 3000, 3000) >= 2 * S + MAX_ENTRIES as u64);
     }
 }

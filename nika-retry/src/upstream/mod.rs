@@ -72,7 +72,6 @@ mod pacer;
 #[cfg(feature = "redis")]
 mod redis;
 mod store;
-mod window;
 
 use core::fmt;
 use core::pin::pin;
