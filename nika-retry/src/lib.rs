@@ -173,11 +173,10 @@
 //   the rest; `hold`: the hold gate (holds, the probe, the breaker, `Held`,
 //   how long a call may wait); the pace gate: `pace` (an attempt's
 //   `Reservation`, the admission, the cold start's scout and what
-//   responses teach the pacer), `pacer` (its state, an admission's places
-//   and what a started attempt charged it), `bucket` a dimension's GCRA
-//   bucket and its ledger (what its waiters reserved, per generation of
-//   its estimate), `window` what responses say of a window and the log
-//   kept when the server counts by window; `adapt`: the adapt gate (the cold
+//   responses teach the pacer), `pacer` (its state, an admission of every
+//   dimension, what a started attempt charged it, what responses say of
+//   a window), `bucket` a dimension's GCRA bucket, or the log kept when
+//   its server counts by window; `adapt`: the adapt gate (the cold
 //   start's rounds after a scout that heard nothing, and the adaptive
 //   rate); `limits`: the public data (`Quota`, the snapshot); its stores
 //   (`store`, `redis/`: `scripts` the hold, allowance and probe, `buckets`

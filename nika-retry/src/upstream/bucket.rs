@@ -4,30 +4,39 @@
 //!
 //! The bucket is a GCRA: `tat` is when it will be whole again, each
 //! admission of cost `c` pushes it `c · window / limit` later, and an
-//! admission may start once `tat` is at most a window ahead. Each
-//! admission reserves its place when it arrives, so that waiters start in
-//! the order they came, each at its own instant: nobody is woken to find
-//! that somebody else took the refill.
+//! admission may start once `tat` is at most a window ahead. Nobody holds
+//! a place while it waits: the pace's one waiter asks when its cost fits
+//! ([`Bucket::earliest`]), sleeps until then, and takes it
+//! ([`Bucket::take`]) if it still does. A dimension whose server counts by
+//! window keeps a log instead ([`Log`]).
 //!
-//! Its ledger ([`Ledger`]):
-//! What a bucket's waiters have reserved, counted per generation of its
-//! estimate, in one atomic word.
+//! A dimension whose server counts by window (a rolling window, or fixed
+//! windows) rather than by continuous refill: a log of what was sent and
+//! when each part is free again, so that an attempt starts when the
+//! window's spend allows it.
 //!
-//! A rebuilt estimate (a new rate, a dimension turned windowed) drops the
-//! waiters' reservations: each reserves again when it wakes. Until it
-//! does, its old reservation must not count as waiting, or a correction
-//! read in between counts it once there and once more when it reserves
-//! again (a 3.7 s stall in the fan-out benchmark, seed 7: 35 waiters
-//! counted twice). So the count and the generation move together: a new
-//! generation starts from nothing reserved, and a reservation of an older
-//! one takes nothing off when it leaves.
+//! A refilling estimate frees a little of the limit at every instant; a
+//! window frees nothing until what it counted leaves it (rolling) or it
+//! ends (fixed), and an attempt sent on the refill's word meets a 429. The
+//! log keeps each attempt sent (its cost, when it is free again); the
+//! pace's one waiter asks it when its cost fits. An attempt sent
+//! at `t` is free at `t` plus the window (and a margin for its way to the
+//! server): exact for a rolling window, and never early for a fixed one,
+//! whose boundary comes at most a window after it. Servers write their
+//! headers when they admit a request, its generation before the response
+//! is read: a response's reset cannot say when the attempts sent meanwhile
+//! are free, only what the server counted then, which a log that counts
+//! less takes in.
+//!
+//! The log is locked for each admission: only dimensions known to be
+//! counted by window keep one.
 
 use core::time::Duration;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::hold::MAX_HOLD;
-use super::window::Log;
 
 /// Where a dimension's limit comes from.
 ///
@@ -83,16 +92,10 @@ pub(super) struct Bucket {
     limit: AtomicU64,
     /// The window it refills over, in nanoseconds.
     window: AtomicU64,
-    /// When the bucket is whole again, reservations included.
+    /// When the bucket is whole again.
     tat: AtomicU64,
     /// The cost of attempts started and not yet ended.
     in_flight: AtomicU64,
-    /// The cost reserved by attempts waiting for their instant, and the
-    /// estimate's generation, bumped when it is rebuilt from a new limit
-    /// or window: a reservation of an older generation waits no longer
-    /// for its instant, which was counted at the old rate, and reserves
-    /// again.
-    ledger: Ledger,
     /// A declared limit: headers may lower it, never raise it (0: none).
     declared: AtomicU64,
     declared_window: AtomicU64,
@@ -106,23 +109,19 @@ pub(super) struct Bucket {
     log: Mutex<Option<Log>>,
 }
 
-/// A reservation in a bucket.
+/// What an admission took of a bucket, in flight until its attempt ends;
+/// [`Bucket::undo`] gives it back if the attempt does not start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Reserved {
-    /// When the attempt may start.
-    pub(super) at: u64,
-    /// How far it pushed the bucket's `tat` (given back if it never starts).
-    pub(super) span: u64,
-    /// The `tat` it left.
-    end: u64,
-    /// Its cost, in flight until it ends.
+pub(super) struct Taken {
     pub(super) cost: u64,
-    /// The bucket's generation when it was made.
-    generation: u32,
-    /// Its entry in a windowed dimension's log (0: a refill's
-    /// reservation). 32 bits, as the generation: a reservation sits in the
-    /// future of every call that waits for its pacer.
-    pub(super) id: u32,
+    /// How far it pushed `tat`, and the `tat` it left; or its log entry.
+    how: How,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum How {
+    Refill { span: u64, end: u64 },
+    Logged(Sent),
 }
 
 impl Bucket {
@@ -147,63 +146,97 @@ impl Bucket {
         Some(u64::try_from(span).unwrap_or(MAX_NS).min(MAX_NS))
     }
 
-    /// Reserves `cost` at `now`: `None` if the dimension is not paced.
-    /// The reservation is the caller's from here: it [`ends`](Bucket::end)
-    /// it after its attempt, or [`gives it back`](Bucket::give_back).
-    pub(super) fn reserve(&self, now: u64, cost: u64) -> Option<Reserved> {
+    /// When `cost` fits, at `now` or later (`None`: the dimension is not
+    /// paced, or the cost is nothing).
+    pub(super) fn earliest(&self, now: u64, cost: u64) -> Option<u64> {
         let span = self.span(cost)?;
-        let window = self.window.load(Ordering::Relaxed);
-        if self.windowed.load(Ordering::Acquire) {
+        if self.windowed() {
             let limit = self.limit.load(Ordering::Relaxed);
             if let Some(log) = self.log().as_mut() {
-                let (id, at) = log.reserve(now, cost, limit);
-                let generation = self.ledger.reserve(cost);
-                return Some(Reserved {
-                    at,
-                    span: 0,
-                    end: 0,
-                    cost,
-                    generation,
-                    id,
-                });
+                return Some(log.earliest(now, cost, limit));
             }
         }
-        let generation = self.ledger.reserve(cost);
-        let mut tat = self.tat.load(Ordering::Relaxed);
-        let new = loop {
-            let new = tat.max(now).saturating_add(span);
-            match self
-                .tat
-                .compare_exchange_weak(tat, new, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => break new,
-                Err(now_tat) => tat = now_tat,
+        Some(self.due(now, self.tat(), span))
+    }
+
+    /// When an admission of `span` at `now` may start, with `tat` as it is.
+    fn due(&self, now: u64, tat: u64, span: u64) -> u64 {
+        let window = self.window.load(Ordering::Relaxed);
+        let at = tat.max(now).saturating_add(span).saturating_sub(window);
+        if at <= now {
+            return at;
+        }
+        // The server's refill runs from when the requests before reached
+        // it, a little after they left (the first of a burst the latest):
+        // a waiter goes that much after the refill it waits for. (A
+        // learned estimate is corrected by what the server said as it
+        // admitted, read a generation later: later already, until a 429
+        // says otherwise.)
+        let declared = self.source.load(Ordering::Relaxed) == LimitSource::Declared.to_u8();
+        at.saturating_add(if declared {
+            self.margin(window)
+        } else {
+            self.missed.load(Ordering::Relaxed)
+        })
+    }
+
+    /// Takes `cost` at `now` if it fits by `by` (`Err`: when it would,
+    /// nothing taken); `Ok(None)`: not paced. What it takes is in flight
+    /// from here until [`end`](Bucket::end), or [`undo`](Bucket::undo)ne.
+    pub(super) fn take(&self, now: u64, cost: u64, by: u64) -> Result<Option<Taken>, u64> {
+        let Some(span) = self.span(cost) else {
+            return Ok(None);
+        };
+        let how = if self.windowed()
+            && let Some(log) = self.log().as_mut()
+        {
+            let limit = self.limit.load(Ordering::Relaxed);
+            let at = log.earliest(now, cost, limit);
+            if at > by {
+                return Err(at);
+            }
+            How::Logged(log.send(now, cost))
+        } else {
+            let mut tat = self.tat();
+            loop {
+                let at = self.due(now, tat, span);
+                if at > by {
+                    return Err(at);
+                }
+                let end = tat.max(now).saturating_add(span);
+                match self
+                    .tat
+                    .compare_exchange_weak(tat, end, Ordering::AcqRel, Ordering::Relaxed)
+                {
+                    Ok(_) => break How::Refill { span, end },
+                    Err(moved) => tat = moved,
+                }
             }
         };
-        let mut at = new.saturating_sub(window);
-        if at > now {
-            // The server's refill runs from when the requests before reached
-            // it, a little after they left (the first of a burst the
-            // latest): a waiter goes that much after the refill it waits
-            // for. (A learned estimate is corrected by what the server said
-            // as it admitted, read a generation later: later already,
-            // until a 429 says otherwise.)
-            let declared = self.source.load(Ordering::Relaxed) == LimitSource::Declared.to_u8();
-            let missed = self.missed.load(Ordering::Relaxed);
-            at = at.saturating_add(if declared {
-                self.margin(window)
-            } else {
-                missed
-            });
+        self.in_flight.fetch_add(cost, Ordering::Relaxed);
+        Ok(Some(Taken { cost, how }))
+    }
+
+    /// What `taken` took goes back: its attempt did not start (another
+    /// dimension refused it). A refill's is given back only if nobody took
+    /// after it.
+    pub(super) fn undo(&self, taken: Taken) {
+        sub(&self.in_flight, taken.cost);
+        match taken.how {
+            How::Refill { span, end } => {
+                let _ = self.tat.compare_exchange(
+                    end,
+                    end.saturating_sub(span),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                );
+            }
+            How::Logged(sent) => {
+                if let Some(log) = self.log().as_mut() {
+                    log.take_back(sent);
+                }
+            }
         }
-        Some(Reserved {
-            at,
-            span,
-            end: new,
-            cost,
-            generation,
-            id: 0,
-        })
     }
 
     /// The margin kept for a request's way to the server: a fortieth of
@@ -237,65 +270,6 @@ impl Bucket {
         self.windowed.load(Ordering::Acquire)
     }
 
-    /// When a reservation may start, as planned now (a windowed
-    /// dimension's plan moves as responses say more).
-    pub(super) fn at(&self, reserved: &Reserved) -> u64 {
-        if reserved.id == 0 {
-            return reserved.at;
-        }
-        self.log()
-            .as_ref()
-            .and_then(|log| log.planned(reserved.id))
-            .unwrap_or(reserved.at)
-    }
-
-    /// A reservation's attempt starts: its cost is in flight until it
-    /// [`ends`](Bucket::end).
-    pub(super) fn start(&self, reserved: Reserved, now: u64) {
-        if reserved.id != 0 {
-            let limit = self.limit.load(Ordering::Relaxed);
-            if let Some(log) = self.log().as_mut() {
-                log.start(reserved.id, now, limit);
-            }
-        }
-        self.ledger.release(reserved.generation, reserved.cost);
-        self.in_flight.fetch_add(reserved.cost, Ordering::Relaxed);
-    }
-
-    /// Whether a reservation was counted at the bucket's current rate
-    /// (else its instant is stale: it reserves again).
-    pub(super) fn current(&self, reserved: &Reserved) -> bool {
-        self.ledger.generation() == reserved.generation
-            && (reserved.id == 0
-                || self
-                    .log()
-                    .as_ref()
-                    .is_some_and(|log| log.planned(reserved.id).is_some()))
-    }
-
-    /// A reservation whose attempt never started. The last one gives its
-    /// refill back to those who come after; one with others reserved
-    /// behind it leaves a gap (they keep their instants, which were counted
-    /// after it: moving the end back would let a newcomer start beside the
-    /// last of them).
-    /// A reservation of an older generation gives nothing back: the
-    /// estimate was rebuilt without it.
-    pub(super) fn give_back(&self, reserved: Reserved) {
-        if reserved.id != 0 {
-            if let Some(log) = self.log().as_mut() {
-                log.give_back(reserved.id);
-            }
-        } else if self.current(&reserved) {
-            let _ = self.tat.compare_exchange(
-                reserved.end,
-                reserved.end.saturating_sub(reserved.span),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            );
-        }
-        self.ledger.release(reserved.generation, reserved.cost);
-    }
-
     /// The theoretical arrival time (ns).
     pub(super) fn tat(&self) -> u64 {
         self.tat.load(Ordering::Acquire)
@@ -313,8 +287,8 @@ impl Bucket {
 
     /// Sets the limit and its window (a declared one caps what headers
     /// say; a zero limit or window leaves the dimension as it is). Returns
-    /// whether the rate changed by more than a sixteenth (the waiters'
-    /// instants, counted at the old rate, are then stale).
+    /// whether the rate changed by more than a sixteenth (a waiter's
+    /// instant, planned at the old rate, is then stale).
     pub(super) fn set(&self, limit: u64, window: Duration, source: LimitSource) -> bool {
         let window = nanos(window);
         if limit == 0 || window == 0 {
@@ -354,33 +328,20 @@ impl Bucket {
 
     /// The server said `remaining` is left at `now`, while `own` of what
     /// is in flight was already counted by it (the attempt that read the
-    /// response): what is left, less the rest in flight and what the
-    /// waiters reserved, replaces the estimate. With `rebuild` (the rate
-    /// changed), the waiters' reservations are dropped from it and theirs
-    /// go stale: they reserve again at the new rate.
-    pub(super) fn correct(&self, now: u64, remaining: u64, own: u64, rebuild: bool) {
+    /// response): what is left, less the rest in flight, replaces the
+    /// estimate.
+    pub(super) fn correct(&self, now: u64, remaining: u64, own: u64) {
         let limit = self.limit.load(Ordering::Relaxed);
         if limit == 0 || self.windowed() {
             return;
         }
-        if rebuild {
-            self.ledger.rebuild();
-        }
-        let waiting = self.ledger.waiting();
         let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
         // What the server counted and what is in flight besides (some of
-        // which it may have counted: at most the limit), then what the
-        // waiters reserved, which it cannot have: a correction that forgot
-        // them would let a newcomer start beside them.
+        // which it may have counted: at most the limit).
         let spent = (limit - remaining.min(limit))
             .saturating_add(others)
-            .min(limit)
-            .saturating_add(waiting);
-        let Some(missing) = self.span(spent) else {
-            // Whole: the bucket is full now.
-            self.tat.store(now, Ordering::Release);
-            return;
-        };
+            .min(limit);
+        let missing = self.span(spent).unwrap_or(0);
         self.tat
             .store(now.saturating_add(missing), Ordering::Release);
     }
@@ -390,8 +351,7 @@ impl Bucket {
     /// its own attempt's; an attempt counts for `window` from when it
     /// starts. The first such response turns the dimension's log on, with
     /// what the server counted and everything else in flight spent until
-    /// `whole_at`; the waiters' reservations go stale (they reserve again
-    /// in it). Returns whether it did.
+    /// `whole_at`. Returns whether it did.
     pub(super) fn read_window(
         &self,
         now: u64,
@@ -422,14 +382,12 @@ impl Bucket {
         };
         *log = Some(Log::new(now, spent, whole_at, window));
         self.windowed.store(true, Ordering::Release);
-        self.ledger.rebuild();
         true
     }
 
     /// Spent until `at` (a hold until then): one admission goes at `at`,
-    /// the others each at the rate after it, not in a burst; the waiters'
-    /// reservations go stale. Returns whether it moved the estimate (not
-    /// for a log, nor past a later end).
+    /// the others each at the rate after it, not in a burst. Returns
+    /// whether it moved the estimate (not for a log, nor past a later end).
     pub(super) fn spent_until(&self, at: u64) -> bool {
         let window = self.window.load(Ordering::Relaxed);
         let Some(one) = self.span(1) else {
@@ -439,15 +397,10 @@ impl Bucket {
             return false;
         }
         let tat = at.saturating_add(window).saturating_sub(one);
-        if self.tat.fetch_max(tat, Ordering::AcqRel) >= tat {
-            return false;
-        }
-        self.ledger.rebuild();
-        true
+        self.tat.fetch_max(tat, Ordering::AcqRel) < tat
     }
 
-    /// What the bucket holds at `now` (a reservation ahead of it counts
-    /// as spent).
+    /// What the bucket holds at `now`.
     pub(super) fn level(&self, now: u64) -> u64 {
         let limit = self.limit.load(Ordering::Relaxed);
         let window = self.window.load(Ordering::Relaxed);
@@ -480,11 +433,6 @@ impl Bucket {
     pub(super) fn in_flight(&self) -> u64 {
         self.in_flight.load(Ordering::Relaxed)
     }
-
-    /// The cost reserved by waiters (for tests and the snapshot).
-    pub(super) fn waiting(&self) -> u64 {
-        self.ledger.waiting()
-    }
 }
 
 /// The most a request is assumed to take to reach its server, beyond a
@@ -504,63 +452,128 @@ fn sub(counter: &AtomicU64, cost: u64) {
     });
 }
 
-/// The low bits count what is reserved; the high ones, the generation.
-const SHIFT: u32 = 40;
-/// The most the count holds (it saturates there: absurd costs only).
-const WAITING: u64 = (1 << SHIFT) - 1;
-/// Generations wrap at 2²⁴: a reservation would have to wait through that
-/// many rebuilds to be taken for current.
-const GENERATIONS: u64 = 1 << (64 - SHIFT);
+/// The most entries kept: beyond it the two that leave first are merged
+/// (the cost of both, free when the later is), which only ever frees later.
+const MAX_ENTRIES: usize = 1024;
 
-/// The waiters' reservations of one bucket, and its estimate's generation.
-#[derive(Debug, Default)]
-pub(super) struct Ledger(AtomicU64);
-
-impl Ledger {
-    /// The generation in force.
-    pub(super) fn generation(&self) -> u32 {
-        generation(self.0.load(Ordering::Acquire))
-    }
-
-    /// What the waiters of the generation in force have reserved.
-    pub(super) fn waiting(&self) -> u64 {
-        self.0.load(Ordering::Acquire) & WAITING
-    }
-
-    /// Counts `cost` reserved: returns the generation it is counted in.
-    pub(super) fn reserve(&self, cost: u64) -> u32 {
-        let before = self.update(|word| {
-            let waiting = (word & WAITING).saturating_add(cost).min(WAITING);
-            Some(word & !WAITING | waiting)
-        });
-        generation(before)
-    }
-
-    /// A reservation of `cost` counted in `generation` stops waiting (it
-    /// starts, or is given back): taken off if its generation is in force.
-    pub(super) fn release(&self, generation_of: u32, cost: u64) {
-        let _ = self.update(|word| {
-            (generation(word) == generation_of)
-                .then(|| word & !WAITING | (word & WAITING).saturating_sub(cost))
-        });
-    }
-
-    /// A new generation, with nothing reserved in it.
-    pub(super) fn rebuild(&self) {
-        let _ = self.update(|word| Some((((word >> SHIFT) + 1) % GENERATIONS) << SHIFT));
-    }
-
-    /// Applies `f` to the word: the word before it.
-    fn update(&self, f: impl FnMut(u64) -> Option<u64>) -> u64 {
-        self.0
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, f)
-            .unwrap_or_else(|word| word)
-    }
+/// What one attempt spent of a windowed dimension, counted until `free_at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Sent {
+    free_at: u64,
+    cost: u64,
 }
 
-fn generation(word: u64) -> u32 {
-    // 24 bits: always fits.
-    u32::try_from(word >> SHIFT).unwrap_or(u32::MAX)
+/// The log of one dimension: what the server still counts, the earliest
+/// free first. Times are the pacer's nanoseconds.
+#[derive(Debug)]
+pub(super) struct Log {
+    entries: VecDeque<Sent>,
+    /// How long an attempt counts from when it was sent: the longest
+    /// reset seen, and a margin for the request's way there.
+    window: u64,
+}
+
+impl Log {
+    /// A log whose server counted `spent` at `now`, all of it free by
+    /// `whole_at`.
+    pub(super) fn new(now: u64, spent: u64, whole_at: u64, window: u64) -> Log {
+        let mut log = Log {
+            entries: VecDeque::new(),
+            window: window.max(1),
+        };
+        if spent > 0 && whole_at > now {
+            log.insert(Sent {
+                free_at: whole_at,
+                cost: spent,
+            });
+        }
+        log
+    }
+
+    pub(super) fn set_window(&mut self, window: u64) {
+        self.window = window.max(1);
+    }
+
+    /// When `cost` (of a dimension limited to `limit`) fits, at `now` or
+    /// later: once what leaves first leaves room for it (a cost above the
+    /// limit waits for the log to empty).
+    pub(super) fn earliest(&mut self, now: u64, cost: u64, limit: u64) -> u64 {
+        self.prune(now);
+        let cost = cost.min(limit);
+        let mut spent: u64 = self.entries.iter().map(|e| e.cost).sum();
+        let mut at = now;
+        for e in &self.entries {
+            if spent.saturating_add(cost) <= limit {
+                break;
+            }
+            spent -= e.cost;
+            at = e.free_at;
+        }
+        at
+    }
+
+    /// An attempt of `cost` sent at `now`: counted for a window from now.
+    pub(super) fn send(&mut self, now: u64, cost: u64) -> Sent {
+        let sent = Sent {
+            free_at: now.saturating_add(self.window),
+            cost,
+        };
+        self.insert(sent);
+        sent
+    }
+
+    /// A send whose attempt did not start after all.
+    pub(super) fn take_back(&mut self, sent: Sent) {
+        if let Some(i) = self.entries.iter().rposition(|e| *e == sent) {
+            self.entries.remove(i);
+        }
+    }
+
+    /// A response read at `now`: the server had `remaining` left when it
+    /// admitted the request (before `now`), all of it free by `whole_at`.
+    /// What it counted beyond everything the log counts (another client's
+    /// spend) is added, free then. What the log counts beyond the server
+    /// stays (an attempt that met a 429, say): which one the server did
+    /// not count is not known, and freeing one that it did would be early.
+    pub(super) fn read(&mut self, now: u64, remaining: u64, whole_at: u64, limit: u64) {
+        self.prune(now);
+        let counted: u64 = self.entries.iter().map(|e| e.cost).sum();
+        let spent = limit.saturating_sub(remaining.min(limit));
+        if spent > counted && whole_at > now {
+            self.insert(Sent {
+                free_at: whole_at,
+                cost: spent - counted,
+            });
+        }
+    }
+
+    /// What is left at `now`.
+    pub(super) fn level(&self, now: u64, limit: u64) -> u64 {
+        let spent: u64 = self
+            .entries
+            .iter()
+            .filter(|e| e.free_at > now)
+            .map(|e| e.cost)
+            .sum();
+        limit.saturating_sub(spent)
+    }
+
+    fn prune(&mut self, now: u64) {
+        while self.entries.front().is_some_and(|e| e.free_at <= now) {
+            self.entries.pop_front();
+        }
+    }
+
+    fn insert(&mut self, sent: Sent) {
+        if self.entries.len() >= MAX_ENTRIES
+            && let Some(first) = self.entries.pop_front()
+            && let Some(second) = self.entries.front_mut()
+        {
+            second.cost = second.cost.saturating_add(first.cost);
+        }
+        let at = self.entries.partition_point(|e| e.free_at <= sent.free_at);
+        self.entries.insert(at, sent);
+    }
 }
 
 #[cfg(test)]
@@ -582,22 +595,24 @@ mod tests {
         b
     }
 
+    /// Takes `cost` now, whenever it fits: when it did.
+    fn take(b: &Bucket, now: u64, cost: u64) -> u64 {
+        let at = b.earliest(now, cost).expect("paced");
+        b.take(at.max(now), cost, u64::MAX).unwrap();
+        at
+    }
+
     #[test]
     fn a_declared_buckets_waiters_keep_a_margin_for_the_way_to_the_server() {
         let b = declared(20, 2);
         for _ in 0..20 {
-            assert_eq!(b.reserve(0, 1).unwrap().at, 0, "the burst does not wait");
+            assert_eq!(take(&b, 0, 1), 0, "the burst does not wait");
         }
         // A fortieth of the window, at most 40 ms, after each refill.
-        assert_eq!(b.reserve(0, 1).unwrap().at, S / 10 + 40_000_000);
-        assert_eq!(
-            b.reserve(0, 1).unwrap().at,
-            2 * S / 10 + 40_000_000,
-            "not summed"
-        );
+        assert_eq!(b.earliest(0, 1), Some(S / 10 + 40_000_000));
         let b = declared(1, 1);
-        b.reserve(0, 1).unwrap();
-        assert_eq!(b.reserve(0, 1).unwrap().at, S + 25_000_000);
+        take(&b, 0, 1);
+        assert_eq!(b.earliest(0, 1), Some(S + 25_000_000));
         assert_eq!(transit(u64::MAX), 40_000_000);
     }
 
@@ -606,108 +621,71 @@ mod tests {
         let b = bucket(20, 2);
         let now = 10 * S;
         for i in 0..20 {
-            assert!(b.reserve(now, 1).unwrap().at <= now, "burst {i}");
+            assert!(b.take(now, 1, now).is_ok(), "burst {i}");
         }
-        let next = b.reserve(now, 1).unwrap();
-        assert_eq!(next.at, now + S / 10, "2 s / 20: one each 100 ms");
-        assert_eq!(b.reserve(now, 1).unwrap().at, now + 2 * S / 10, "in order");
+        assert_eq!(
+            b.take(now, 1, now),
+            Err(now + S / 10),
+            "2 s / 20: one each 100 ms"
+        );
+        assert_eq!(b.level(now), 0, "refused: nothing taken");
+        assert_eq!(take(&b, now, 1), now + S / 10);
+        assert_eq!(take(&b, now + S / 10, 1), now + 2 * S / 10, "in order");
         assert_eq!(b.level(now + 3 * S), 20, "whole again after its window");
     }
 
     #[test]
     fn costs_above_the_limit_wait_their_refill_not_for_ever() {
         let b = bucket(3000, 2);
-        let r = b.reserve(0, 4500).unwrap();
-        assert_eq!(r.at, S, "1 500 beyond a full bucket: one more second");
-        assert_eq!(b.reserve(0, 0), None, "nothing to spend");
-        assert_eq!(Bucket::default().reserve(0, 1), None, "unknown: not paced");
+        assert_eq!(
+            b.earliest(0, 4500),
+            Some(S),
+            "1 500 beyond a full bucket: one more second"
+        );
+        assert_eq!(b.earliest(0, 0), None, "nothing to spend");
+        assert_eq!(b.take(0, 0, 0), Ok(None));
+        assert_eq!(Bucket::default().earliest(0, 1), None, "unknown: not paced");
     }
 
     #[test]
     fn in_flight_counts_until_ended_and_corrections_subtract_it() {
         let b = bucket(20, 2);
-        let a = b.reserve(0, 1).unwrap();
-        let c = b.reserve(0, 1).unwrap();
-        assert_eq!(
-            (b.waiting(), b.in_flight()),
-            (2, 0),
-            "reserved, not started"
-        );
-        b.start(a, 0);
-        b.start(c, 0);
-        assert_eq!((b.waiting(), b.in_flight()), (0, 2));
+        let a = b.take(0, 1, 0).unwrap().unwrap();
+        let c = b.take(0, 1, 0).unwrap().unwrap();
+        assert_eq!(b.in_flight(), 2);
         // The server counted `a` (its response says 15 left); `c` is still out.
-        b.correct(0, 15, 1, false);
+        b.correct(0, 15, 1);
         assert_eq!(b.level(0), 14);
         b.end(a.cost);
         b.end(c.cost);
         assert_eq!(b.in_flight(), 0);
-        b.correct(0, 0, 0, false);
+        b.correct(0, 0, 0);
         assert_eq!(b.level(0), 0);
-        assert_eq!(
-            b.reserve(0, 1).unwrap().at,
-            S / 10,
-            "empty: the next refill"
-        );
+        assert_eq!(b.earliest(0, 1), Some(S / 10), "empty: the next refill");
     }
 
     #[test]
     fn the_servers_remaining_replaces_the_estimate_both_ways() {
         let b = bucket(10, 1);
-        b.correct(0, 2, 0, false);
+        b.correct(0, 2, 0);
         assert_eq!(b.level(0), 2, "lowered (a rolling window still full)");
-        b.correct(0, 10, 0, false);
+        b.correct(0, 10, 0);
         assert_eq!(b.level(0), 10, "raised (a fixed window that reset)");
-        b.correct(0, u64::MAX, 0, false);
+        b.correct(0, u64::MAX, 0);
         assert_eq!(b.level(0), 10, "never above the limit");
-    }
-
-    #[test]
-    fn waiters_count_in_a_correction_until_a_rebuild_makes_them_stale() {
-        let b = bucket(20, 2);
-        b.correct(0, 20, 0, false);
-        let w = b.reserve(0, 5).unwrap();
-        b.correct(0, 20, 0, false);
-        assert_eq!(b.level(0), 15, "the waiter's reservation stays spent");
-        assert!(b.current(&w));
-        b.correct(0, 20, 0, true);
-        assert_eq!(b.level(0), 20, "rebuilt without it");
-        assert!(!b.current(&w), "it reserves again");
-        b.give_back(w);
-        assert_eq!((b.level(0), b.waiting()), (20, 0), "nothing given twice");
-    }
-
-    #[test]
-    fn a_correction_read_before_the_waiters_reserve_again_counts_them_once() {
-        // 10 in flight, 15 waiting, when a response says the window is
-        // 2.2 s (rebuilt: 110 ms a request), and another response is read
-        // before the waiters wake to reserve again.
-        let b = bucket(20, 2);
-        for _ in 0..10 {
-            b.start(b.reserve(0, 1).unwrap(), 0);
-        }
-        let stale: Vec<_> = (0..15).map(|_| b.reserve(0, 1).unwrap()).collect();
-        assert!(b.set(20, Duration::from_millis(2200), LimitSource::Learned));
-        b.correct(0, 9, 1, true);
-        b.correct(0, 15, 1, false);
-        for w in stale {
-            assert!(!b.current(&w));
-            b.give_back(w);
-        }
-        let again: Vec<_> = (0..15).map(|_| b.reserve(0, 1).unwrap()).collect();
-        // 5 counted by the server and 9 others in flight: 14 spent, and
-        // the 15 waiters after them, once.
-        assert_eq!(again.last().unwrap().at, 990_000_000);
-        assert_eq!(b.waiting(), 15);
     }
 
     #[test]
     fn spent_until_a_holds_end_the_bucket_lets_no_burst_go_at_it() {
         let b = bucket(10, 1);
-        let waiter = b.reserve(0, 1).unwrap();
         assert!(b.spent_until(2 * S));
-        assert!(!b.current(&waiter), "it reserves again, after the hold");
-        let after: Vec<_> = (0..3).map(|_| b.reserve(2 * S, 1).unwrap().at).collect();
+        let mut now = 0;
+        let after: Vec<_> = (0..3)
+            .map(|_| {
+                now = take(&b, now, 1);
+                now
+            })
+            .collect();
         assert_eq!(after, [2 * S, 21 * S / 10, 22 * S / 10]);
         assert!(!b.spent_until(S), "an earlier end moves nothing");
     }
@@ -721,26 +699,27 @@ mod tests {
     }
 
     #[test]
-    fn the_last_reservation_given_back_returns_its_refill() {
+    fn the_last_take_undone_returns_its_refill_and_an_earlier_one_leaves_a_gap() {
         let b = bucket(1, 1);
-        b.reserve(0, 1).unwrap();
-        let waiting = b.reserve(0, 1).unwrap();
-        assert_eq!(waiting.at, S);
-        b.give_back(waiting);
-        assert_eq!(b.waiting(), 1);
-        assert_eq!(b.reserve(0, 1).unwrap().at, S, "the next takes its place");
+        b.take(0, 1, 0).unwrap();
+        let last = b.take(S, 1, S).unwrap().unwrap();
+        b.undo(last);
+        assert_eq!(b.in_flight(), 1);
+        assert_eq!(b.earliest(S, 1), Some(S), "the next takes its place");
+        let second = b.take(S, 1, S).unwrap().unwrap();
+        let _third = b.take(2 * S, 1, 2 * S).unwrap().unwrap();
+        b.undo(second);
+        assert_eq!(b.earliest(2 * S, 1), Some(3 * S), "never beside the third");
     }
 
     #[test]
-    fn a_reservation_given_back_before_others_leaves_a_gap_not_a_double() {
-        let b = bucket(1, 1);
-        b.reserve(0, 1).unwrap();
-        let second = b.reserve(0, 1).unwrap();
-        let third = b.reserve(0, 1).unwrap();
-        assert_eq!((second.at, third.at), (S, 2 * S));
-        b.give_back(second);
-        let fourth = b.reserve(0, 1).unwrap();
-        assert_eq!(fourth.at, 3 * S, "never beside the third");
+    fn a_logged_take_undone_leaves_the_log() {
+        let b = bucket(3, 1);
+        b.read_window(0, 3, 0, 0, S);
+        let taken = b.take(0, 3, 0).unwrap().unwrap();
+        assert_eq!(b.take(0, 1, 0), Err(S), "counted for its window");
+        b.undo(taken);
+        assert_eq!((b.level(0), b.in_flight()), (3, 0));
     }
 
     #[test]
@@ -759,42 +738,98 @@ mod tests {
     fn absurd_limits_and_windows_never_overflow() {
         let b = Bucket::default();
         b.set(1, Duration::MAX, LimitSource::Learned);
-        let r = b.reserve(u64::MAX - 5, u64::MAX).unwrap();
-        assert!(r.at >= u64::MAX - 5 - MAX_NS);
-        b.correct(u64::MAX, 0, 0, true);
+        let at = b.earliest(u64::MAX - 5, u64::MAX).unwrap();
+        assert!(at >= u64::MAX - 5 - MAX_NS);
+        b.take(u64::MAX - 5, u64::MAX, u64::MAX).unwrap();
+        b.correct(u64::MAX, 0, 0);
         let b = Bucket::default();
         b.set(u64::MAX, Duration::from_nanos(1), LimitSource::Learned);
-        assert!(b.reserve(0, u64::MAX).unwrap().at <= 1);
+        assert!(b.earliest(0, u64::MAX).unwrap() <= 1);
         b.set(0, Duration::ZERO, LimitSource::Learned);
         assert!(b.known(), "a zero changes nothing");
     }
 
-    #[test]
-    fn a_rebuild_forgets_what_was_reserved_and_a_stale_release_takes_nothing_off() {
-        let ledger = Ledger::default();
-        let old = ledger.reserve(200);
-        ledger.reserve(200);
-        assert_eq!(ledger.waiting(), 400);
-        ledger.rebuild();
-        assert_eq!(ledger.waiting(), 0, "the rebuilt estimate counts none");
-        let new = ledger.reserve(200);
-        assert_ne!(old, new);
-        ledger.release(old, 200);
-        assert_eq!(ledger.waiting(), 200, "the stale one took nothing off");
-        ledger.release(new, 200);
-        assert_eq!(ledger.waiting(), 0);
+    const MS: u64 = 1_000_000;
+
+    /// 3 000 a 2 s window, nothing counted yet.
+    fn fresh() -> Log {
+        Log::new(0, 0, 0, 2 * S)
+    }
+
+    /// Sends `cost` when it fits, from `now` on: when it went.
+    fn send(log: &mut Log, now: u64, cost: u64) -> u64 {
+        let at = log.earliest(now, cost, 3000);
+        log.send(at, cost);
+        at
     }
 
     #[test]
-    fn absurd_costs_saturate_and_generations_wrap() {
-        let ledger = Ledger::default();
-        let g = ledger.reserve(u64::MAX);
-        ledger.reserve(u64::MAX);
-        assert_eq!(ledger.waiting(), WAITING);
-        ledger.release(g, u64::MAX);
-        assert_eq!(ledger.waiting(), 0, "never below zero");
-        let last = Ledger(AtomicU64::new(((GENERATIONS - 1) << SHIFT) | 7));
-        last.rebuild();
-        assert_eq!((last.generation(), last.waiting()), (g, 0), "wrapped round");
+    fn a_full_window_frees_what_it_counted_a_window_after_it_was_sent() {
+        let mut log = fresh();
+        for _ in 0..15 {
+            assert_eq!(send(&mut log, 0, 200), 0);
+        }
+        assert_eq!(
+            log.earliest(100 * MS, 200, 3000),
+            2 * S,
+            "not on a refill's word (133 ms)"
+        );
+        assert_eq!(
+            send(&mut log, 100 * MS, 2801),
+            2 * S,
+            "a cost near the limit waits for all of it"
+        );
+        assert_eq!(log.earliest(2 * S, 200, 3000), 4 * S, "and spends it");
+    }
+
+    #[test]
+    fn what_the_server_counts_beyond_the_log_is_added_free_at_its_reset() {
+        let mut log = fresh();
+        log.read(0, 1000, 2 * S, 3000);
+        assert_eq!(log.level(0, 3000), 1000, "another client's 2 000");
+        assert_eq!(log.level(2 * S, 3000), 3000);
+        assert_eq!(log.earliest(0, 1001, 3000), 2 * S);
+        assert_eq!(log.earliest(0, 1000, 3000), 0);
+        // What the log counts beyond the server stays counted.
+        let mut log = fresh();
+        send(&mut log, 0, 1000);
+        send(&mut log, 10 * MS, 1000);
+        log.read(100 * MS, 2000, 2 * S, 3000);
+        assert_eq!(log.level(100 * MS, 3000), 1000);
+        assert_eq!(log.level(2010 * MS, 3000), 3000);
+    }
+
+    #[test]
+    fn a_send_taken_back_frees_its_cost_and_no_other() {
+        let mut log = fresh();
+        let first = log.send(0, 1500);
+        let second = log.send(0, 1500);
+        assert_eq!(first, second, "two alike");
+        log.take_back(second);
+        assert_eq!(log.level(0, 3000), 1500, "one of the two, once");
+        log.take_back(Sent {
+            free_at: 7,
+            cost: 1500,
+        });
+        assert_eq!(log.level(0, 3000), 1500, "none that is not there");
+    }
+
+    #[test]
+    fn a_cost_above_the_limit_waits_for_the_log_to_empty() {
+        let mut log = fresh();
+        send(&mut log, 0, 10);
+        send(&mut log, 5 * MS, 10);
+        assert_eq!(log.earliest(S, 5000, 3000), 2 * S + 5 * MS);
+    }
+
+    #[test]
+    fn a_long_log_merges_what_leaves_first_never_freeing_earlier() {
+        let mut log = Log::new(0, 0, 0, 2 * S);
+        for i in 0..(MAX_ENTRIES as u64 + 10) {
+            send(&mut log, i, 1);
+        }
+        assert!(log.entries.len() <= MAX_ENTRIES);
+        assert_eq!(log.level(2 * S + 10, 3000), 3000 - (MAX_ENTRIES as u64 - 1));
+        assert!(log.earliest(2000, 3000, 3000) >= 2 * S + MAX_ENTRIES as u64);
     }
 }

@@ -55,8 +55,9 @@ pub(super) struct Gates {
     /// This state's name for its probe's turn in a store.
     pub(super) token: u64,
     /// The paced waiters, in arrival order (a refill of the pacer's
-    /// buckets, or of the store's): only its head holds a place, and an
-    /// admission that does not wait goes behind them all.
+    /// buckets, or of the store's): only its head looks when its cost
+    /// fits, none holds a place, and an admission that does not wait goes
+    /// behind them all.
     pub(super) queue: tokio::sync::Mutex<()>,
     /// How many are in `queue` or on their way into it: while any are, an
     /// admission that does not wait is refused.

@@ -141,14 +141,13 @@ pub struct DimensionLimit {
     pub limit: u64,
     /// The window it refills over.
     pub window: Duration,
-    /// What it holds now, reservations of waiting attempts spent.
+    /// What it holds now.
     pub level: u64,
     /// How fast it refills, per second.
     pub refill: f64,
     /// Where the limit comes from.
     pub source: LimitSource,
-    /// What is spent by attempts in flight (and by the paced waiters' queue's
-    /// head, which holds its place; the waiters behind it hold none).
+    /// What is spent by attempts in flight (the paced waiters hold nothing).
     pub in_flight: u64,
 }
 
@@ -161,7 +160,7 @@ impl DimensionLimit {
             level: bucket.level(now),
             refill: limit as f64 / window.as_secs_f64(),
             source,
-            in_flight: bucket.in_flight().saturating_add(bucket.waiting()),
+            in_flight: bucket.in_flight(),
         })
     }
 }

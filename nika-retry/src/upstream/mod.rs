@@ -72,7 +72,6 @@ mod pacer;
 #[cfg(feature = "redis")]
 mod redis;
 mod store;
-mod window;
 
 use core::fmt;
 use core::pin::pin;
@@ -352,7 +351,7 @@ impl Upstream {
                 None
             }
             Err(at) => {
-                // Its place went back; the wait takes one again.
+                // Nothing taken; the wait looks again.
                 r.paced = at.is_some();
                 Some(at.unwrap_or_else(Instant::now))
             }
@@ -478,7 +477,7 @@ impl Upstream {
                     .pace(cost, patience, core::mem::take(&mut paced))
                     .await?
                 else {
-                    // Held while it was paced: its place went back, it waits again.
+                    // Held while it was paced: nothing taken, it waits again.
                     continue;
                 };
                 turn.charge = charge;

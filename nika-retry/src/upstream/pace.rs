@@ -6,8 +6,8 @@
 //! An admission that does not wait reads the clock and updates a few
 //! atomics: no lock, no allocation; it is refused while others queue.
 //! One that waits joins the paced waiters' FIFO queue (`Gates::queue`);
-//! the queue's head alone holds a place, sleeps until its instant, then
-//! looks at the hold again.
+//! the queue's head asks when its cost fits, sleeps until then (or until
+//! news moves it), and looks again: nobody holds a place while it waits.
 
 use core::future::Future;
 use core::pin::pin;
@@ -21,7 +21,7 @@ use super::adapt::as_bucket;
 use super::bucket::LimitSource;
 use super::handle::{Gates, Upstream};
 use super::hold::{Held, Patience};
-use super::pacer::{COST_UNKNOWN, Charge, Holds, Pending};
+use super::pacer::{COST_UNKNOWN, Charge, Holds};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;
@@ -72,9 +72,8 @@ impl Gates {
     }
 
     /// The pacer's admission of an attempt of cost `cost`, without a wait:
-    /// `Ok` if it may start now (no lock taken), else the instant its place
-    /// would have started at, given back (none: the cold start or the ramp
-    /// refused it).
+    /// `Ok` if it may start now (no lock taken), else the instant it would
+    /// fit at, nothing taken (none: the cold start or the ramp refused it).
     #[inline]
     pub(super) fn admit_paced(&self, cost: u32) -> Result<Charge, Option<Instant>> {
         let pacer = &self.pacer;
@@ -85,23 +84,21 @@ impl Gates {
         if self.queued.load(Ordering::Acquire) > 0 {
             return Err(Some(Instant::now()));
         }
-        // The ramp's slot first: without one the attempt reserves nothing.
+        // The ramp's slot first: without one the attempt takes nothing.
         let slot = if pacer.ramp.on() {
             pacer.ramp.try_slot().map_err(|_| None)?
         } else {
             None
         };
         let now = pacer.now();
-        let pending = pacer.reserve(now, cost);
-        if pending.at() <= pacer.refilled_to(now) {
-            let mut charge = pending.start();
-            charge
-                .holds
-                .set(Holds::RAMP, slot.is_some_and(|slot| slot.start()));
-            return Ok(charge);
-        }
-        // Given back as it drops: the wait takes a place again.
-        Err(Some(pacer.instant(pending.at())))
+        // A slot not started goes back as it drops.
+        let mut charge = pacer
+            .take(now, cost, pacer.refilled_to(now))
+            .map_err(|at| Some(pacer.instant(at)))?;
+        charge
+            .holds
+            .set(Holds::RAMP, slot.is_some_and(|slot| slot.start()));
+        Ok(charge)
     }
 
     /// The pacer's part of an attempt's wait: the cold start's, then its
@@ -130,70 +127,52 @@ impl Gates {
         } else {
             None
         };
-        // Behind the waiters before it, which hold no places: its place is
-        // taken once it is the queue's head.
+        // Behind the waiters before it: it looks once it is the queue's head.
         let _queue = self.enqueue(patience.deadline, cost).await?;
-        // Reserved beyond what the buckets held when it came (a refill's
-        // waiter, which a declared quota keeps until the first response).
+        // Beyond what the buckets held when it came (a refill's waiter,
+        // which a declared quota keeps until the first response).
         let mut beyond = reserved;
-        let mut pending: Option<Pending<'_>> = None;
-        let pending = loop {
-            let mut rebuilt = pin!(pacer.rebuilt.notified());
-            rebuilt.as_mut().enable();
+        let mut charge = loop {
+            let mut changed = pin!(pacer.changed.notified());
+            changed.as_mut().enable();
             let now = Instant::now();
             let now_ns = pacer.at(now);
-            let p = match pending.take() {
-                Some(p) if p.current() => p,
-                // A reservation counted at an old rate is dropped (it gives
-                // nothing back to the rebuilt bucket) and made again.
-                Some(mut p) => {
-                    pacer.refresh(&mut p, now_ns, cost);
-                    p
-                }
-                None => pacer.reserve(now_ns, cost),
-            };
-            let at = p.at();
-            beyond |= at > now_ns;
-            let at = pacer.instant(if beyond {
-                pacer.after_news(at, now_ns)
+            let planned = pacer.earliest(now_ns, cost);
+            beyond |= planned > now_ns;
+            let mut at = if beyond {
+                pacer.after_news(planned, now_ns)
             } else {
-                at
-            });
-            if at <= now {
-                break p;
+                planned
+            };
+            if at <= now_ns {
+                if reason.is_some() && self.left().is_some() {
+                    // Held while it was paced: nothing taken, it waits again.
+                    return Ok(None);
+                }
+                match pacer.take(now_ns, cost, now_ns) {
+                    Ok(charge) => break charge,
+                    Err(later) => at = later,
+                }
             }
-            let left = at - now;
+            let at = pacer.instant(at);
             if past_deadline(patience.deadline, at) {
                 return Err(Held::new(
                     self.name.clone(),
-                    left,
+                    at.saturating_duration_since(now),
                     HoldReason::RateLimitHeaders,
                 ));
             }
             reason = Some(WaitReason::Paced);
-            // Dropped while it sleeps, `p` gives its place back.
+            // Its instant, or news that moves it: either way it looks again.
             let mut sleep = pin!(tokio::time::sleep_until(at));
-            let due = core::future::poll_fn(|cx| {
+            core::future::poll_fn(|cx| {
                 if sleep.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(true);
+                    return Poll::Ready(());
                 }
-                rebuilt.as_mut().poll(cx).map(|()| false)
+                changed.as_mut().poll(cx)
             })
             .await;
-            // Due, unless its plan moved later meanwhile (a window's does
-            // when one planned before it started late): it looks again.
-            if due && p.at() <= pacer.now() {
-                break p;
-            }
-            pending = Some(p);
         };
-        if reason.is_some() && self.left().is_some() {
-            // Held while it was paced: its place goes back unspent (a
-            // window's log would count it sent), and it waits again.
-            drop(pending);
-            return Ok(None);
-        }
-        let mut charge = pending.start();
         charge
             .holds
             .set(Holds::SCOUT, core::mem::take(&mut scout.armed));
@@ -224,9 +203,9 @@ impl Gates {
         };
         let pacer = &self.pacer;
         let now = Instant::now();
-        // The earliest it could go: the head's place is taken, the
-        // others' are not (given back at once).
-        let at = pacer.instant(pacer.reserve(pacer.at(now), cost).at());
+        // The earliest it could go, were it the head: the waiters before
+        // it only make it later.
+        let at = pacer.instant(pacer.earliest(pacer.at(now), cost));
         let late = |at: Instant| {
             Held::new(
                 self.name.clone(),
@@ -389,8 +368,8 @@ impl Gates {
 pub(crate) struct Reservation<'u> {
     pub(super) upstream: &'u Upstream,
     pub(super) probe: bool,
-    /// Refused by the pacer with a place it gave back: the wait takes one
-    /// again, beyond what the buckets held when it came.
+    /// Refused by the pacer: the wait looks again, beyond what the
+    /// buckets held when it came.
     pub(super) paced: bool,
     /// How long the caller waited for it, none if it did not: 8 bytes
     /// where an `Option<Duration>` takes 16, in the future of every fn that
@@ -573,7 +552,7 @@ mod tests {
     }
 
     /// The bench's rolling window: its first reading (1 of 20 spent, whole
-    /// in 2 s) reads as a 40 s refill, the waiters reserve at 2 s apiece;
+    /// in 2 s) reads as a 40 s refill, one each 2 s;
     /// the next reading (19 spent, whole in 2 s) is one no refill explains
     /// with the first. Before the fix they kept their instants (the 5th 10 s
     /// away; 50 calls took 70 s where 6 s were allowed); then they followed
@@ -598,8 +577,8 @@ mod tests {
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(10)).await;
-        // The burst and the queue's head: the 4 behind it hold no place.
-        assert_eq!(upstream.limits().requests.unwrap().in_flight, 19 + 1);
+        // The burst; the 5 waiters hold nothing.
+        assert_eq!(upstream.limits().requests.unwrap().in_flight, 19);
         // The burst ends; the server's next answer: 19 of 20 spent.
         drop(burst);
         upstream.observe(&requests("1")[..]);
@@ -669,7 +648,9 @@ mod tests {
             drop(burst);
         })
         .await;
-        assert_eq!(started, Duration::from_millis(800), "at the response");
+        // Not before the response; then, with 1 counted and the other
+        // still in flight, one refill (500 ms) from it and the margin.
+        assert_eq!(started, Duration::from_millis(800 + 500 + 25));
     }
 
     /// An attempt cancelled heard nothing of how the server counts: the
@@ -715,17 +696,18 @@ mod tests {
         assert_eq!(started, Duration::from_millis(2050));
     }
 
-    /// A window's plan moves later when an attempt planned before a
-    /// waiter starts late: the waiter, asleep until its old instant, looks
-    /// again when it wakes. It used to start then, one more than the
-    /// window held (under load, up to ~1 s early, and 1–120 429s that no
-    /// late request explained in `tests/soak_quota.rs`).
+    /// A window's plan moves later while the paced waiter sleeps (20
+    /// more sent just before its instant, as another path's attempts): it
+    /// looks again when it wakes, and waits for the new one. A waiter used
+    /// to start at its old instant, one more than the window held (under
+    /// load, up to ~1 s early, and 1–120 429s that no late request
+    /// explained in `tests/soak_quota.rs`).
     #[tokio::test(start_paused = true)]
     async fn a_waiter_whose_window_plan_moved_later_while_it_slept_waits_for_the_new_one() {
         let ms = Duration::from_millis;
         let started = behind_a_declared_burst(20, 2000, 10, async |upstream, burst| {
             // Windowed (a fixed window's reading): the 20 in flight count
-            // until 2.05 s.
+            // until 2.05 s, the caller's instant.
             upstream.observe(
                 &[
                     ("x-ratelimit-limit-requests", "20"),
@@ -734,21 +716,17 @@ mod tests {
                 ][..],
             );
             drop(burst);
-            // 20 more, planned at 2.05 s, ahead of the caller (spawned at
-            // 10 ms, it reserves after them: planned when the first of
-            // them leaves the window, at 4.09 s).
+            tokio::time::sleep(ms(2040 - 10)).await;
+            // 20 sent at 2.04 s: they count until 4.08 s.
             let pacer = &upstream.gates.pacer;
-            let ahead: Vec<_> = (0..20).map(|_| pacer.reserve(pacer.now(), 1)).collect();
-            assert!(ahead.iter().all(|p| p.at() > pacer.now()), "planned later");
-            tokio::time::sleep(ms(2500 - 10)).await;
-            // They start late, at 2.5 s: the first leaves at 4.54 s.
-            for p in ahead {
-                upstream.gates.end_charge(p.start(), Some(true));
+            for _ in 0..20 {
+                let charge = pacer.take(pacer.now(), 1, u64::MAX).expect("sent");
+                upstream.gates.end_charge(charge, Some(true));
             }
             tokio::time::sleep(ms(3000)).await;
         })
         .await;
-        assert_eq!(started, ms(4540), "not at its old instant, 4.09 s");
+        assert_eq!(started, ms(4080), "not at its old instant, 2.05 s");
     }
 
     /// Starts 14 callers behind a scout that ends after 100 ms; each

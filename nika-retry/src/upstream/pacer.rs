@@ -1,8 +1,8 @@
 //! The upstream's pacer: its buckets (requests, tokens), what it learns of
-//! them from the headers, its cold start, and the reservations of an
-//! admission ([`Pending`], given back if its attempt never starts), and
-//! what an attempt that started charged it ([`Charge`], given back when it
-//! ends).
+//! them from the headers (what each dimension's readings say of its
+//! window: [`Window`]), its cold start, an admission of every dimension at
+//! once, and what an attempt that started charged it ([`Charge`], given
+//! back when it ends).
 
 use core::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,8 +12,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::adapt::{Adaptive, Ramp};
-use super::bucket::{Bucket, LimitSource, Reserved, nanos};
-use super::window::Window;
+use super::bucket::{Bucket, LimitSource, nanos};
+use super::hold::MAX_HOLD;
 use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
 
@@ -49,8 +49,8 @@ pub(super) struct Pacer {
     /// After a cold start that brought no news of the limits: the rest go
     /// in rounds that double.
     pub(super) ramp: Ramp,
-    /// The waiters whose reservations went stale (a bucket rebuilt).
-    pub(super) rebuilt: Notify,
+    /// The paced waiter, whose instant moved (news, a new rate, a hold).
+    pub(super) changed: Notify,
     /// The rate adapted to header-less 429s.
     pub(super) adaptive: Adaptive,
     /// Bucket times are nanoseconds since this.
@@ -81,7 +81,7 @@ impl Default for Pacer {
             learn: Mutex::default(),
             scouted: Notify::new(),
             ramp: Ramp::default(),
-            rebuilt: Notify::new(),
+            changed: Notify::new(),
             adaptive: Adaptive::new(epoch),
             epoch,
         }
@@ -119,13 +119,37 @@ impl Pacer {
         Some(self.mean_cost.load(Ordering::Relaxed)).filter(|&c| c > 0)
     }
 
-    /// Reserves an attempt of a call whose cost is `cost`.
-    pub(super) fn reserve(&self, now: u64, cost: u32) -> Pending<'_> {
-        Pending {
-            pacer: self,
-            requests: self.requests.reserve(now, 1),
-            tokens: self.tokens.reserve(now, self.tokens_of(cost)),
-        }
+    /// Takes the cost of an attempt of a call of `cost` from every
+    /// dimension at `now`, if it fits by `by`: its charge; else when it
+    /// would fit, nothing taken.
+    pub(super) fn take(&self, now: u64, cost: u32, by: u64) -> Result<Charge, u64> {
+        let tokens = self.tokens_of(cost);
+        let refused = |at: u64| self.earliest(now, cost).max(at);
+        let requests = self.requests.take(now, 1, by).map_err(refused)?;
+        let tokens = match self.tokens.take(now, tokens, by) {
+            Ok(tokens) => tokens,
+            Err(at) => {
+                if let Some(r) = requests {
+                    self.requests.undo(r);
+                }
+                return Err(refused(at));
+            }
+        };
+        let mut charge = Charge {
+            rate: self.adaptive.generation(),
+            tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
+            ..Charge::default()
+        };
+        charge.holds.set(Holds::REQUEST, requests.is_some());
+        Ok(charge)
+    }
+
+    /// When an attempt of a call of `cost` fits every dimension, at `now`
+    /// or later.
+    pub(super) fn earliest(&self, now: u64, cost: u32) -> u64 {
+        let requests = self.requests.earliest(now, 1);
+        let tokens = self.tokens.earliest(now, self.tokens_of(cost));
+        requests.max(tokens).unwrap_or(now).max(now)
     }
 
     /// The tokens an attempt of a call of `cost` spends.
@@ -133,28 +157,6 @@ impl Pacer {
         match cost {
             COST_UNKNOWN => self.mean_cost.load(Ordering::Relaxed),
             cost => u64::from(cost),
-        }
-    }
-
-    /// Reserves again what of `pending` is stale (a bucket rebuilt, an
-    /// entry no longer in its log, a dimension paced since), keeping the
-    /// rest: a reservation made again leaves a gap where it was, and the
-    /// others' places would move behind everyone reserved since.
-    pub(super) fn refresh(&self, pending: &mut Pending<'_>, now: u64, cost: u32) {
-        let dimensions = [
-            (&self.requests, &mut pending.requests, 1),
-            (&self.tokens, &mut pending.tokens, self.tokens_of(cost)),
-        ];
-        for (bucket, slot, cost) in dimensions {
-            match *slot {
-                Some(r) if bucket.current(&r) => {}
-                old => {
-                    if let Some(r) = old {
-                        bucket.give_back(r);
-                    }
-                    *slot = bucket.reserve(now, cost);
-                }
-            }
         }
     }
 
@@ -180,7 +182,7 @@ impl Pacer {
     /// A response was read, or an attempt ended: the waiters for it go.
     pub(super) fn heard_back(&self) {
         if !self.news.swap(true, Ordering::AcqRel) {
-            self.rebuilt.notify_waiters();
+            self.changed.notify_waiters();
         }
     }
 
@@ -226,7 +228,7 @@ impl Pacer {
     /// burst and a 429 each time).
     pub(super) fn held_until(&self, until: Instant) {
         if self.requests.adapted() && self.requests.spent_until(self.at(until)) {
-            self.rebuilt.notify_waiters();
+            self.changed.notify_waiters();
         }
     }
 
@@ -293,7 +295,7 @@ impl Pacer {
         // A reading said that the server counts by window, not by refill
         // (for good): each dimension keeps a log from its next reading.
         let windowed = windows.iter().any(|w| w.windowed);
-        let ((requests, rebuild_requests), (tokens, rebuild_tokens)) = (requests, tokens);
+        let ((requests, requests_changed), (tokens, tokens_changed)) = (requests, tokens);
         if let (Some(r), Some(t)) = (requests, tokens)
             && r > 0
             && t > 0
@@ -320,28 +322,26 @@ impl Pacer {
                 &self.requests,
                 &fields.requests,
                 own_requests,
-                rebuild_requests,
+                requests_changed,
             ),
-            (&self.tokens, &fields.tokens, own_tokens, rebuild_tokens),
+            (&self.tokens, &fields.tokens, own_tokens, tokens_changed),
         ];
-        let mut rebuilt = false;
-        for ((bucket, fields, own, rebuild), window) in dimensions.into_iter().zip(windows) {
+        let mut moved = false;
+        for ((bucket, fields, own, changed), window) in dimensions.into_iter().zip(windows) {
             let Some(remaining) = fields.remaining else {
                 continue;
             };
             if !windowed {
-                if queued && !rebuild {
+                let before = bucket.tat();
+                bucket.correct(now, remaining, own);
+                if queued && !changed {
                     // A reading may be older than attempts that started
                     // and ended after its request: while callers queue, it
-                    // moves their next place later, never earlier (as it
-                    // left the places of waiters that held them).
-                    let before = bucket.tat();
-                    bucket.correct(now, remaining, own, rebuild);
+                    // moves their next place later, never earlier (the
+                    // waiter holds no place for the reading to count).
                     bucket.tat_at_least(before);
-                } else {
-                    bucket.correct(now, remaining, own, rebuild);
                 }
-                rebuilt |= rebuild;
+                moved |= changed;
                 continue;
             }
             let Some((_, w, source)) = bucket.get() else {
@@ -358,11 +358,11 @@ impl Pacer {
             };
             let whole_at = now.saturating_add(nanos(fields.reset.unwrap_or(w)));
             let w = nanos(w);
-            rebuilt |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
+            moved |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
         }
-        if rebuilt {
-            // Their instants were counted at the old rate: they reserve again.
-            self.rebuilt.notify_waiters();
+        if moved {
+            // The waiter's instant was planned at the old rate: it looks again.
+            self.changed.notify_waiters();
         }
         // Last: the waiters for a first response find what it taught.
         self.heard_back();
@@ -411,58 +411,6 @@ impl Pacer {
         }
         let changed = bucket.set(limit, w, LimitSource::Learned);
         (fields.remaining.map(|r| limit.saturating_sub(r)), changed)
-    }
-}
-
-/// An admission's reservations, given back if it never starts.
-pub(crate) struct Pending<'p> {
-    pub(super) pacer: &'p Pacer,
-    pub(super) requests: Option<Reserved>,
-    pub(super) tokens: Option<Reserved>,
-}
-
-impl Pending<'_> {
-    pub(super) fn at(&self) -> u64 {
-        let at = |bucket: &Bucket, r: &Option<Reserved>| r.map_or(0, |r| bucket.at(&r));
-        at(&self.pacer.requests, &self.requests).max(at(&self.pacer.tokens, &self.tokens))
-    }
-
-    /// Whether every reservation was counted at its bucket's current rate.
-    pub(super) fn current(&self) -> bool {
-        let current = |bucket: &Bucket, r: &Option<Reserved>| r.is_none_or(|r| bucket.current(&r));
-        current(&self.pacer.requests, &self.requests) && current(&self.pacer.tokens, &self.tokens)
-    }
-
-    /// The attempt starts: its cost stays in flight until it ends.
-    pub(super) fn start(mut self) -> Charge {
-        let requests = self.requests.take();
-        let tokens = self.tokens.take();
-        let windowed = [requests, tokens].iter().flatten().any(|r| r.id != 0);
-        let now = if windowed { self.pacer.now() } else { 0 };
-        if let Some(r) = requests {
-            self.pacer.requests.start(r, now);
-        }
-        if let Some(t) = tokens {
-            self.pacer.tokens.start(t, now);
-        }
-        let mut charge = Charge {
-            rate: self.pacer.adaptive.generation(),
-            tokens: tokens.map_or(0, |t| u32::try_from(t.cost).unwrap_or(u32::MAX)),
-            ..Charge::default()
-        };
-        charge.holds.set(Holds::REQUEST, requests.is_some());
-        charge
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if let Some(r) = self.requests.take() {
-            self.pacer.requests.give_back(r);
-        }
-        if let Some(t) = self.tokens.take() {
-            self.pacer.tokens.give_back(t);
-        }
     }
 }
 
@@ -521,6 +469,113 @@ impl Holds {
     }
 }
 
+/// The window assumed for a limit whose headers say nothing of it (OpenAI
+/// and Anthropic count per minute).
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// What responses have said of a dimension's window.
+#[derive(Default, Clone, Copy)]
+pub(super) struct Window {
+    /// The longest reset seen: a window is at least that long.
+    pub(super) longest_reset: Duration,
+    /// The longest a window may be, as far as the resets seen say: each
+    /// reset counted from when its request left when it was an instant
+    /// (from the response, it reads short by the answer's time). What the
+    /// upstream sent stays counted this long.
+    pub(super) longest_bound: Duration,
+    /// The shortest window that a continuous refill would explain, from
+    /// readings with 2 or more missing.
+    refill: Option<Duration>,
+    /// The same from the readings with 1 missing, until there are others.
+    refill_one: Option<Duration>,
+    /// The longest window that a continuous refill would explain, from
+    /// each reading: a refill's window lies between the two.
+    refill_low: Duration,
+    /// A reading no continuous refill explains: the server counts by window.
+    pub(super) windowed: bool,
+}
+
+impl Window {
+    /// Takes a reading (limit `l`, `remaining`, `reset`) in: the window it
+    /// suggests. A continuous refill whole in `reset` with `l - remaining`
+    /// missing refills over `reset · l / (l - remaining)`; a fixed or
+    /// rolling window resets within its window. The larger of the two
+    /// estimates is the window, the refill's the smallest seen, so that a
+    /// window counted from its start, which makes it look long, is soon
+    /// corrected.
+    ///
+    /// A refilling server rounds what is left down (19.9 reads 19), so
+    /// that `m` missing may be as little as `m - 1` and a bit: the refill
+    /// read is the longest the reading allows, `reset · l / (m - 1)`, or a
+    /// requests window of 2 s reads as 1.4 s and its 429s follow. A
+    /// reading of 1 missing bounds nothing that way; it counts (as `m`)
+    /// until a reading of more comes.
+    ///
+    /// `bound`: the reset counted from when the request left, if longer
+    /// (an instant's): the refill's upper estimates take it, the lower
+    /// ones the reset less `rounding` (what the server may have rounded it
+    /// up by), so that neither a slow answer nor a rounded reset makes a
+    /// refill look like a window.
+    pub(super) fn read(
+        &mut self,
+        l: u64,
+        remaining: Option<u64>,
+        reset: Option<Duration>,
+        bound: Option<Duration>,
+        rounding: Duration,
+    ) -> Duration {
+        if let Some(reset) = reset.filter(|r| !r.is_zero()) {
+            let reset = reset.min(MAX_HOLD);
+            self.longest_reset = self.longest_reset.max(reset);
+            let bound = bound.map_or(reset, |b| b.clamp(reset, MAX_HOLD));
+            self.longest_bound = self.longest_bound.max(bound);
+            let missing = remaining.map_or(0, |r| l.saturating_sub(r));
+            let over = |reset: Duration, m: u64| {
+                let ns = reset.as_nanos() * u128::from(l) / u128::from(m);
+                Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_HOLD)
+            };
+            // A refill is at most what the reset counted from when its
+            // request left says, at least what it says from the response.
+            let refill = |m: u64| over(bound, m);
+            if missing > 0 {
+                // Whole in `reset` less what it was rounded up by, with at
+                // most `missing` missing: at least this window.
+                let low = over(reset.saturating_sub(rounding), missing);
+                self.refill_low = self.refill_low.max(low);
+            }
+            match missing {
+                0 => {}
+                1 => {
+                    let r = refill(1);
+                    self.refill_one = Some(self.refill_one.map_or(r, |old| old.min(r)));
+                }
+                m => {
+                    let r = refill(m - 1);
+                    self.refill = Some(self.refill.map_or(r, |old| old.min(r)));
+                    // A refill whole in `reset` spends at most `reset` per
+                    // `m - 1` of the limit; a window (rolling or fixed) is
+                    // whole sooner, as its end comes nearer, than a refill
+                    // at the rate its longest reset says. The margin: a
+                    // reset rounded up to the millisecond.
+                    let margin = self.longest_reset / 128 + Duration::from_millis(2);
+                    self.windowed |= r + margin < self.longest_reset;
+                }
+            }
+            // Two readings no single refill explains (a server writes its
+            // headers as it admits: a rolling window's reset is its window
+            // whatever is missing).
+            if let Some(high) = self.refill.filter(|&r| r < MAX_HOLD) {
+                self.windowed |= self.refill_low > high + high / 64;
+            }
+        }
+        match self.refill.or(self.refill_one) {
+            Some(refill) => refill.max(self.longest_reset),
+            // Until a refill is seen: a minute, unless a reset says longer.
+            None => self.longest_reset.max(MINUTE),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -556,31 +611,166 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_dimension_is_reserved_again_and_the_current_one_keeps_its_place() {
+    fn an_admission_refused_by_one_dimension_takes_nothing_of_the_other() {
         let pacer = Pacer::default();
         let two = Duration::from_secs(2);
         pacer.requests.set(20, two, LimitSource::Learned);
         pacer.tokens.set(3000, two, LimitSource::Learned);
         for _ in 0..15 {
-            let _ = pacer.reserve(0, 200).start();
+            pacer.take(0, 200, 0).expect("the burst fits");
         }
-        let mut waiter = pacer.reserve(0, 200);
-        let _behind = pacer.reserve(0, 200);
-        let tokens = waiter.tokens.expect("tokens paced");
-        // The requests' rate changes: their reservations go stale.
-        assert!(
-            pacer
-                .requests
-                .set(20, Duration::from_secs(40), LimitSource::Learned)
-        );
-        pacer.requests.correct(0, 5, 0, true);
-        assert!(!waiter.current());
-        pacer.refresh(&mut waiter, 0, 200);
-        assert!(waiter.current());
+        // Tokens spent, requests not: refused when the tokens fit, 133 ms.
+        let span = 200 * two.as_nanos() as u64 / 3000;
+        let window = two.as_nanos() as u64;
+        assert_eq!(pacer.take(0, 200, 0), Err(16 * span - window));
+        assert_eq!(pacer.requests.in_flight(), 15, "no request taken");
+        assert_eq!(pacer.requests.level(0), 5);
+        let charge = pacer.take(0, 200, u64::MAX).expect("by then");
+        assert!(charge.holds.has(Holds::REQUEST));
+        assert_eq!(charge.tokens, 200);
+        assert_eq!(pacer.earliest(0, 200), 17 * span - window);
+    }
+
+    #[test]
+    fn a_continuous_refill_is_read_from_one_response() {
+        let mut w = Window::default();
+        let read = w.read(20, Some(19), Some(Duration::from_millis(100)), None, ONE_MS);
+        assert_eq!(read, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_fixed_window_seen_from_its_start_is_corrected_by_later_responses() {
+        let mut w = Window::default();
+        // 2 s windows: 1 spent at its start, then 10 halfway through.
+        let first = w.read(20, Some(19), Some(Duration::from_secs(2)), None, ONE_MS);
+        assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
+        let later = w.read(20, Some(10), Some(Duration::from_secs(1)), None, ONE_MS);
         assert_eq!(
-            waiter.tokens,
-            Some(tokens),
-            "not moved behind the one that came after it"
+            later.as_millis(),
+            2222,
+            "1 s for 9 and a bit: at most 20/9 s"
         );
+        let end = w.read(20, Some(0), Some(Duration::from_millis(100)), None, ONE_MS);
+        assert_eq!(end.as_millis(), 2000, "never below the longest reset");
+    }
+
+    #[test]
+    fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
+        // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
+        let mut w = Window::default();
+        let read = w.read(20, Some(18), Some(Duration::from_millis(110)), None, ONE_MS);
+        assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
+    }
+
+    #[test]
+    fn a_reading_without_reset_assumes_a_minute() {
+        let mut w = Window::default();
+        assert_eq!(w.read(500, Some(499), None, None, ONE_MS), MINUTE);
+        assert_eq!(
+            w.read(500, None, Some(Duration::MAX), None, ONE_MS),
+            MAX_HOLD
+        );
+    }
+
+    const ONE_MS: Duration = Duration::from_millis(1);
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_refill_read_from_instants_after_slow_answers_is_no_window() {
+        // 3 000 tokens per 2 s refilling at 1 500 a second, its resets
+        // instants (Anthropic's): each read 50–150 ms after its request
+        // reached the server, 1 ms after it left. From the response, the
+        // first (200 missing, whole in 133 ms) read after 120 ms says a
+        // refill of 0.2 s; the last of the burst (3 000 missing) 2 s.
+        let mut w = Window::default();
+        let read = |w: &mut Window, missing: u64, answer_ms: u32| {
+            let whole = Duration::from_secs_f64(missing as f64 / 1500.0);
+            let reset = whole.saturating_sub(answer_ms * ONE_MS);
+            w.read(
+                3000,
+                Some(3000 - missing),
+                Some(reset),
+                Some(whole + ONE_MS),
+                ONE_MS,
+            );
+        };
+        read(&mut w, 200, 120);
+        for (i, missing) in (400..=3000).step_by(200).enumerate() {
+            read(&mut w, missing, 50 + (i as u32 * 37) % 100);
+            assert!(!w.windowed, "{missing} missing");
+        }
+    }
+
+    #[test]
+    fn a_refill_read_in_whole_seconds_is_no_window_and_a_rolling_one_is() {
+        // 3 000 tokens per 2 s, `t` rounded up to the second (the IETF's):
+        // a refill missing 200 whole in 133 ms reads `t=1`.
+        let seconds = |missing: u64| {
+            let whole = Duration::from_secs_f64(missing as f64 / 1500.0);
+            Some(Duration::from_secs(
+                whole.as_nanos().div_ceil(1_000_000_000) as u64,
+            ))
+        };
+        let mut w = Window::default();
+        for missing in (200..=3000).step_by(200) {
+            w.read(3000, Some(3000 - missing), seconds(missing), None, SECOND);
+            assert!(!w.windowed, "{missing} missing");
+        }
+        // A rolling window: whole in its 2 s, whatever is missing.
+        let mut w = Window::default();
+        for missing in [200, 3000] {
+            w.read(3000, Some(3000 - missing), Some(2 * SECOND), None, SECOND);
+        }
+        assert!(w.windowed);
+    }
+
+    #[test]
+    fn a_refill_server_is_never_read_as_a_window() {
+        // 3 000 per 2 s refilling at 1 500 a second, read as the server
+        // writes them (what is left rounded down, resets rounded up to the
+        // millisecond) as it admits 200 at a time, refilling between.
+        let mut w = Window::default();
+        let mut level = 3000.0_f64;
+        for i in 0..60 {
+            level = (level + 1500.0 * 0.037 * f64::from(i % 3)).min(3000.0) - 200.0;
+            if level < 0.0 {
+                level += 200.0;
+                continue;
+            }
+            let reset = Duration::from_secs_f64((3000.0 - level) / 1500.0);
+            let reset = Duration::from_millis(reset.as_nanos().div_ceil(1_000_000) as u64);
+            w.read(3000, Some(level as u64), Some(reset), None, ONE_MS);
+            assert!(!w.windowed, "reading {i}: {level} left, whole in {reset:?}");
+        }
+    }
+
+    #[test]
+    fn a_rolling_window_is_read_from_two_readings_no_refill_explains() {
+        // Written as the server admits: the request just admitted leaves
+        // the window last, whole a window later whatever is missing.
+        let mut w = Window::default();
+        w.read(3000, Some(2800), Some(2000 * ONE_MS), None, ONE_MS);
+        assert!(!w.windowed, "one reading: a 30 s refill, for all it says");
+        w.read(3000, Some(0), Some(2000 * ONE_MS), None, ONE_MS);
+        assert!(
+            w.windowed,
+            "200 missing and 3 000 missing, both whole in 2 s"
+        );
+    }
+
+    #[test]
+    fn a_fixed_window_is_read_as_its_end_comes_nearer() {
+        let mut w = Window::default();
+        w.read(20, Some(19), Some(1900 * ONE_MS), None, ONE_MS);
+        w.read(20, Some(5), Some(1850 * ONE_MS), None, ONE_MS);
+        assert!(
+            w.windowed,
+            "15 missing and 1 missing, whole within 50 ms of each other"
+        );
+        // Read from a window's end: whole sooner than its refill allows.
+        let mut w = Window::default();
+        w.read(20, Some(0), Some(2000 * ONE_MS), None, ONE_MS);
+        w.read(20, Some(0), Some(1000 * ONE_MS), None, ONE_MS);
+        assert!(w.windowed, "all missing, whole in 2 s and then in 1 s");
     }
 }
