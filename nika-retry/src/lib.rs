@@ -155,8 +155,9 @@
 // - `ambient/`: every thread-local and process global of the crate, and
 //   nothing else has one (but `metrics`' instruments): what is in force during one poll, put in and
 //   taken back by one guard (`Swap`) or, for a call's own poll, one
-//   exchange (`exchange::install` / `restore`); what a failing call reads
-//   around it, and its take from the budget in force (`budget`); the
+//   exchange (`exchange`: the attempt's word, `AttemptSlot`, and the
+//   outermost call's `Budget`, installed and restored on each poll; what a
+//   failing call reads around it, and the retry it charges the budget); the
 //   observer stack and what is sent to it (`observers`); the layer-violation reports waiting
 //   for their outer call (`violations`); the connect lists (`connect`);
 //   the upstream in force for `upstream::current()` (`upstream`).
@@ -235,7 +236,7 @@
 //    turn). `result.error()` (`RetryResult`, in this file), then
 // 4. `engine/mod.rs`: `Failure::of` classifies the error (`Classify`).
 //    Back in `after.rs`, `failed` reads the clock once and
-// 5. `ambient/budget.rs` what is around the call, in one access
+// 5. `ambient/exchange.rs` what is around the call, in one access
 //    (`around_failure`: the budget in force, the idempotence of the
 //    attempt around it, whether a task policy is in force: only then is
 //    the policy's `retry:` looked up, in `task.rs`). It resolves the
@@ -244,9 +245,9 @@
 //    (`RetryState::decide`: the bucket charged, `NotOptedIn`, the budget,
 //    idempotence), whose delay is
 // 7. `engine/backoff.rs`'s `backoff`, jittered. `after.rs` applies the
-//    verdict: a retry is counted against the budget (the call's own, or
-// 8. the one in force: `ambient/budget.rs`'s second entry,
-//    `take_from_budget`); the event is built only if
+//    verdict: a retry is charged to the budget by
+// 8. `ambient/exchange.rs`'s `charge` (the call's own, or the one in
+//    force); the event is built only if
 // 9. `ambient/observers.rs` says anyone listens (`listening`, `emit`);
 //    `next` returns the instant to retry at.
 // 10. Generated code sleeps until it (`sleep`: `run/after.rs`'s second
@@ -258,7 +259,7 @@
 // `TimeLimited::poll_with` (`time/limited.rs`) polls the body under its
 // limits; an expiry becomes the fn's error through `FromTimeout`. What a
 // failure reads on its way but does not enter is values: the slot's bits
-// (`ambient/slot.rs`), `Budget`'s arithmetic, the getters of `RetryConfig`,
+// and `Budget`'s arithmetic (`ambient/exchange.rs`), the getters of `RetryConfig`,
 // `ErrorCategory` and `Reached` (`vocab/`), `Decision::outcome`
 // (`engine/verdict.rs`), `events::level`, `time::later`.
 //

@@ -311,9 +311,12 @@ impl CallState {
             (outcome, _) => outcome,
         };
         let (delay, from_hint, reason, budget) = match decision {
-            Decision::Retry { delay, from_hint } => {
-                (Some(delay), from_hint, None, self.take_from_budget())
-            }
+            Decision::Retry { delay, from_hint } => (
+                Some(delay),
+                from_hint,
+                None,
+                ambient::charge(&mut self.budget),
+            ),
             Decision::GiveUp(why) => (None, false, Some(why), budget),
         };
         let wake = delay.map(|delay| later(now, delay));
@@ -351,18 +354,6 @@ impl CallState {
         }
         observers::emit(&event);
         wake
-    }
-
-    /// Counts one retry against the budget of the outermost call (this
-    /// call's, or the one in force); returns that budget as it is then.
-    fn take_from_budget(&mut self) -> Option<Budget> {
-        match &mut self.budget {
-            Some(own) => {
-                *own = own.took_one();
-                Some(*own)
-            }
-            None => ambient::take_from_budget(),
-        }
     }
 
     /// The event of a decision after `attempt` of `max_attempts`, with the
