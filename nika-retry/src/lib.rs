@@ -186,12 +186,14 @@
 //   `health`); `fleet`: the fleet gate, an attempt's hold, probe's lease
 //   and pace at a store.
 // - `run/`: what generated code drives: `Overrides`, which makes the fn's
-//   `Site`; `Call<D>` (`call.rs`: each poll of an attempt, `Attempt`), `D`
-//   its time limits' share (`Untimed`, or `Timing` for `TimedCall`, with
-//   `Timed`, an attempt under them: `timed.rs`), the rest a `CallState` it derefs to, whose
-//   cold paths compile once; what the call does after an attempt
-//   (`after.rs`: `said_idempotent`, `next`, `next_after`, `sleep`), written
-//   once for both; `Once` (`#[timeout]` alone); a call's `AtUpstream`
+//   `Site`; `Call<D>` and its one `impl` (`call.rs`: every step generated
+//   code and `adapter::drive` call: `new`, `attempt`, `timed`, `wait_at`,
+//   `said_idempotent`, `next`, `next_after`), `D` its time limits' share
+//   (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt under
+//   them: `timed.rs`), the rest a `CallState` it derefs to, whose cold
+//   paths compile once: each poll of an attempt (`poll.rs`: `Attempt`, the
+//   attempt put in force) and what the call does after a failed attempt
+//   (`after.rs`: the verdict applied, `sleep`); `Once` (`#[timeout]` alone); a call's `AtUpstream`
 //   (its `Reservation`, admitted, waited for and settled; its cost, its wait
 //   and why) and `WithUpstream` (the upstream in force
 //   while an attempt is polled); the
@@ -220,22 +222,22 @@
 // (the slot's bits, `Budget`'s arithmetic, the getters: after the list) a
 // count of the files entered counts too.
 //
-// 1. `run/call.rs`: generated code awaits `call.attempt(async { body })`.
-//    Each poll (`Attempt::poll`) builds the attempt's slot (`Call::enter`)
-//    and
+// 1. `run/poll.rs`: generated code awaits `call.attempt(async { body })`
+//    (`run/call.rs`). Each poll (`Attempt::poll`) builds the attempt's slot
+//    (`CallState::enter`) and
 // 2. `ambient/exchange.rs` puts it in force (`install`, one access in; on
 //    the call's first poll `install_first`, which reads in the same access
 //    what is around the call: whether it owns the budget, whether a task
 //    policy is in force or it breaks the layer rule, and then
-//    `Call::resolve` reads those first, `exchange::around`, the rare path).
+//    `CallState::resolve` reads those first, `exchange::around`, the rare path).
 //    The body is polled and fails; the guard's drop puts the outer attempt
 //    back (`restore`, one access out; loops nested in the poll that broke
 //    the layer rule go to `run::violation::report`, the rare path).
-// 3. `run/after.rs`: generated code calls `call.next(&result, config,
+// 3. `run/call.rs`: generated code calls `call.next(&result, config,
 //    self_type)` (`next_after` with an upstream, which then settles the
-//    turn). `result.error()` (`RetryResult`, in this file), then
+//    turn). `result.error()` (`RetryResult`, in `run/after.rs`), then
 // 4. `engine/mod.rs`: `Failure::of` classifies the error (`Classify`).
-//    Back in `after.rs`, `failed` reads the clock once and
+//    `run/after.rs`'s `failed` reads the clock once and
 // 5. `ambient/exchange.rs` what is around the call, in one access
 //    (`around_failure`: the budget in force, the idempotence of the
 //    attempt around it, whether a task policy is in force: only then is

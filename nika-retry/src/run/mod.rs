@@ -5,12 +5,14 @@
 //!
 //! - [`site`]: the `const` each annotated fn resolves to ([`Site`]), and
 //!   its per-attempt limits ([`AttemptLimits`]).
-//! - [`call`]: one call of a `#[retry]` fn ([`Call`]) and each poll of an
-//!   attempt ([`Attempt`]): the attempt put in force, the body polled.
-//! - [`after`]: what the call does after an attempt, once for every kind of
-//!   call: `idempotent = …`, `next` / `next_after` (the attempt's error read
-//!   through [`RetryResult`], the engine's verdict applied), and the `sleep`
-//!   until the next attempt.
+//! - [`call`]: one call of a `#[retry]` fn ([`Call`]) and, in one `impl`,
+//!   every step generated code and the adapters call on it: its attempts,
+//!   the wait at its upstream, `idempotent = …`, `next` / `next_after`.
+//! - [`poll`]: each poll of an attempt ([`Attempt`]): the attempt put in
+//!   force, the body polled.
+//! - [`after`]: the decision's cold paths, once for every kind of call (the
+//!   attempt's error read through [`RetryResult`], the engine's verdict
+//!   applied), and the `sleep` until the next attempt.
 //! - [`timed`]: the time limits of a call with `#[timeout]` beside
 //!   `#[retry]` ([`Timing`], the `D` of [`TimedCall`]), and [`Timed`], an
 //!   attempt under them.
@@ -26,6 +28,7 @@ pub(crate) mod after;
 pub(crate) mod bounds;
 pub(crate) mod call;
 pub(crate) mod once;
+pub(crate) mod poll;
 pub(crate) mod resumed;
 pub(crate) mod site;
 pub(crate) mod timed;
@@ -34,8 +37,9 @@ pub(crate) mod violation;
 
 pub use after::{NO_CONFIG, RetryResult, sleep};
 pub use bounds::{AsUpstream, FromHeld, FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt};
-pub use call::{Attempt, Call};
+pub use call::Call;
 pub use once::{Once, once};
+pub use poll::Attempt;
 pub use site::{AttemptLimits, Overrides, Site};
 pub use timed::{Timed, TimedCall};
 pub(crate) use upstream::as_attempt;
