@@ -133,7 +133,8 @@
 //   `site` (an annotated fn's `const`). This file re-exports them.
 // - `engine/`: decisions. `Failure` and `Limits` in (the deadline, the
 //   budget, the bucket, idempotence, opt-in), the whole verdict out
-//   (`RetryState::decide`: `Decision`, its `GiveUp` and its `Outcome`),
+//   (`RetryState::decide`: `Decision`, its `GiveUp`, its `Outcome` and
+//   the `Level` of its event, decided with it: `Decision::level`),
 //   `backoff`. No clock and no future; its one side effects are the
 //   bucket's charge it is given and the jitter's draws from fastrand's
 //   thread generator (listed in `ambient`'s table, with the others).
@@ -250,7 +251,8 @@
 //    verdict: a retry is charged to the budget by
 // 8. `ambient/exchange.rs`'s `charge` (the call's own, or the one in
 //    force); the event is built only if
-// 9. `ambient/observers.rs` says anyone listens (`listening`, `emit`);
+// 9. `ambient/observers.rs` says anyone listens at the level the verdict
+//    gave it (`listening`, `emit`);
 //    `next` returns the instant to retry at.
 // 10. Generated code sleeps until it (`sleep`: `run/after.rs`'s second
 //    entry) and loops to 1.
@@ -262,8 +264,8 @@
 // limits; an expiry becomes the fn's error through `FromTimeout`. What a
 // failure reads on its way but does not enter is values: the slot's bits
 // and `Budget`'s arithmetic (`ambient/exchange.rs`), the getters of `RetryConfig`,
-// `ErrorCategory` and `Reached` (`vocab/`), `Decision::outcome`
-// (`engine/verdict.rs`), `events::level`, `time::later`.
+// `ErrorCategory` and `Reached` (`vocab/`), `Decision::outcome` and
+// `Decision::level` (`engine/verdict.rs`), `time::later`.
 //
 // ## One stream item
 //

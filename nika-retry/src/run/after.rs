@@ -15,8 +15,8 @@ use tokio::time::Instant;
 
 use super::call::CallState;
 use crate::ambient::{self, AroundFailure, Budget, Idempotence, observers};
-use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
-use crate::events::{self, Outcome, RetryEvent, WaitReason};
+use crate::engine::{Decision, Failure, Level, Limits, RetryState, backoff};
+use crate::events::{Outcome, RetryEvent, WaitReason};
 use crate::metrics::End;
 use crate::task;
 use crate::time::{Nanos, later};
@@ -71,9 +71,7 @@ impl CallState {
         }
         // A first attempt says so only if it waited at its upstream (DEBUG).
         let waited_first = !retried && waited_at_upstream(waited).is_some();
-        if !(retried || waited_first)
-            || !observers::listening(events::level(Outcome::Recovered, self.attempt, None))
-        {
+        if !(retried || waited_first) || !observers::listening(Level::RECOVERED) {
             return;
         }
         // As the failed attempts left it (`retried`: they set it):
@@ -89,7 +87,7 @@ impl CallState {
         );
         event.upstream_wait = waited_at_upstream(waited);
         event.wait_reason = event.upstream_wait.and(waited.1);
-        observers::emit(&event);
+        observers::emit(&event, Level::RECOVERED);
     }
 
     #[cold]
@@ -158,7 +156,8 @@ impl CallState {
                 End::Failed(outcome, failure.category),
             ),
         }
-        if !observers::listening(events::level(outcome, attempt, reason)) {
+        let level = decision.level(attempt);
+        if !observers::listening(level) {
             return wake;
         }
         if self.first_failure.is_none() {
@@ -181,7 +180,7 @@ impl CallState {
         if let Again::Resumed(delivered) = again {
             event.resumed_after = Some(delivered);
         }
-        observers::emit(&event);
+        observers::emit(&event, level);
         wake
     }
 
