@@ -112,18 +112,13 @@
 // once per process (the same test). Within a module,
 // files may import each other and through their `mod.rs`.
 //
-// The imports that run back up (the first two open no circle of files):
+// The imports that run back up (neither opens a circle of files):
 // - `events.rs` re-exports `observe` and `Observed` from
 //   `ambient/observers.rs`, where the observer stack lives;
 // - `ambient/upstream.rs`, the thread-local of the upstream in force, holds
 //   the handle type of `upstream/handle.rs`, whose state (`pacer`, `hold`,
 //   `store` and what they hold) reaches neither that thread-local nor
-//   `upstream/mod.rs`, which reads it;
-// - `stream/resuming.rs`, `stream/started.rs` and `stream/starting.rs` take
-//   `ResumePoint`, `Resumer` and `resume` from `run/resumed.rs`, which
-//   drives a resume's attempts as `run/` drives the call's, and takes
-//   `Started`, `Resume` and `StreamError` from `stream/`: a circle of
-//   files (`run/resumed.rs`, `stream/mod.rs`, `stream/starting.rs`).
+//   `upstream/mod.rs`, which reads it.
 //
 // - `vocab/`, the ground: `category`, `layer` (with the layer rule,
 //   `Layer::may_nest_in`), `reached`, `timeout_error`, `classify`,
@@ -163,9 +158,9 @@
 //   for their outer call (`violations`); the connect lists (`connect`);
 //   the upstream in force for `upstream::current()` (`upstream`).
 //   Its module docs list each: what, who writes it, when.
-// - `connect`, `task`, `attempt`, then `stream/`: the boundaries a body
-//   uses (`connect()`, `scope`, `current_attempt`, `started`), each
-//   reading or putting its piece of `ambient`.
+// - `connect`, `task`, `attempt`: the boundaries a body uses
+//   (`connect()`, `scope`, `current_attempt`), each reading or putting its
+//   piece of `ambient`.
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
 // - `upstream/`: the state calls against one upstream share, as gates.
@@ -187,9 +182,10 @@
 //   `health`); `fleet`: the fleet gate, an attempt's hold, probe's lease
 //   and pace at a store.
 // - `run/`: what generated code drives: `Overrides`, which makes the fn's
-//   `Site`; `Call<D>` and its one `impl` (`call.rs`: every step generated
-//   code and `adapter::drive` call: `new`, `attempt`, `timed`, `wait_at`,
-//   `said_idempotent`, `next`, `next_after`), `D` its time limits' share
+//   `Site`; `Call<D>` (`state.rs`, beneath the rest of the folder) and its
+//   one `impl` (`call.rs`: every step generated code and `adapter::drive`
+//   call: `new`, `attempt`, `timed`, `wait_at`, `said_idempotent`, `next`,
+//   `next_after`), `D` its time limits' share
 //   (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt under
 //   them: `timed.rs`), the rest a `CallState` it derefs to, whose cold
 //   paths compile once: each poll of an attempt (`poll.rs`: `Attempt`, the
@@ -200,6 +196,12 @@
 //   while an attempt is polled); the
 //   layer-violation report; and the bound traits whose `on_unimplemented`
 //   messages the user sees.
+// - `stream/`: the boundary a body awaits its stream at (`started`),
+//   reading and putting its piece of `ambient`, and the `Started` stream
+//   it returns; one that resumes after its content (`resumer.rs`: where
+//   its call stood, `ResumePoint`, and `resume`) drives the resume's
+//   attempts through `run/`'s call, as the fn's were: so it stands above
+//   `run/`.
 // - `adapter/`: what the `tower` layer and the `reqwest_middleware`
 //   middleware share: their options (`Options`, `Timeouts`) and `drive`,
 //   the loop that runs a request's attempts through `run/`'s calls (the
@@ -265,7 +267,8 @@
 // failure reads on its way but does not enter is values: the slot's bits
 // and `Budget`'s arithmetic (`ambient/exchange.rs`), the getters of `RetryConfig`,
 // `ErrorCategory` and `Reached` (`vocab/`), `Decision::outcome` and
-// `Decision::level` (`engine/verdict.rs`), `time::later`.
+// `Decision::level` (`engine/verdict.rs`), `time::later`, the call's
+// `Deadline` (`run/state.rs`).
 //
 // ## One stream item
 //

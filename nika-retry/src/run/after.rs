@@ -13,7 +13,7 @@ use std::borrow::Cow;
 
 use tokio::time::Instant;
 
-use super::call::CallState;
+use super::state::CallState;
 use crate::ambient::{self, AroundFailure, Budget, Idempotence, observers};
 use crate::engine::{Decision, Failure, Level, Limits, RetryState, backoff};
 use crate::events::{Outcome, RetryEvent, WaitReason};

@@ -9,7 +9,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use super::call::{Call, CallState};
+use super::state::{Call, CallState};
 use super::violation;
 use crate::ambient::exchange::{self, Outer};
 use crate::ambient::{AttemptSlot, Budget, Frame, SiteOf, StreamFrame, Swap};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::call::{Call, Deadline};
+use super::state::{Call, Deadline};
 use crate::ambient::{ConnectLimit, Frame, Swap};
 use crate::connect;
 use crate::time::{Progress, TimeLimited, Total};
