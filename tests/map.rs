@@ -19,10 +19,10 @@ const FLOORS: &[&[&str]] = &[
     &["metrics"],
     &["ambient"],
     &["connect", "task", "attempt"],
-    &["stream"],
     &["http"],
     &["upstream"],
     &["run"],
+    &["stream"],
     &["adapter"],
     &["tower", "reqwest_middleware"],
     &["private"],
@@ -33,9 +33,6 @@ const FLOORS: &[&[&str]] = &[
 const BACK_UP: &[(&str, &str)] = &[
     ("ambient/upstream.rs", "upstream"),
     ("events.rs", "ambient"),
-    ("stream/resuming.rs", "run"),
-    ("stream/started.rs", "run"),
-    ("stream/starting.rs", "run"),
 ];
 
 fn src() -> PathBuf {

@@ -39,6 +39,8 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::engine::GiveUp;
+#[cfg(feature = "tracing")]
+use crate::engine::Level;
 use crate::vocab::category::ErrorCategory;
 use crate::vocab::layer::Layer;
 
@@ -229,42 +231,10 @@ pub trait RetryObserver: Send + Sync {
     }
 }
 
-/// How loud an event is in the logs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Level {
-    /// A give-up on the first attempt (not retryable, a one-attempt layer,
-    /// the 429 the http layer leaves to the provider) and a recovery.
-    Debug,
-    /// A retry, and a give-up after at least one retry.
-    Warn,
-}
-
-/// The level of an event of `outcome` after the 1-based `attempt`, given
-/// up for `reason`: a call not retried because its attempt may have taken
-/// effect is a WARN even on its first attempt, since someone may have to
-/// check whether it did.
-#[inline]
-pub(crate) fn level(outcome: Outcome, attempt: u32, reason: Option<GiveUp>) -> Level {
-    match outcome {
-        // A failure that would have been retried, and was not: someone may
-        // have to look (the effect, the body that could not be replayed).
-        _ if matches!(
-            reason,
-            Some(GiveUp::MayHaveTakenEffect | GiveUp::NotReplayable)
-        ) =>
-        {
-            Level::Warn
-        }
-        Outcome::Retrying | Outcome::Resuming => Level::Warn,
-        Outcome::Recovered => Level::Debug,
-        Outcome::GaveUp | Outcome::BudgetExhausted if attempt > 1 => Level::Warn,
-        Outcome::GaveUp | Outcome::BudgetExhausted => Level::Debug,
-    }
-}
-
-/// `event` as a `tracing` event, at its level.
+/// `event` as a `tracing` event, at the `level` its decision gave it
+/// ([`Decision::level`](crate::engine::Decision::level)).
 #[cfg(feature = "tracing")]
-pub(crate) fn trace(e: &RetryEvent) {
+pub(crate) fn trace(e: &RetryEvent, level: Level) {
     // Saturating: a backoff may be `Duration::MAX`, past `u64` milliseconds.
     let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let delay_ms = e.delay.map(ms);
@@ -293,7 +263,7 @@ pub(crate) fn trace(e: &RetryEvent) {
             )
         };
     }
-    match level(e.outcome, e.attempt, e.reason) {
+    match level {
         Level::Debug => event!(tracing::Level::DEBUG),
         Level::Warn => event!(tracing::Level::WARN),
     }

@@ -112,18 +112,13 @@
 // once per process (the same test). Within a module,
 // files may import each other and through their `mod.rs`.
 //
-// The imports that run back up (the first two open no circle of files):
+// The imports that run back up (neither opens a circle of files):
 // - `events.rs` re-exports `observe` and `Observed` from
 //   `ambient/observers.rs`, where the observer stack lives;
 // - `ambient/upstream.rs`, the thread-local of the upstream in force, holds
 //   the handle type of `upstream/handle.rs`, whose state (`pacer`, `hold`,
 //   `store` and what they hold) reaches neither that thread-local nor
-//   `upstream/mod.rs`, which reads it;
-// - `stream/resuming.rs`, `stream/started.rs` and `stream/starting.rs` take
-//   `ResumePoint`, `Resumer` and `resume` from `run/resumed.rs`, which
-//   drives a resume's attempts as `run/` drives the call's, and takes
-//   `Started`, `Resume` and `StreamError` from `stream/`: a circle of
-//   files (`run/resumed.rs`, `stream/mod.rs`, `stream/starting.rs`).
+//   `upstream/mod.rs`, which reads it.
 //
 // - `vocab/`, the ground: `category`, `layer` (with the layer rule,
 //   `Layer::may_nest_in`), `reached`, `timeout_error`, `classify`,
@@ -133,7 +128,8 @@
 //   `site` (an annotated fn's `const`). This file re-exports them.
 // - `engine/`: decisions. `Failure` and `Limits` in (the deadline, the
 //   budget, the bucket, idempotence, opt-in), the whole verdict out
-//   (`RetryState::decide`: `Decision`, its `GiveUp` and its `Outcome`),
+//   (`RetryState::decide`: `Decision`, its `GiveUp`, its `Outcome` and
+//   the `Level` of its event, decided with it: `Decision::level`),
 //   `backoff`. No clock and no future; its one side effects are the
 //   bucket's charge it is given and the jitter's draws from fastrand's
 //   thread generator (listed in `ambient`'s table, with the others).
@@ -155,15 +151,16 @@
 // - `ambient/`: every thread-local and process global of the crate, and
 //   nothing else has one (but `metrics`' instruments): what is in force during one poll, put in and
 //   taken back by one guard (`Swap`) or, for a call's own poll, one
-//   exchange (`exchange::install` / `restore`); what a failing call reads
-//   around it, and its take from the budget in force (`budget`); the
+//   exchange (`exchange`: the attempt's word, `AttemptSlot`, and the
+//   outermost call's `Budget`, installed and restored on each poll; what a
+//   failing call reads around it, and the retry it charges the budget); the
 //   observer stack and what is sent to it (`observers`); the layer-violation reports waiting
 //   for their outer call (`violations`); the connect lists (`connect`);
 //   the upstream in force for `upstream::current()` (`upstream`).
 //   Its module docs list each: what, who writes it, when.
-// - `connect`, `task`, `attempt`, then `stream/`: the boundaries a body
-//   uses (`connect()`, `scope`, `current_attempt`, `started`), each
-//   reading or putting its piece of `ambient`.
+// - `connect`, `task`, `attempt`: the boundaries a body uses
+//   (`connect()`, `scope`, `current_attempt`), each reading or putting its
+//   piece of `ambient`.
 // - `http/`: status and header classification, `Retry-After` and rate-limit
 //   parsing, and the reqwest connector over `connect`.
 // - `upstream/`: the state calls against one upstream share, as gates.
@@ -184,17 +181,26 @@
 //   `health`); `fleet`: the fleet gate, an attempt's hold, probe's lease
 //   and pace at a store.
 // - `run/`: what generated code drives: `Overrides`, which makes the fn's
-//   `Site`; `Call<D>` (`call.rs`: each poll of an attempt, `Attempt`), `D`
-//   its time limits' share (`Untimed`, or `Timing` for `TimedCall`, with
-//   `Timed`, an attempt under them: `timed.rs`), the rest a `CallState` it derefs to, whose
-//   cold paths compile once; what the call does after an attempt
-//   (`after.rs`: `said_idempotent`, `next`, `next_after`, `sleep`), written
-//   once for both; `Once` (`#[timeout]` alone); a call's `AtUpstream`
+//   `Site`; `Call<D>` (`state.rs`, beneath the rest of the folder) and its
+//   one `impl` (`call.rs`: every step generated code and `adapter::drive`
+//   call: `new`, `attempt`, `timed`, `wait_at`, `said_idempotent`, `next`,
+//   `next_after`), `D` its time limits' share
+//   (`Untimed`, or `Timing` for `TimedCall`, with `Timed`, an attempt under
+//   them: `timed.rs`), the rest a `CallState` it derefs to, whose cold
+//   paths compile once: each poll of an attempt (`poll.rs`: `Attempt`, the
+//   attempt put in force) and what the call does after a failed attempt
+//   (`after.rs`: the verdict applied, `sleep`); `Once` (`#[timeout]` alone); a call's `AtUpstream`
 //   (its `Reservation`, admitted, waited for and settled; its cost, its wait
 //   and why) and `WithUpstream` (the upstream in force
 //   while an attempt is polled); the
 //   layer-violation report; and the bound traits whose `on_unimplemented`
 //   messages the user sees.
+// - `stream/`: the boundary a body awaits its stream at (`started`),
+//   reading and putting its piece of `ambient`, and the `Started` stream
+//   it returns; one that resumes after its content (`resumer.rs`: where
+//   its call stood, `ResumePoint`, and `resume`) drives the resume's
+//   attempts through `run/`'s call, as the fn's were: so it stands above
+//   `run/`.
 // - `adapter/`: what the `tower` layer and the `reqwest_middleware`
 //   middleware share: their options (`Options`, `Timeouts`) and `drive`,
 //   the loop that runs a request's attempts through `run/`'s calls (the
@@ -218,23 +224,23 @@
 // (the slot's bits, `Budget`'s arithmetic, the getters: after the list) a
 // count of the files entered counts too.
 //
-// 1. `run/call.rs`: generated code awaits `call.attempt(async { body })`.
-//    Each poll (`Attempt::poll`) builds the attempt's slot (`Call::enter`)
-//    and
+// 1. `run/poll.rs`: generated code awaits `call.attempt(async { body })`
+//    (`run/call.rs`). Each poll (`Attempt::poll`) builds the attempt's slot
+//    (`CallState::enter`) and
 // 2. `ambient/exchange.rs` puts it in force (`install`, one access in; on
 //    the call's first poll `install_first`, which reads in the same access
 //    what is around the call: whether it owns the budget, whether a task
 //    policy is in force or it breaks the layer rule, and then
-//    `Call::resolve` reads those first, `exchange::around`, the rare path).
+//    `CallState::resolve` reads those first, `exchange::around`, the rare path).
 //    The body is polled and fails; the guard's drop puts the outer attempt
 //    back (`restore`, one access out; loops nested in the poll that broke
 //    the layer rule go to `run::violation::report`, the rare path).
-// 3. `run/after.rs`: generated code calls `call.next(&result, config,
+// 3. `run/call.rs`: generated code calls `call.next(&result, config,
 //    self_type)` (`next_after` with an upstream, which then settles the
-//    turn). `result.error()` (`RetryResult`, in this file), then
+//    turn). `result.error()` (`RetryResult`, in `run/after.rs`), then
 // 4. `engine/mod.rs`: `Failure::of` classifies the error (`Classify`).
-//    Back in `after.rs`, `failed` reads the clock once and
-// 5. `ambient/budget.rs` what is around the call, in one access
+//    `run/after.rs`'s `failed` reads the clock once and
+// 5. `ambient/exchange.rs` what is around the call, in one access
 //    (`around_failure`: the budget in force, the idempotence of the
 //    attempt around it, whether a task policy is in force: only then is
 //    the policy's `retry:` looked up, in `task.rs`). It resolves the
@@ -243,10 +249,11 @@
 //    (`RetryState::decide`: the bucket charged, `NotOptedIn`, the budget,
 //    idempotence), whose delay is
 // 7. `engine/backoff.rs`'s `backoff`, jittered. `after.rs` applies the
-//    verdict: a retry is counted against the budget (the call's own, or
-// 8. the one in force: `ambient/budget.rs`'s second entry,
-//    `take_from_budget`); the event is built only if
-// 9. `ambient/observers.rs` says anyone listens (`listening`, `emit`);
+//    verdict: a retry is charged to the budget by
+// 8. `ambient/exchange.rs`'s `charge` (the call's own, or the one in
+//    force); the event is built only if
+// 9. `ambient/observers.rs` says anyone listens at the level the verdict
+//    gave it (`listening`, `emit`);
 //    `next` returns the instant to retry at.
 // 10. Generated code sleeps until it (`sleep`: `run/after.rs`'s second
 //    entry) and loops to 1.
@@ -257,9 +264,10 @@
 // `TimeLimited::poll_with` (`time/limited.rs`) polls the body under its
 // limits; an expiry becomes the fn's error through `FromTimeout`. What a
 // failure reads on its way but does not enter is values: the slot's bits
-// (`ambient/slot.rs`), `Budget`'s arithmetic, the getters of `RetryConfig`,
-// `ErrorCategory` and `Reached` (`vocab/`), `Decision::outcome`
-// (`engine/verdict.rs`), `events::level`, `time::later`.
+// and `Budget`'s arithmetic (`ambient/exchange.rs`), the getters of `RetryConfig`,
+// `ErrorCategory` and `Reached` (`vocab/`), `Decision::outcome` and
+// `Decision::level` (`engine/verdict.rs`), `time::later`, the call's
+// `Deadline` (`run/state.rs`).
 //
 // ## One stream item
 //

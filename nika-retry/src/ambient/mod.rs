@@ -26,7 +26,7 @@
 //! |---|---|---|---|
 //! | `CONTEXT.attempt` ([`AttemptSlot`]) | the innermost attempt: layer, number, max, key / frame / stream-request / idempotence bits, violations to report | [`exchange::install`] / [`exchange::restore`]; `current_attempt` (key bit), a stream (request bit), a nested loop (violations), `#[timeout]` alone (its `ALONE` mark; the frame bit once asked) | each poll of an attempt |
 //! | `CONTEXT.key` | the logical request's idempotency key (the outermost call's, shared by the attempts nested in it) | the owner's exchange (swap), `current_attempt` (draw) | a poll of an owner where either attempt has a key |
-//! | `CONTEXT.budget` ([`Budget`]) | the outermost call's attempt budget | the exchange of the call that owns it; a nested call's retry ([`budget::take_from_budget`], after its one read of what is around it, [`budget::around_failure`]) | each poll of the outermost call |
+//! | `CONTEXT.budget` ([`Budget`]) | the outermost call's attempt budget | the exchange of the call that owns it; a nested call's retry ([`exchange::charge`], after its one read of what is around it, [`exchange::around_failure`]) | each poll of the outermost call |
 //! | `CONTEXT.connect` ([`ConnectLimit`]) | the attempt's connect limit, and whether a boundary read it | a [`Swap`] in `connect::poll_under`; `connect()` and the reqwest connector mark it read | each poll of an attempt with `connect` |
 //! | `POLICY`, `CONTEXT.scoped` | the task policy in force, and whether there is one (`scoped`, kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |
 //! | `STREAM` ([`StreamFrame`]) | the limits a stream awaited in the innermost fn takes | a [`Swap`] in the poll of a call or a `#[timeout]` alone, once a stream asked (from the first poll if its fn returns `Started`) | each such poll |
@@ -45,25 +45,24 @@ use core::cell::{Cell, RefCell};
 use crate::vocab::key::IdempotencyKey;
 use crate::vocab::policy::TaskPolicy;
 
-mod budget;
 pub(crate) mod connect;
 pub(crate) mod exchange;
 mod frame;
 pub(crate) mod observers;
 mod scoped;
-mod slot;
 #[cfg(test)]
 mod tests;
 mod upstream;
 pub(crate) mod violations;
 
-pub(crate) use budget::{AroundFailure, Budget, around_failure, budget, take_from_budget};
 pub(crate) use connect::{Connect, ConnectLimit, connect_limit};
+pub(crate) use exchange::{
+    AroundFailure, AttemptSlot, Budget, Idempotence, around_failure, budget, charge,
+};
 pub(crate) use frame::{
     Alone, AloneMark, Frame, FrameInForce, OnceFrame, SiteOf, StreamFrame, stream_frame,
 };
 pub(crate) use scoped::{Policy, Scoped, with_policy};
-pub(crate) use slot::{AttemptSlot, Idempotence};
 pub(crate) use upstream::{InForce, InForceUpstream, departed, upstream};
 
 /// A value put in force on the thread for one poll: its place, and how a

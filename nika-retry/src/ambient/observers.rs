@@ -10,8 +10,9 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Arc;
 
+use crate::engine::Level;
 use crate::events::upstream::UpstreamEvent;
-use crate::events::{Level, RetryEvent, RetryObserver};
+use crate::events::{RetryEvent, RetryObserver};
 
 std::thread_local! {
     /// The observers of the futures being polled, outermost first.
@@ -113,10 +114,12 @@ pub(crate) fn listening(level: Level) -> bool {
     OBSERVERS.with(|o| !o.borrow().is_empty())
 }
 
-/// Sends `event` to `tracing` and to every observer in force, innermost first.
-pub(crate) fn emit(event: &RetryEvent) {
+/// Sends `event` to `tracing`, at `level`, and to every observer in
+/// force, innermost first.
+#[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
+pub(crate) fn emit(event: &RetryEvent, level: Level) {
     #[cfg(feature = "tracing")]
-    crate::events::trace(event);
+    crate::events::trace(event, level);
     OBSERVERS.with(|o| {
         for observer in o.borrow().iter().rev() {
             observer.on_event(event);

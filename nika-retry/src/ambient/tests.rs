@@ -4,7 +4,9 @@
 use core::cell::Cell;
 use core::time::Duration;
 
-use super::exchange::{around, attempt, count_violation, install, install_first, restore};
+use super::exchange::{
+    around, attempt, count_violation, install, install_first, restore, take_from_budget,
+};
 use super::*;
 use crate::vocab::layer::Layer;
 

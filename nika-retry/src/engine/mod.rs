@@ -55,6 +55,7 @@ mod tests;
 mod verdict;
 
 pub use backoff::backoff;
+pub(crate) use verdict::Level;
 pub use verdict::{Decision, GiveUp, Outcome};
 
 /// What the engine needs to know about one failed attempt.

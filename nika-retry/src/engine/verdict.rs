@@ -125,6 +125,23 @@ impl Decision {
         }
     }
 
+    /// How loud the event of this decision after the 1-based `attempt` is,
+    /// decided here with the verdict so that no one recomputes it: a retry
+    /// and a give-up after retries are WARN, a give-up on the first
+    /// attempt DEBUG (not retryable, a one-attempt layer, the 429 the http
+    /// layer leaves to the provider), but for a failure that would have
+    /// been retried and was not because repeating it is unsafe (the
+    /// attempt may have taken effect, the request cannot be sent again):
+    /// WARN even on the first attempt, since someone may have to look.
+    pub(crate) const fn level(self, attempt: u32) -> Level {
+        match self {
+            Decision::Retry { .. }
+            | Decision::GiveUp(GiveUp::MayHaveTakenEffect | GiveUp::NotReplayable) => Level::Warn,
+            Decision::GiveUp(_) if attempt > 1 => Level::Warn,
+            Decision::GiveUp(_) => Level::Debug,
+        }
+    }
+
     /// Why it gave up; `None` for a retry.
     pub const fn reason(self) -> Option<GiveUp> {
         match self {
@@ -132,6 +149,23 @@ impl Decision {
             Decision::GiveUp(why) => Some(why),
         }
     }
+}
+
+/// How loud an event is in the logs: a decision's is
+/// [`Decision::level`]'s; a recovery is [`Level::RECOVERED`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// A give-up on the first attempt and a recovery.
+    Debug,
+    /// A retry, and a give-up after at least one retry.
+    Warn,
+}
+
+impl Level {
+    /// The level of a recovery (an attempt that succeeded after retries,
+    /// or after a wait at its upstream): DEBUG, the retries before it
+    /// having said the rest.
+    pub(crate) const RECOVERED: Level = Level::Debug;
 }
 
 /// How a decision ended.

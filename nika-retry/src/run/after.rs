@@ -1,9 +1,11 @@
-//! What a call does after each attempt, the one decision generated code
-//! asks for ([`Call::next`], [`Call::next_after`] with an upstream): the
-//! engine gives the whole verdict ([`RetryState::decide`]); the call applies
-//! it (the instant to wake at, the budget's count, the event). With
-//! `idempotent = …` the call says as it starts whether it may repeat an
-//! attempt; without it, it follows the calls around it.
+//! What a call does after each attempt that failed, or that succeeded in a
+//! way someone counts: the cold paths of the one decision generated code
+//! asks for ([`Call::next`](super::call::Call::next), `next_after` with an
+//! upstream), on [`CallState`], so that they compile once for every `D`.
+//! The engine gives the whole verdict ([`RetryState::decide`]); the call
+//! applies it (the instant to wake at, the budget's charge, the event).
+//! With `idempotent = …` the call says as it starts whether it may repeat
+//! an attempt; without it, it follows the calls around it.
 
 use core::num::NonZeroU32;
 use core::time::Duration;
@@ -11,190 +13,17 @@ use std::borrow::Cow;
 
 use tokio::time::Instant;
 
-use super::call::{Call, CallState, Deadline};
-use super::upstream::AtUpstream;
+use super::state::CallState;
 use crate::ambient::{self, AroundFailure, Budget, Idempotence, observers};
-use crate::engine::{Decision, Failure, Limits, RetryState, backoff};
-use crate::events::{self, Outcome, RetryEvent, WaitReason};
-use crate::metrics::{self, End};
+use crate::engine::{Decision, Failure, Level, Limits, RetryState, backoff};
+use crate::events::{Outcome, RetryEvent, WaitReason};
+use crate::metrics::End;
 use crate::task;
 use crate::time::{Nanos, later};
 use crate::upstream::Upstream;
 use crate::vocab::category::ErrorCategory;
-use crate::vocab::classify::Classify;
 use crate::vocab::config::RetryConfig;
 use crate::vocab::layer::Layer;
-
-impl<D: Deadline> Call<D> {
-    /// As the call starts: whether it is idempotent, as `idempotent` (the
-    /// attribute's expression, evaluated here, once per call, before the
-    /// body can move what it reads) says; the engine then retries only what
-    /// certainly had no effect ([`Reached`](crate::vocab::reached::Reached)),
-    /// here and in the calls nested in its attempts that do not say
-    /// `idempotent = true` themselves (README, "Calls with side
-    /// effects", Inward).
-    #[inline(always)]
-    pub fn said_idempotent(&mut self, idempotent: impl FnOnce() -> bool) {
-        self.idempotent = Idempotence::said(idempotent());
-    }
-
-    /// After an attempt: when to start the next one (the backoff from now),
-    /// or `None` to return `result`; an instant rather than the delay, so
-    /// that the clock read that timed the failure serves the sleep too.
-    /// `config` is the attribute's `config = …`, evaluated only if the
-    /// attempt failed; `self_type` names the impl's type of a method, for
-    /// the events.
-    #[inline(always)]
-    pub fn next<R, C>(
-        &mut self,
-        result: &R,
-        config: C,
-        self_type: Option<fn() -> &'static str>,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        self.after((Nanos::NONE, None), result, config, self_type, Again::Sent)
-            .0
-    }
-
-    /// [`next`](Call::next) for a call with an upstream: the attempt's
-    /// outcome goes to the upstream too (unless a success tells it nothing).
-    #[inline(always)]
-    pub fn next_after<R, C>(
-        &mut self,
-        at: &mut AtUpstream<'_>,
-        result: &R,
-        config: C,
-        self_type: Option<fn() -> &'static str>,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        self.settle_after(at, result, config, self_type, Again::Sent)
-    }
-
-    /// [`next_after`](Call::next_after) for a streamed response that
-    /// resumes ([`Started::resume_with`](crate::stream::Started::resume_with)),
-    /// having given its caller `delivered` items: the cut, then each
-    /// resume's attempt before its content, decided as any attempt, said
-    /// in its event as a resume.
-    #[inline]
-    pub(crate) fn next_resuming<R>(
-        &mut self,
-        at: &mut AtUpstream<'_>,
-        result: &R,
-        delivered: u64,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-    {
-        self.settle_after(at, result, NO_CONFIG, None, Again::Resumed(delivered))
-    }
-
-    /// [`next_after`](Call::next_after) and [`next_resuming`](Call::next_resuming).
-    #[inline(always)]
-    fn settle_after<R, C>(
-        &mut self,
-        at: &mut AtUpstream<'_>,
-        result: &R,
-        config: C,
-        self_type: Option<fn() -> &'static str>,
-        again: Again,
-    ) -> Option<Instant>
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        let waited = at.waited();
-        if let Some(span) = waited_at_upstream(waited) {
-            self.upstream_waited(at, span, waited.1);
-        }
-        if result.error().is_none() && at.quiet() {
-            // The common case apart: no failure to carry to `settle`, no
-            // backoff to draw for it.
-            return self.after(waited, result, config, self_type, again).0;
-        }
-        let (until, failure) = self.after(waited, result, config, self_type, again);
-        if let (Some(failure), Some(upstream)) = (&failure, at.upstream()) {
-            metrics::refused(upstream.name(), static_name(upstream), failure);
-        }
-        at.settle(failure, until);
-        until
-    }
-
-    /// The attempt waited `span` at the upstream of `at`: time with no
-    /// attempt in flight, for the call's metrics, and a wait of its own.
-    #[cold]
-    #[inline(never)]
-    fn upstream_waited(&mut self, at: &AtUpstream<'_>, span: Duration, why: Option<WaitReason>) {
-        self.metrics.idle(span);
-        if let Some(upstream) = at.upstream() {
-            metrics::waited(upstream.name(), static_name(upstream), span, why);
-        }
-    }
-
-    /// [`next`](Call::next), for a call that waited `waited` at its
-    /// upstream (none: it did not), under its deadline if it has one; with the failure it
-    /// classified, for the upstream to read rather than classify again
-    /// (the callers that drop it pay a copy: BENCHMARKS.md, "The kernel's
-    /// last moves").
-    #[inline(always)]
-    fn after<R, C>(
-        &mut self,
-        waited: (Nanos, Option<WaitReason>),
-        result: &R,
-        config: C,
-        self_type: Option<fn() -> &'static str>,
-        again: Again,
-    ) -> (Option<Instant>, Option<Failure>)
-    where
-        R: RetryResult,
-        R::Error: Classify,
-        C: FnOnce() -> Option<RetryConfig>,
-    {
-        match result.error() {
-            // A first attempt that succeeds, outside any token bucket: done.
-            None if self.attempt == 1 && self.bucket.is_none() && waited.0.is_none() => {
-                self.metrics.ended(self.start, self.site, 1, End::Success);
-                (None, None)
-            }
-            None => {
-                self.succeeded(self_type, waited);
-                let end = if self.attempt > 1 {
-                    End::Recovered
-                } else {
-                    End::Success
-                };
-                self.metrics.ended(self.start, self.site, self.attempt, end);
-                (None, None)
-            }
-            Some(error) => {
-                let failure = Failure::of(error);
-                let deadline = self.timing.deadline();
-                let next = self.failed(
-                    failure,
-                    deadline,
-                    waited,
-                    &mut lazy(config),
-                    self_type,
-                    if result.replayable() {
-                        again
-                    } else {
-                        Again::NotReplayable
-                    },
-                );
-                (next, Some(failure))
-            }
-        }
-    }
-}
 
 impl CallState {
     /// Whether this call, having failed, may repeat an attempt that may
@@ -231,7 +60,7 @@ impl CallState {
     /// After a success that a token bucket counts, that took retries, or
     /// that waited at its upstream.
     #[cold]
-    fn succeeded(
+    pub(super) fn succeeded(
         &mut self,
         self_type: Option<fn() -> &'static str>,
         waited: (Nanos, Option<WaitReason>),
@@ -242,9 +71,7 @@ impl CallState {
         }
         // A first attempt says so only if it waited at its upstream (DEBUG).
         let waited_first = !retried && waited_at_upstream(waited).is_some();
-        if !(retried || waited_first)
-            || !observers::listening(events::level(Outcome::Recovered, self.attempt, None))
-        {
+        if !(retried || waited_first) || !observers::listening(Level::RECOVERED) {
             return;
         }
         // As the failed attempts left it (`retried`: they set it):
@@ -260,11 +87,11 @@ impl CallState {
         );
         event.upstream_wait = waited_at_upstream(waited);
         event.wait_reason = event.upstream_wait.and(waited.1);
-        observers::emit(&event);
+        observers::emit(&event, Level::RECOVERED);
     }
 
     #[cold]
-    fn failed(
+    pub(super) fn failed(
         &mut self,
         failure: Failure,
         deadline: Option<Instant>,
@@ -311,9 +138,12 @@ impl CallState {
             (outcome, _) => outcome,
         };
         let (delay, from_hint, reason, budget) = match decision {
-            Decision::Retry { delay, from_hint } => {
-                (Some(delay), from_hint, None, self.take_from_budget())
-            }
+            Decision::Retry { delay, from_hint } => (
+                Some(delay),
+                from_hint,
+                None,
+                ambient::charge(&mut self.budget),
+            ),
             Decision::GiveUp(why) => (None, false, Some(why), budget),
         };
         let wake = delay.map(|delay| later(now, delay));
@@ -326,7 +156,8 @@ impl CallState {
                 End::Failed(outcome, failure.category),
             ),
         }
-        if !observers::listening(events::level(outcome, attempt, reason)) {
+        let level = decision.level(attempt);
+        if !observers::listening(level) {
             return wake;
         }
         if self.first_failure.is_none() {
@@ -349,20 +180,8 @@ impl CallState {
         if let Again::Resumed(delivered) = again {
             event.resumed_after = Some(delivered);
         }
-        observers::emit(&event);
+        observers::emit(&event, level);
         wake
-    }
-
-    /// Counts one retry against the budget of the outermost call (this
-    /// call's, or the one in force); returns that budget as it is then.
-    fn take_from_budget(&mut self) -> Option<Budget> {
-        match &mut self.budget {
-            Some(own) => {
-                *own = own.took_one();
-                Some(*own)
-            }
-            None => ambient::take_from_budget(),
-        }
     }
 
     /// The event of a decision after `attempt` of `max_attempts`, with the
@@ -414,7 +233,7 @@ pub(crate) enum Again {
 }
 
 /// An event's `upstream_wait`: `None` for an attempt that did not wait.
-fn waited_at_upstream(waited: (Nanos, Option<WaitReason>)) -> Option<Duration> {
+pub(super) fn waited_at_upstream(waited: (Nanos, Option<WaitReason>)) -> Option<Duration> {
     waited.0.get().filter(|waited| !waited.is_zero())
 }
 
@@ -463,7 +282,9 @@ fn no_config() -> Option<RetryConfig> {
 
 /// `config` as a non-generic `FnMut`, so that the cold paths are compiled once.
 #[inline]
-fn lazy<C: FnOnce() -> Option<RetryConfig>>(config: C) -> impl FnMut() -> Option<RetryConfig> {
+pub(super) fn lazy<C: FnOnce() -> Option<RetryConfig>>(
+    config: C,
+) -> impl FnMut() -> Option<RetryConfig> {
     let mut config = Some(config);
     move || config.take().and_then(|c| c())
 }
@@ -471,7 +292,7 @@ fn lazy<C: FnOnce() -> Option<RetryConfig>>(config: C) -> impl FnMut() -> Option
 /// `upstream`'s name if it was given as a `&'static str`, for the metrics
 /// (an attribute that costs no allocation); none without them.
 #[inline(always)]
-fn static_name(upstream: &Upstream) -> Option<&'static str> {
+pub(super) fn static_name(upstream: &Upstream) -> Option<&'static str> {
     #[cfg(feature = "opentelemetry")]
     return upstream.static_name();
     #[cfg(not(feature = "opentelemetry"))]

@@ -5,18 +5,20 @@
 //!
 //! - [`site`]: the `const` each annotated fn resolves to ([`Site`]), and
 //!   its per-attempt limits ([`AttemptLimits`]).
-//! - [`call`]: one call of a `#[retry]` fn ([`Call`]) and each poll of an
-//!   attempt ([`Attempt`]): the attempt put in force, the body polled.
-//! - [`after`]: what the call does after an attempt, once for every kind of
-//!   call: `idempotent = …`, `next` / `next_after` (the attempt's error read
-//!   through [`RetryResult`], the engine's verdict applied), and the `sleep`
-//!   until the next attempt.
+//! - [`state`]: what one call of a `#[retry]` fn keeps ([`Call`]), beneath
+//!   the rest of the folder.
+//! - [`call`]: the one `impl` of [`Call`]: every step generated code and
+//!   the adapters call on it: its attempts, the wait at its upstream,
+//!   `idempotent = …`, `next` / `next_after`.
+//! - [`poll`]: each poll of an attempt ([`Attempt`]): the attempt put in
+//!   force, the body polled.
+//! - [`after`]: the decision's cold paths, once for every kind of call (the
+//!   attempt's error read through [`RetryResult`], the engine's verdict
+//!   applied), and the `sleep` until the next attempt.
 //! - [`timed`]: the time limits of a call with `#[timeout]` beside
 //!   `#[retry]` ([`Timing`], the `D` of [`TimedCall`]), and [`Timed`], an
 //!   attempt under them.
 //! - [`once`]: `#[timeout]` alone, one run of the body ([`Once`]).
-//! - [`resumed`]: a streamed response's resumes, as attempts of the call
-//!   that started it ([`ResumePoint`](resumed::ResumePoint)).
 //! - [`upstream`]: an attempt's pass through its shared upstream ([`AtUpstream`]).
 //! - [`violation`]: the report of a loop that breaks the layer rule.
 //! - [`bounds`]: the traits generated code puts on the user's types, each
@@ -26,17 +28,19 @@ pub(crate) mod after;
 pub(crate) mod bounds;
 pub(crate) mod call;
 pub(crate) mod once;
-pub(crate) mod resumed;
+pub(crate) mod poll;
 pub(crate) mod site;
+pub(crate) mod state;
 pub(crate) mod timed;
 pub(crate) mod upstream;
 pub(crate) mod violation;
 
 pub use after::{NO_CONFIG, RetryResult, sleep};
 pub use bounds::{AsUpstream, FromHeld, FromTimeout, IntoConfig, IntoLimit, MovedByEachAttempt};
-pub use call::{Attempt, Call};
 pub use once::{Once, once};
+pub use poll::Attempt;
 pub use site::{AttemptLimits, Overrides, Site};
+pub use state::Call;
 pub use timed::{Timed, TimedCall};
 pub(crate) use upstream::as_attempt;
 pub use upstream::{AtUpstream, IntoCost, WithUpstream};

@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::call::{Call, Deadline};
-use super::site::{AttemptLimits, Site};
+use super::state::{Call, Deadline};
 use crate::ambient::{ConnectLimit, Frame, Swap};
 use crate::connect;
 use crate::time::{Progress, TimeLimited, Total};
@@ -28,6 +27,17 @@ pub struct Timing {
     progress: Option<Arc<Progress>>,
 }
 
+impl Timing {
+    /// The share of a call bounded in all by `total`, if given.
+    #[inline(always)]
+    pub(super) fn new(total: Option<Duration>) -> Timing {
+        Timing {
+            deadline: Total::from_now(total),
+            progress: None,
+        }
+    }
+}
+
 impl Deadline for Timing {
     #[inline(always)]
     fn deadline(&self) -> Option<Instant> {
@@ -39,65 +49,20 @@ impl Deadline for Timing {
 /// attempts share its `Timing`.
 pub type TimedCall = Call<Timing>;
 
-impl Call<Timing> {
-    /// A call of `site`, bounded in all by `total` if given.
-    #[inline(always)]
-    pub fn new(site: &'static Site, total: Option<Duration>) -> TimedCall {
-        Call::with(
-            site,
-            Timing {
-                deadline: Total::from_now(total),
-                progress: None,
-            },
-        )
-    }
-
-    /// [`TimedCall::new`] for a fn whose return type names `Started` ([`Call::streamed`]).
-    #[inline(always)]
-    pub fn streamed(site: &'static Site, total: Option<Duration>) -> TimedCall {
-        let mut call = TimedCall::new(site, total);
-        call.streams = true;
-        call
-    }
-
-    /// Runs one attempt under `limits` and the call's total deadline.
-    /// `into_error` is `FromTimeout::from_timeout`, named by the expansion at
-    /// the fn's error type (as for [`once`](super::once)), so that a
-    /// missing `From<TimeoutError>` is reported there and nowhere in here.
-    #[inline]
-    pub fn timed<F, T, E>(
-        &mut self,
-        limits: AttemptLimits,
-        fut: F,
-        into_error: fn(TimeoutError) -> E,
-    ) -> Timed<'_, F, E>
-    where
-        F: Future<Output = Result<T, E>>,
-    {
-        let (inner, connect) = limits.arm(fut, self.site.layer);
-        Timed {
-            inner,
-            connect,
-            call: self,
-            into_error,
-        }
-    }
-}
-
 pin_project_lite::pin_project! {
     /// One attempt under its time limits; an expiry becomes the fn's error.
     pub struct Timed<'a, F, E> {
         #[pin]
-        inner: TimeLimited<F>,
-        connect: Option<ConnectLimit>,
+        pub(super) inner: TimeLimited<F>,
+        pub(super) connect: Option<ConnectLimit>,
         // For its total deadline, its budget and its attempt's context.
-        call: &'a mut TimedCall,
+        pub(super) call: &'a mut TimedCall,
         // A fn pointer rather than an `E: FromTimeout` bound here or the fn
         // item the expansion names (which would save its 8 bytes), so that
         // a missing `From<TimeoutError>` is reported once, where the
         // expansion names `FromTimeout::from_timeout`: a bound on `Fn`
         // would check the fn item's own bound again at each use.
-        into_error: fn(TimeoutError) -> E,
+        pub(super) into_error: fn(TimeoutError) -> E,
     }
 }
 

@@ -9,19 +9,18 @@ use core::task::{Context, Poll};
 
 use tokio::time::Instant;
 
-use super::call::{Call, Deadline};
 use crate::ambient::{InForce, InForceUpstream, Swap};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::time::Nanos;
-use crate::upstream::{COST_UNKNOWN, Held, Reservation, Upstream};
+use crate::upstream::{COST_UNKNOWN, Reservation, Upstream};
 
 /// A call's place at its upstream, for the generated loop: kept for the
 /// whole call (a probe's turn, dropped with its cancelled call, passes
 /// on), idle between attempts, so that an attempt at an open upstream
 /// builds nothing and carries nothing new across its `await`. `None`:
 /// the expression named no upstream, and the call is alone.
-pub struct AtUpstream<'u>(Option<Reservation<'u>>);
+pub struct AtUpstream<'u>(pub(super) Option<Reservation<'u>>);
 
 impl<'u> AtUpstream<'u> {
     /// The place of a call at `upstream`, idle until an attempt is admitted.
@@ -179,38 +178,5 @@ impl<F: Future> Future for WithUpstream<F> {
         }
         let _in_force = Swap::<InForceUpstream>::new(this.in_force);
         this.fut.poll(cx)
-    }
-}
-
-impl<D: Deadline> Call<D> {
-    /// Waits until the upstream lets the next attempt start, an attempt
-    /// [`AtUpstream::admit`] refused until `until`: within the call's
-    /// `total` deadline if it has one; `Held` if the hold is longer than
-    /// the call's `max_retry_after`. Only the boxed wait's handle lives
-    /// across the `await`, in the future of every fn that names an
-    /// upstream.
-    #[inline]
-    pub async fn wait_at(&self, at: &mut AtUpstream<'_>, until: Instant) -> Result<(), Held> {
-        let Some(r) = &mut at.0 else {
-            return Ok(());
-        };
-        let (cap, deadline) = (self.site.config.max_retry_after, self.timing.deadline());
-        let waited = r.upstream().wait(r, until, cap, deadline).await;
-        // Held: the call ends here, after the attempts it made. Only with
-        // metrics does the future keep `self` across the wait.
-        #[cfg(feature = "opentelemetry")]
-        if waited.is_err() {
-            self.ended_held();
-        }
-        waited
-    }
-
-    /// The call returns `Held` before its next attempt: its metrics.
-    #[cfg(feature = "opentelemetry")]
-    #[cold]
-    fn ended_held(&self) {
-        let attempts = self.attempt - 1;
-        let end = crate::metrics::End::Held;
-        self.metrics.ended(self.start, self.site, attempts, end);
     }
 }

@@ -98,12 +98,13 @@
 //! task spawned from one) it only waits for the first content, and the
 //! [`Started`] it gives applies no limit.
 
-pub(crate) mod carried;
+mod carried;
 #[cfg(any(feature = "tower", feature = "reqwest-middleware"))]
 mod in_force;
 mod resume;
 #[cfg(test)]
 mod resume_tests;
+mod resumer;
 mod resuming;
 mod started;
 mod starting;

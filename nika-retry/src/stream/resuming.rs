@@ -9,8 +9,8 @@ use core::time::Duration;
 
 use futures_core::{FusedStream, Stream};
 
+use super::resumer::{Resumer, resume};
 use super::{Resume, Started, StreamError};
-use crate::run::resumed::{Resumer, resume};
 use crate::vocab::classify::Classify;
 
 /// A resume in flight: its attempts, then the stream it opened (or the

@@ -10,7 +10,7 @@ use tokio::time::{Instant, Sleep};
 
 use super::StreamError;
 use super::carried::Carried;
-use crate::run::resumed::ResumePoint;
+use super::resumer::ResumePoint;
 use crate::time::Total;
 use crate::vocab::timeout_error::{Boundary, TimeoutError};
 

@@ -9,10 +9,10 @@ use futures_core::Stream;
 use tokio::time::Instant;
 
 use super::carried::Carried;
+use super::resumer::ResumePoint;
 use super::{MAX_HELD, Started};
 use crate::ambient::{self, FrameInForce, SiteOf};
 use crate::metrics::FirstChunk;
-use crate::run::resumed::ResumePoint;
 
 /// The future [`started`](super::started) and
 /// [`started_when`](super::started_when) return: it polls the stream until

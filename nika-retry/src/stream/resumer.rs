@@ -1,27 +1,25 @@
 //! A streamed response that resumes after its content
-//! ([`Started::resume_with`](crate::stream::Started::resume_with)): where
-//! its call stood when the content came ([`ResumePoint`]), and the resume
-//! itself ([`resume`]), the attempts of that call that follow on: its
-//! budget, backoff, upstream, limits, key and events.
+//! ([`Started::resume_with`](super::Started::resume_with)): where its
+//! call stood when the content came ([`ResumePoint`]), and the resume
+//! itself ([`resume`]), the attempts of that call that follow on, driven
+//! through `run/`'s call as the fn's were: its budget, backoff, upstream,
+//! limits, key and events.
 
 use core::future::Future;
-use core::num::NonZeroU32;
 use core::time::Duration;
 
 use tokio::time::Instant;
 
-use super::after::sleep;
-use super::site::{AttemptLimits, Site};
-use super::timed::TimedCall;
-use super::upstream::{AtUpstream, WithUpstream};
+use super::carried::Carried;
+use super::{Resume, Started, StreamError};
 use crate::ambient::{self, AttemptSlot, Budget, SiteOf};
-use crate::stream::carried::Carried;
-use crate::stream::{Resume, Started, StreamError};
+use crate::run::{AtUpstream, AttemptLimits, TimedCall, WithUpstream, sleep};
 use crate::task;
 use crate::time::Total;
 use crate::upstream::Upstream;
 use crate::vocab::classify::Classify;
 use crate::vocab::key::IdempotencyKey;
+use crate::vocab::site::Site;
 
 /// Where the call of a started stream stood when its content came: read
 /// once, as the stream starts inside the attempt, since the call's own
@@ -71,21 +69,13 @@ impl ResumePoint {
 
     /// The call, as it goes on after the attempt that delivered the content.
     fn call(&self) -> TimedCall {
-        let mut call = TimedCall::new(self.site, None);
-        call.timing.deadline = self.total;
-        call.streams = true;
-        call.attempt = self.slot.attempt();
-        call.max_attempts = NonZeroU32::new(self.slot.max_attempts());
         // The stream holds the call's budget now, as the call did.
-        call.budget = Some(
-            self.budget
-                .unwrap_or_else(|| Budget::new(task::DEFAULT_BUDGET, self.slot.attempt())),
-        );
-        call.start = Some(self.start.unwrap_or_else(Instant::now));
-        if let Some(key) = self.key {
-            call.keep_key(key);
-        }
-        call
+        let budget = match self.budget {
+            Some(budget) => budget,
+            None => Budget::new(task::DEFAULT_BUDGET, self.slot.attempt()),
+        };
+        let start = self.start.unwrap_or_else(Instant::now);
+        TimedCall::going_on(self.site, self.slot, budget, start, self.total, self.key)
     }
 }
 
