@@ -120,8 +120,14 @@ pub(super) struct Taken {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum How {
-    Refill { span: u64, end: u64 },
+    Refill {
+        span: u64,
+        end: u64,
+    },
     Logged(Sent),
+    /// Not paced (no limit known yet): in flight all the same, so that a
+    /// limit learned while it is out counts it.
+    Counted,
 }
 
 impl Bucket {
@@ -181,11 +187,17 @@ impl Bucket {
     }
 
     /// Takes `cost` at `now` if it fits by `by` (`Err`: when it would,
-    /// nothing taken); `Ok(None)`: not paced. What it takes is in flight
+    /// nothing taken; a dimension that knows no limit yet takes it
+    /// always); `Ok(None)`: a cost of nothing. What it takes is in flight
     /// from here until [`end`](Bucket::end), or [`undo`](Bucket::undo)ne.
     pub(super) fn take(&self, now: u64, cost: u64, by: u64) -> Result<Option<Taken>, u64> {
-        let Some(span) = self.span(cost) else {
+        if cost == 0 {
             return Ok(None);
+        }
+        let Some(span) = self.span(cost) else {
+            self.in_flight.fetch_add(cost, Ordering::Relaxed);
+            let how = How::Counted;
+            return Ok(Some(Taken { cost, how }));
         };
         let how = if self.windowed()
             && let Some(log) = self.log().as_mut()
@@ -236,6 +248,7 @@ impl Bucket {
                     log.take_back(sent);
                 }
             }
+            How::Counted => {}
         }
     }
 
@@ -644,7 +657,12 @@ mod tests {
         );
         assert_eq!(b.earliest(0, 0), None, "nothing to spend");
         assert_eq!(b.take(0, 0, 0), Ok(None));
-        assert_eq!(Bucket::default().earliest(0, 1), None, "unknown: not paced");
+        let unknown = Bucket::default();
+        assert_eq!(unknown.earliest(0, 1), None, "unknown: not paced");
+        let counted = unknown.take(0, 7, 0).unwrap().expect("counted");
+        assert_eq!(unknown.in_flight(), 7, "but counted in flight");
+        unknown.undo(counted);
+        assert_eq!(unknown.in_flight(), 0);
     }
 
     #[test]

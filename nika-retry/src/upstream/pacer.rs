@@ -63,6 +63,12 @@ struct Learn {
     tokens: Window,
     /// When the scout's wait ends, once a scout is out.
     scout: Option<Instant>,
+    /// The last reading of both dimensions: when, the requests and the
+    /// tokens spent.
+    spent: Option<(u64, u64, u64)>,
+    /// The tokens and the requests spent over the readings, the older
+    /// weighing less: their ratio is the mean cost of an attempt.
+    spent_since: (f64, f64),
 }
 
 impl Default for Pacer {
@@ -280,7 +286,7 @@ impl Pacer {
         // bounds the window from above (from the response, it would read
         // short by the answer's time, and free what was sent early).
         let answered = Duration::from_nanos(departed.map_or(0, |d| now.saturating_sub(d)));
-        let (requests, tokens, windows) = {
+        let (requests, tokens, windows, sample) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
             let requests = Self::learn_one(
@@ -290,24 +296,27 @@ impl Pacer {
                 answered,
             );
             let tokens = Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens, answered);
-            (requests, tokens, [learn.requests, learn.tokens])
+            let windowed = learn.requests.windowed || learn.tokens.windowed;
+            let sample = match (requests.0, tokens.0) {
+                (Some(r), Some(t)) => {
+                    let last = learn.spent.replace((now, r, t));
+                    let since = self.cost_sample(now, (r, t), last.filter(|_| !windowed));
+                    since.map(|(t, r)| {
+                        let (tokens, requests) = &mut learn.spent_since;
+                        // A quarter of the weight to the newest.
+                        (*tokens, *requests) = (*tokens * 0.75 + t, *requests * 0.75 + r);
+                        (*tokens / *requests).ceil() as u64
+                    })
+                }
+                _ => None,
+            };
+            (requests, tokens, [learn.requests, learn.tokens], sample)
         };
         // A reading said that the server counts by window, not by refill
         // (for good): each dimension keeps a log from its next reading.
         let windowed = windows.iter().any(|w| w.windowed);
-        let ((requests, requests_changed), (tokens, tokens_changed)) = (requests, tokens);
-        if let (Some(r), Some(t)) = (requests, tokens)
-            && r > 0
-            && t > 0
-        {
-            // Tokens spent per request spent: the mean cost of an attempt.
-            let sample = t.div_ceil(r);
-            let old = self.mean_cost.load(Ordering::Relaxed);
-            let mean = if old == 0 {
-                sample
-            } else {
-                (old * 3 + sample).div_ceil(4)
-            };
+        let ((_, requests_changed), (_, tokens_changed)) = (requests, tokens);
+        if let Some(mean) = sample {
             self.mean_cost.store(mean, Ordering::Relaxed);
         }
         // The attempt that read these is in flight: its own cost was counted.
@@ -366,6 +375,36 @@ impl Pacer {
         }
         // Last: the waiters for a first response find what it taught.
         self.heard_back();
+    }
+
+    /// What one reading says of the cost of an attempt: the tokens and
+    /// the requests spent. On a window both count the same requests (and
+    /// so does the first reading, from the requests of one burst); on a
+    /// refill each dimension frees at its own rate, and what is still
+    /// spent is no longer of the same requests (the requests, refilled
+    /// faster, read 1 spent where the tokens still count 15 attempts):
+    /// what was spent since the `last` reading, what refilled meanwhile
+    /// included, is.
+    fn cost_sample(
+        &self,
+        now: u64,
+        (r, t): (u64, u64),
+        last: Option<(u64, u64, u64)>,
+    ) -> Option<(f64, f64)> {
+        let Some((at, last_r, last_t)) = last else {
+            return (r > 0 && t > 0).then_some((t as f64, r as f64));
+        };
+        let elapsed = now.saturating_sub(at) as f64;
+        // Spent since: what was spent then refilled meanwhile (at most all
+        // of it), and the difference.
+        let since = |bucket: &Bucket, spent: u64, last: u64| {
+            let (limit, window, _) = bucket.get()?;
+            let refilled = (limit as f64 * elapsed / nanos(window).max(1) as f64).min(last as f64);
+            Some(spent as f64 + refilled - last as f64)
+        };
+        let requests = since(&self.requests, r, last_r)?;
+        let tokens = since(&self.tokens, t, last_t)?;
+        (requests > 0.0 && tokens > 0.0).then_some((tokens, requests))
     }
 
     /// One dimension's reading: sets its limit; returns how much of it is
@@ -608,6 +647,82 @@ mod tests {
             );
             assert!(!pacer.tokens.windowed(), "{missing} missing, whole at {at}");
         }
+    }
+
+    /// A refilling server of 20 requests and 3 000 tokens per 2 s, read
+    /// as it admits attempts of 200 tokens: a burst of 15, then one each
+    /// 133 ms, the tokens' pace (the requests, refilled faster, read about
+    /// 1 spent while the tokens read nearly all). The mean cost learned
+    /// stays near 200; the ratio of what each reading says is spent grew
+    /// past 1 000, and the attempts of calls without `cost` went that much
+    /// slower (1.6–1.8× in the fan-out).
+    #[tokio::test(start_paused = true)]
+    async fn the_mean_cost_read_from_a_refill_counts_what_was_spent_since() {
+        let pacer = Pacer::default();
+        let (mut requests, mut tokens) = (20.0_f64, 3000.0_f64);
+        let step = Duration::from_millis(133);
+        for i in 0..45 {
+            if i >= 15 {
+                tokio::time::advance(step).await;
+                requests = (requests + 10.0 * step.as_secs_f64()).min(20.0);
+                tokens = (tokens + 1500.0 * step.as_secs_f64()).min(3000.0);
+            }
+            requests -= 1.0;
+            tokens -= 200.0;
+            let reset = |left: f64, limit: f64, per_s: f64| {
+                format!("{}ms", ((limit - left) / per_s * 1000.0).ceil() as u64)
+            };
+            let headers = [
+                ("x-ratelimit-limit-requests", "20".to_owned()),
+                (
+                    "x-ratelimit-remaining-requests",
+                    (requests.floor() as u64).to_string(),
+                ),
+                ("x-ratelimit-reset-requests", reset(requests, 20.0, 10.0)),
+                ("x-ratelimit-limit-tokens", "3000".to_owned()),
+                (
+                    "x-ratelimit-remaining-tokens",
+                    (tokens.floor() as u64).to_string(),
+                ),
+                ("x-ratelimit-reset-tokens", reset(tokens, 3000.0, 1500.0)),
+            ];
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+            pacer.learn(&fields, None, false);
+        }
+        let mean = pacer.mean_cost().expect("learned");
+        assert!(
+            (170..=230).contains(&mean),
+            "{mean}, not within 15 % of 200"
+        );
+    }
+
+    /// Attempts that left while no limit was known (the scout, the cold
+    /// start's ramp) are counted when the first reading comes, beside what
+    /// the server counted. They went uncounted: 2 more than the window
+    /// held, and 2 429s, when a slow scout's headers came after the ramp's
+    /// first round.
+    #[test]
+    fn attempts_out_before_any_limit_was_known_count_when_one_is_learned() {
+        let pacer = Pacer::default();
+        for _ in 0..3 {
+            let charge = pacer.take(0, 200, 0).expect("nothing paced");
+            assert!(charge.holds.has(Holds::REQUEST) && charge.tokens == 200);
+        }
+        // The first one's response: 200 of 3 000 spent, whole in 2 s.
+        let headers = [
+            ("x-ratelimit-limit-tokens", "3000"),
+            ("x-ratelimit-remaining-tokens", "2800"),
+            ("x-ratelimit-reset-tokens", "2s"),
+        ];
+        let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+        pacer.learn(&fields, None, false);
+        let level = pacer.tokens.level(pacer.now());
+        assert!(
+            (2390..=2410).contains(&level),
+            "{level}: its own and the 2 others in flight spent, not 200"
+        );
     }
 
     #[test]
