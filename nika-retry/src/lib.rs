@@ -165,12 +165,13 @@
 //   parsing, and the reqwest connector over `connect`.
 // - `upstream/`: the state calls against one upstream share, as gates.
 //   `mod.rs` holds the one `impl Upstream`: its builders, `observe`, and
-//   the interface `run/` and `adapter/` call (`admit`, `wait`, `settle`);
+//   the interface `run/` and `adapter/` call (`admit`, the admission that
+//   does not wait, whole; `wait`; `settle`);
 //   `handle`: the `Upstream` type and `Gates`, the gates' state, beneath
 //   the rest; `hold`: the hold gate (holds, the probe, the breaker, `Held`,
 //   how long a call may wait); the pace gate: `pace` (an attempt's
-//   `Reservation`, the admission, the cold start's scout and what
-//   responses teach the pacer), `pacer` (its state, an admission of every
+//   `Reservation`, the paced waiters' queue and its head's wait, the cold
+//   start's scout and what responses teach the pacer), `pacer` (its state, an admission of every
 //   dimension, what a started attempt charged it, what responses say of
 //   a window), `bucket` a dimension's GCRA bucket, or the log kept when
 //   its server counts by window; `adapt`: the adapt gate (the cold

@@ -188,9 +188,17 @@ impl Bucket {
 
     /// Takes `cost` at `now` if it fits by `by` (`Err`: when it would,
     /// nothing taken; a dimension that knows no limit yet takes it
-    /// always); `Ok(None)`: a cost of nothing. What it takes is in flight
+    /// always); `Ok(None)`: a cost of nothing. A caller that has waited
+    /// `since` counts from its refill's instant, not from the margin after
+    /// it (else each waiter's margin adds up). What it takes is in flight
     /// from here until [`end`](Bucket::end), or [`undo`](Bucket::undo)ne.
-    pub(super) fn take(&self, now: u64, cost: u64, by: u64) -> Result<Option<Taken>, u64> {
+    pub(super) fn take(
+        &self,
+        now: u64,
+        cost: u64,
+        by: u64,
+        since: u64,
+    ) -> Result<Option<Taken>, u64> {
         if cost == 0 {
             return Ok(None);
         }
@@ -215,7 +223,9 @@ impl Bucket {
                 if at > by {
                     return Err(at);
                 }
-                let end = tat.max(now).saturating_add(span);
+                let window = self.window.load(Ordering::Relaxed);
+                let refilled = tat.max(since).saturating_add(span).saturating_sub(window);
+                let end = tat.max(now.min(refilled.max(since))).saturating_add(span);
                 match self
                     .tat
                     .compare_exchange_weak(tat, end, Ordering::AcqRel, Ordering::Relaxed)
@@ -611,7 +621,7 @@ mod tests {
     /// Takes `cost` now, whenever it fits: when it did.
     fn take(b: &Bucket, now: u64, cost: u64) -> u64 {
         let at = b.earliest(now, cost).expect("paced");
-        b.take(at.max(now), cost, u64::MAX).unwrap();
+        b.take(at.max(now), cost, u64::MAX, now).unwrap();
         at
     }
 
@@ -630,14 +640,25 @@ mod tests {
     }
 
     #[test]
+    fn a_waiters_margin_is_not_counted_in_the_bucket() {
+        // 100 a second, a waiter of the whole 100 behind the first.
+        let b = declared(100, 1);
+        take(&b, 0, 100);
+        let at = take(&b, 0, 100);
+        assert_eq!(at, S + 25_000_000, "its refill, and the margin");
+        // Counted from its refill: 1 more fits 10 ms after it, at once.
+        assert_eq!(b.earliest(at, 1), Some(S + 10_000_000));
+    }
+
+    #[test]
     fn a_whole_bucket_lets_its_limit_go_then_one_per_refill() {
         let b = bucket(20, 2);
         let now = 10 * S;
         for i in 0..20 {
-            assert!(b.take(now, 1, now).is_ok(), "burst {i}");
+            assert!(b.take(now, 1, now, now).is_ok(), "burst {i}");
         }
         assert_eq!(
-            b.take(now, 1, now),
+            b.take(now, 1, now, now),
             Err(now + S / 10),
             "2 s / 20: one each 100 ms"
         );
@@ -656,10 +677,10 @@ mod tests {
             "1 500 beyond a full bucket: one more second"
         );
         assert_eq!(b.earliest(0, 0), None, "nothing to spend");
-        assert_eq!(b.take(0, 0, 0), Ok(None));
+        assert_eq!(b.take(0, 0, 0, 0), Ok(None));
         let unknown = Bucket::default();
         assert_eq!(unknown.earliest(0, 1), None, "unknown: not paced");
-        let counted = unknown.take(0, 7, 0).unwrap().expect("counted");
+        let counted = unknown.take(0, 7, 0, 0).unwrap().expect("counted");
         assert_eq!(unknown.in_flight(), 7, "but counted in flight");
         unknown.undo(counted);
         assert_eq!(unknown.in_flight(), 0);
@@ -668,8 +689,8 @@ mod tests {
     #[test]
     fn in_flight_counts_until_ended_and_corrections_subtract_it() {
         let b = bucket(20, 2);
-        let a = b.take(0, 1, 0).unwrap().unwrap();
-        let c = b.take(0, 1, 0).unwrap().unwrap();
+        let a = b.take(0, 1, 0, 0).unwrap().unwrap();
+        let c = b.take(0, 1, 0, 0).unwrap().unwrap();
         assert_eq!(b.in_flight(), 2);
         // The server counted `a` (its response says 15 left); `c` is still out.
         b.correct(0, 15, 1);
@@ -719,13 +740,13 @@ mod tests {
     #[test]
     fn the_last_take_undone_returns_its_refill_and_an_earlier_one_leaves_a_gap() {
         let b = bucket(1, 1);
-        b.take(0, 1, 0).unwrap();
-        let last = b.take(S, 1, S).unwrap().unwrap();
+        b.take(0, 1, 0, 0).unwrap();
+        let last = b.take(S, 1, S, S).unwrap().unwrap();
         b.undo(last);
         assert_eq!(b.in_flight(), 1);
         assert_eq!(b.earliest(S, 1), Some(S), "the next takes its place");
-        let second = b.take(S, 1, S).unwrap().unwrap();
-        let _third = b.take(2 * S, 1, 2 * S).unwrap().unwrap();
+        let second = b.take(S, 1, S, S).unwrap().unwrap();
+        let _third = b.take(2 * S, 1, 2 * S, 2 * S).unwrap().unwrap();
         b.undo(second);
         assert_eq!(b.earliest(2 * S, 1), Some(3 * S), "never beside the third");
     }
@@ -734,8 +755,8 @@ mod tests {
     fn a_logged_take_undone_leaves_the_log() {
         let b = bucket(3, 1);
         b.read_window(0, 3, 0, 0, S);
-        let taken = b.take(0, 3, 0).unwrap().unwrap();
-        assert_eq!(b.take(0, 1, 0), Err(S), "counted for its window");
+        let taken = b.take(0, 3, 0, 0).unwrap().unwrap();
+        assert_eq!(b.take(0, 1, 0, 0), Err(S), "counted for its window");
         b.undo(taken);
         assert_eq!((b.level(0), b.in_flight()), (3, 0));
     }
@@ -758,7 +779,8 @@ mod tests {
         b.set(1, Duration::MAX, LimitSource::Learned);
         let at = b.earliest(u64::MAX - 5, u64::MAX).unwrap();
         assert!(at >= u64::MAX - 5 - MAX_NS);
-        b.take(u64::MAX - 5, u64::MAX, u64::MAX).unwrap();
+        b.take(u64::MAX - 5, u64::MAX, u64::MAX, u64::MAX - 5)
+            .unwrap();
         b.correct(u64::MAX, 0, 0);
         let b = Bucket::default();
         b.set(u64::MAX, Duration::from_nanos(1), LimitSource::Learned);

@@ -107,7 +107,7 @@ use crate::time::Nanos;
 use fleet::{FleetPace, Lease};
 use handle::Gates;
 use hold::{Grown, Hold, Patience};
-use pacer::Charge;
+use pacer::{Charge, Holds};
 
 /// The upstream of the innermost call in force that names one: a clone of
 /// its handle (no allocation), or `None` outside any such call.
@@ -336,24 +336,42 @@ impl Upstream {
     /// start now (the upstream open, or paced and its buckets holding the
     /// cost: no lock, no allocation), else the instant before which it
     /// cannot ([`wait`](Upstream::wait) then waits, or gives up with `Held`).
+    /// A refused attempt takes nothing: its wait looks again.
     #[inline]
     pub(crate) fn admit(&self, r: &mut Reservation<'_>) -> Option<Instant> {
         if self.open() {
             return None;
         }
-        if self.gates.guarded.load(Ordering::Acquire) {
+        let (gates, pacer) = (&self.gates, &self.gates.pacer);
+        if gates.guarded.load(Ordering::Acquire) || pacer.cold.load(Ordering::Acquire) {
             return Some(Instant::now());
         }
-        match self.gates.admit_paced(r.cost) {
-            Ok(charge) => {
-                self.gates.pacer.adaptive.sent();
+        // Behind the waiters: they hold no places, the queue keeps their
+        // order. Refused by the pace, it waits beyond what the buckets held
+        // when it came (`paced`).
+        if gates.queued.load(Ordering::Acquire) > 0 {
+            r.paced = true;
+            return Some(Instant::now());
+        }
+        // The ramp's slot first: without one the attempt takes nothing.
+        let slot = match pacer.ramp.on().then(|| pacer.ramp.try_slot()) {
+            None => None,
+            Some(Ok(slot)) => slot,
+            Some(Err(_)) => return Some(Instant::now()),
+        };
+        let now = pacer.now();
+        // A slot not started goes back as it drops.
+        match pacer.take(now, r.cost, pacer.refilled_to(now), now) {
+            Ok(mut charge) => {
+                let ramp = slot.is_some_and(|slot| slot.start());
+                charge.holds.set(Holds::RAMP, ramp);
+                pacer.adaptive.sent();
                 r.charge = charge;
                 None
             }
             Err(at) => {
-                // Nothing taken; the wait looks again.
-                r.paced = at.is_some();
-                Some(at.unwrap_or_else(Instant::now))
+                r.paced = true;
+                Some(pacer.instant(at))
             }
         }
     }

@@ -1,11 +1,11 @@
 //! The pace gate's side of an attempt: its [`Reservation`] (the one thing
 //! `run/` and `adapter/` hold of their upstream, from admission to
-//! settlement), its admission by the pacer, the cold start's scout
-//! ([`Scout`]), and what responses and outcomes teach the pacer.
+//! settlement), its paced wait, the cold start's scout ([`Scout`]), and
+//! what responses and outcomes teach the pacer.
 //!
-//! An admission that does not wait reads the clock and updates a few
-//! atomics: no lock, no allocation; it is refused while others queue.
-//! One that waits joins the paced waiters' FIFO queue (`Gates::queue`);
+//! An admission that does not wait (`Upstream::admit`) reads the clock and
+//! updates a few atomics: no lock, no allocation; it is refused while
+//! others queue. One that waits joins the paced waiters' FIFO queue (`Gates::queue`);
 //! the queue's head asks when its cost fits, sleeps until then (or until
 //! news moves it), and looks again: nobody holds a place while it waits.
 
@@ -71,36 +71,6 @@ impl Gates {
         self.pacing.store(active, Ordering::Release);
     }
 
-    /// The pacer's admission of an attempt of cost `cost`, without a wait:
-    /// `Ok` if it may start now (no lock taken), else the instant it would
-    /// fit at, nothing taken (none: the cold start or the ramp refused it).
-    #[inline]
-    pub(super) fn admit_paced(&self, cost: u32) -> Result<Charge, Option<Instant>> {
-        let pacer = &self.pacer;
-        if pacer.cold.load(Ordering::Acquire) {
-            return Err(None);
-        }
-        // Behind the waiters: they hold no places, the queue keeps their order.
-        if self.queued.load(Ordering::Acquire) > 0 {
-            return Err(Some(Instant::now()));
-        }
-        // The ramp's slot first: without one the attempt takes nothing.
-        let slot = if pacer.ramp.on() {
-            pacer.ramp.try_slot().map_err(|_| None)?
-        } else {
-            None
-        };
-        let now = pacer.now();
-        // A slot not started goes back as it drops.
-        let mut charge = pacer
-            .take(now, cost, pacer.refilled_to(now))
-            .map_err(|at| Some(pacer.instant(at)))?;
-        charge
-            .holds
-            .set(Holds::RAMP, slot.is_some_and(|slot| slot.start()));
-        Ok(charge)
-    }
-
     /// The pacer's part of an attempt's wait: the cold start's, then its
     /// buckets'. Returns the charge, and the reason it waited if it did;
     /// `None` if the upstream was held meanwhile (nothing charged).
@@ -129,6 +99,7 @@ impl Gates {
         };
         // Behind the waiters before it: it looks once it is the queue's head.
         let _queue = self.enqueue(patience.deadline, cost).await?;
+        let since = pacer.now();
         // Beyond what the buckets held when it came (a refill's waiter,
         // which a declared quota keeps until the first response).
         let mut beyond = reserved;
@@ -149,7 +120,7 @@ impl Gates {
                     // Held while it was paced: nothing taken, it waits again.
                     return Ok(None);
                 }
-                match pacer.take(now_ns, cost, now_ns) {
+                match pacer.take(now_ns, cost, now_ns, since) {
                     Ok(charge) => break charge,
                     Err(later) => at = later,
                 }
@@ -720,7 +691,9 @@ mod tests {
             // 20 sent at 2.04 s: they count until 4.08 s.
             let pacer = &upstream.gates.pacer;
             for _ in 0..20 {
-                let charge = pacer.take(pacer.now(), 1, u64::MAX).expect("sent");
+                let charge = pacer
+                    .take(pacer.now(), 1, u64::MAX, pacer.now())
+                    .expect("sent");
                 upstream.gates.end_charge(charge, Some(true));
             }
             tokio::time::sleep(ms(3000)).await;

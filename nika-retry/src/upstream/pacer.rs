@@ -126,13 +126,13 @@ impl Pacer {
     }
 
     /// Takes the cost of an attempt of a call of `cost` from every
-    /// dimension at `now`, if it fits by `by`: its charge; else when it
-    /// would fit, nothing taken.
-    pub(super) fn take(&self, now: u64, cost: u32, by: u64) -> Result<Charge, u64> {
+    /// dimension at `now`, if it fits by `by`, for a caller waiting
+    /// `since`: its charge; else when it would fit, nothing taken.
+    pub(super) fn take(&self, now: u64, cost: u32, by: u64, since: u64) -> Result<Charge, u64> {
         let tokens = self.tokens_of(cost);
         let refused = |at: u64| self.earliest(now, cost).max(at);
-        let requests = self.requests.take(now, 1, by).map_err(refused)?;
-        let tokens = match self.tokens.take(now, tokens, by) {
+        let requests = self.requests.take(now, 1, by, since).map_err(refused)?;
+        let tokens = match self.tokens.take(now, tokens, by, since) {
             Ok(tokens) => tokens,
             Err(at) => {
                 if let Some(r) = requests {
@@ -707,7 +707,7 @@ mod tests {
     fn attempts_out_before_any_limit_was_known_count_when_one_is_learned() {
         let pacer = Pacer::default();
         for _ in 0..3 {
-            let charge = pacer.take(0, 200, 0).expect("nothing paced");
+            let charge = pacer.take(0, 200, 0, 0).expect("nothing paced");
             assert!(charge.holds.has(Holds::REQUEST) && charge.tokens == 200);
         }
         // The first one's response: 200 of 3 000 spent, whole in 2 s.
@@ -732,15 +732,15 @@ mod tests {
         pacer.requests.set(20, two, LimitSource::Learned);
         pacer.tokens.set(3000, two, LimitSource::Learned);
         for _ in 0..15 {
-            pacer.take(0, 200, 0).expect("the burst fits");
+            pacer.take(0, 200, 0, 0).expect("the burst fits");
         }
         // Tokens spent, requests not: refused when the tokens fit, 133 ms.
         let span = 200 * two.as_nanos() as u64 / 3000;
         let window = two.as_nanos() as u64;
-        assert_eq!(pacer.take(0, 200, 0), Err(16 * span - window));
+        assert_eq!(pacer.take(0, 200, 0, 0), Err(16 * span - window));
         assert_eq!(pacer.requests.in_flight(), 15, "no request taken");
         assert_eq!(pacer.requests.level(0), 5);
-        let charge = pacer.take(0, 200, u64::MAX).expect("by then");
+        let charge = pacer.take(0, 200, u64::MAX, 0).expect("by then");
         assert!(charge.holds.has(Holds::REQUEST));
         assert_eq!(charge.tokens, 200);
         assert_eq!(pacer.earliest(0, 200), 17 * span - window);
