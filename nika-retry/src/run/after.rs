@@ -233,6 +233,7 @@ pub(crate) enum Again {
 }
 
 /// An event's `upstream_wait`: `None` for an attempt that did not wait.
+#[inline(always)]
 pub(super) fn waited_at_upstream(waited: (Nanos, Option<WaitReason>)) -> Option<Duration> {
     waited.0.get().filter(|waited| !waited.is_zero())
 }

@@ -342,6 +342,13 @@ impl Upstream {
         if self.open() {
             return None;
         }
+        self.admit_paced(r)
+    }
+
+    /// [`admit`](Upstream::admit) past an open upstream: out of line, so
+    /// that an open upstream's check stays two loads in its caller.
+    #[inline(never)]
+    fn admit_paced(&self, r: &mut Reservation<'_>) -> Option<Instant> {
         let (gates, pacer) = (&self.gates, &self.gates.pacer);
         if gates.guarded.load(Ordering::Acquire) || pacer.cold.load(Ordering::Acquire) {
             return Some(Instant::now());

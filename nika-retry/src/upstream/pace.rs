@@ -477,8 +477,19 @@ impl<'u> Reservation<'u> {
 }
 
 impl Drop for Reservation<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
+        // Settled or idle (every call's end but a cancelled one's): nothing.
+        if self.probe || !self.charge.is_empty() {
+            self.cancelled();
+        }
+    }
+}
+
+impl Reservation<'_> {
+    /// Dropped with an attempt out or a probe's turn: its call was cancelled.
+    #[cold]
+    fn cancelled(&mut self) {
         if !self.charge.is_empty() {
             // An attempt cancelled: its cost is no longer in flight.
             self.upstream
