@@ -5,9 +5,10 @@
 //!
 //! An admission that does not wait (`Upstream::admit`) reads the clock and
 //! updates a few atomics: no lock, no allocation; it is refused while
-//! others queue. One that waits joins the paced waiters' FIFO queue (`Gates::queue`);
-//! the queue's head asks when its cost fits, sleeps until then (or until
-//! news moves it), and looks again: nobody holds a place while it waits.
+//! others queue. One that waits joins the paced waiters' FIFO queue
+//! (`Gates::queue`); the queue's head asks when its cost fits, sleeps
+//! until then (or until news moves it), and looks again: nobody holds a
+//! place while it waits.
 
 use core::future::Future;
 use core::pin::pin;
@@ -99,6 +100,8 @@ impl Gates {
         };
         // Behind the waiters before it: it looks once it is the queue's head.
         let _queue = self.enqueue(patience.deadline, cost).await?;
+        // Its wait from here: a take counts from the refill it waited for,
+        // not from the margin after it.
         let since = pacer.now();
         // Beyond what the buckets held when it came (a refill's waiter,
         // which a declared quota keeps until the first response).
