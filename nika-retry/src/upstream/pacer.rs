@@ -471,10 +471,11 @@ pub(crate) struct Charge {
 }
 
 impl Charge {
-    /// Whether the attempt's end tells the pacer anything.
+    /// Whether the attempt's end tells the pacer anything (a charge of
+    /// tokens holds its request too: every admission takes one).
     #[inline(always)]
     pub(super) fn is_empty(&self) -> bool {
-        self.holds == Holds::NONE && self.tokens == 0
+        self.holds == Holds::NONE
     }
 }
 
