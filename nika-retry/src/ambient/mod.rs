@@ -63,7 +63,7 @@ pub(crate) use frame::{
     Alone, AloneMark, Frame, FrameInForce, OnceFrame, SiteOf, StreamFrame, stream_frame,
 };
 pub(crate) use scoped::{Policy, Scoped, with_policy};
-pub(crate) use upstream::{InForce, InForceUpstream, departed, upstream};
+pub(crate) use upstream::{Departure, InForce, InForceUpstream, departed, upstream};
 
 /// A value put in force on the thread for one poll: its place, and how a
 /// value is swapped with it. The types implementing it name the places.

@@ -9,7 +9,7 @@ use core::task::{Context, Poll};
 
 use tokio::time::Instant;
 
-use crate::ambient::{InForce, InForceUpstream, Swap};
+use crate::ambient::{Departure, InForce, InForceUpstream, Swap};
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::time::Nanos;
@@ -134,7 +134,7 @@ impl<F> WithUpstream<F> {
         WithUpstream {
             fut,
             in_force: InForce {
-                departed: upstream.map_or(0, Upstream::departure),
+                departed: upstream.map_or(Departure::NONE, Upstream::departure),
                 handle: upstream.cloned(),
             },
         }
@@ -144,7 +144,7 @@ impl<F> WithUpstream<F> {
 impl<F> WithUpstream<F> {
     /// When its attempt left (0: not recorded), for [`as_attempt`].
     #[inline(always)]
-    pub(crate) fn departed(&self) -> u64 {
+    pub(crate) fn departed(&self) -> Departure {
         self.in_force.departed
     }
 }
@@ -152,10 +152,10 @@ impl<F> WithUpstream<F> {
 /// `f` with `at`'s upstream in force as it was for the attempt that left
 /// at `departed`: an adapter reads its response's headers after the
 /// attempt, as that attempt's. Nothing to put in force while the upstream
-/// paces nothing (`departed` 0).
+/// paces nothing (`departed` not recorded).
 #[inline]
-pub(crate) fn as_attempt<R>(at: &AtUpstream<'_>, departed: u64, f: impl FnOnce() -> R) -> R {
-    let Some(upstream) = at.upstream().filter(|_| departed != 0) else {
+pub(crate) fn as_attempt<R>(at: &AtUpstream<'_>, departed: Departure, f: impl FnOnce() -> R) -> R {
+    let Some(upstream) = at.upstream().filter(|_| departed.recorded()) else {
         return f();
     };
     let mut in_force = InForce {

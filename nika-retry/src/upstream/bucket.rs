@@ -31,9 +31,10 @@
 //! The log is locked for each admission: only dimensions known to be
 //! counted by window keep one.
 
+use core::num::NonZeroU32;
 use core::time::Duration;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::hold::MAX_HOLD;
@@ -96,6 +97,14 @@ pub(super) struct Bucket {
     tat: AtomicU64,
     /// The cost of attempts started and not yet ended.
     in_flight: AtomicU64,
+    /// What corrections moved `tat` by, in all (ns): a departure's mark
+    /// less it is the estimate as later corrections will have moved it.
+    shift: AtomicI64,
+    /// When the last admission took of `tat`, and how long after the one
+    /// before: admissions closer than a request's way to the server may
+    /// reach it in either order.
+    last: AtomicU64,
+    gap: AtomicU64,
     /// A declared limit: headers may lower it, never raise it (0: none).
     declared: AtomicU64,
     declared_window: AtomicU64,
@@ -128,6 +137,19 @@ enum How {
     /// Not paced (no limit known yet): in flight all the same, so that a
     /// limit learned while it is out counts it.
     Counted,
+}
+
+/// What a reading's server had not counted when it wrote what is left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Unseen {
+    /// Its request left `at` (pacer time), when the bucket noted `mark`
+    /// ([`Bucket::mark`]): the server counted what left before, not what
+    /// left after. (Servers write the headers as they admit a request; a
+    /// slow answer brings them late.)
+    Since { at: u64, mark: NonZeroU32 },
+    /// When its request left is not known: everything in flight but its
+    /// own (`own`) counts on top; `later`: it moves the estimate only later.
+    InFlight { own: u64, later: bool },
 }
 
 impl Bucket {
@@ -218,7 +240,7 @@ impl Bucket {
             How::Logged(log.send(now, cost))
         } else {
             let mut tat = self.tat();
-            loop {
+            let how = loop {
                 let at = self.due(now, tat, span);
                 if at > by {
                     return Err(at);
@@ -233,7 +255,10 @@ impl Bucket {
                     Ok(_) => break How::Refill { span, end },
                     Err(moved) => tat = moved,
                 }
-            }
+            };
+            let last = self.last.swap(now, Ordering::AcqRel);
+            self.gap.store(now.saturating_sub(last), Ordering::Release);
+            how
         };
         self.in_flight.fetch_add(cost, Ordering::Relaxed);
         Ok(Some(Taken { cost, how }))
@@ -298,11 +323,6 @@ impl Bucket {
         self.tat.load(Ordering::Acquire)
     }
 
-    /// Moves the theoretical arrival time to `at` if it is earlier.
-    pub(super) fn tat_at_least(&self, at: u64) {
-        self.tat.fetch_max(at, Ordering::AcqRel);
-    }
-
     /// An attempt of `cost` ended.
     pub(super) fn end(&self, cost: u64) {
         sub(&self.in_flight, cost);
@@ -349,24 +369,95 @@ impl Bucket {
         old_limit != 0 && old.abs_diff(new) * 16 > old.max(new)
     }
 
-    /// The server said `remaining` is left at `now`, while `own` of what
-    /// is in flight was already counted by it (the attempt that read the
-    /// response): what is left, less the rest in flight, replaces the
-    /// estimate.
-    pub(super) fn correct(&self, now: u64, remaining: u64, own: u64) {
+    /// The server said `remaining` is left, read at `now`; `unseen` is
+    /// what it had not counted then. A reading whose departure is known
+    /// says how far the estimate was off when its request left: the
+    /// estimate moves by that (what left after, and what refilled since,
+    /// it counts as it did). Returns whether it moved the estimate earlier.
+    pub(super) fn correct(&self, now: u64, remaining: u64, unseen: Unseen) -> bool {
         let limit = self.limit.load(Ordering::Relaxed);
         if limit == 0 || self.windowed() {
-            return;
+            return false;
         }
-        let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
-        // What the server counted and what is in flight besides (some of
-        // which it may have counted: at most the limit).
-        let spent = (limit - remaining.min(limit))
-            .saturating_add(others)
-            .min(limit);
-        let missing = self.span(spent).unwrap_or(0);
-        self.tat
-            .store(now.saturating_add(missing), Ordering::Release);
+        let counted = limit - remaining.min(limit);
+        let window = self.window.load(Ordering::Relaxed);
+        // Never more than the limit spent.
+        let most = now.saturating_add(window);
+        match unseen {
+            Unseen::InFlight { own, later } => {
+                // Some of the rest in flight it may have counted.
+                let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
+                let spent = self.span(counted.saturating_add(others)).unwrap_or(0);
+                let read = now.saturating_add(spent).min(most);
+                self.move_tat(|tat| if later { read.max(tat) } else { read })
+            }
+            Unseen::Since { at, mark } => {
+                // It counted when the request reached it, up to a margin
+                // after it left. (What left after, the estimate counts as
+                // it did; what refilled since, too.)
+                let margin = self.margin(window);
+                let server =
+                    (at.saturating_add(margin)).saturating_add(self.span(counted).unwrap_or(0));
+                let off = i128::from(server) - i128::from(self.estimate_at(at, mark));
+                self.move_tat(|tat| {
+                    // Whole no earlier than at the departure, as it was then.
+                    let moved = i128::from(tat.max(at)) + off;
+                    u64::try_from(moved.max(0)).unwrap_or(most).min(most)
+                })
+            }
+        }
+    }
+
+    /// Moves `tat` by `f`, counting it in the shift; returns whether it
+    /// moved earlier.
+    fn move_tat(&self, f: impl Fn(u64) -> u64) -> bool {
+        let old = self
+            .tat
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |tat| Some(f(tat)))
+            .unwrap_or_else(|tat| tat);
+        let by = i128::from(f(old)) - i128::from(old);
+        self.shift
+            .fetch_add(i64::try_from(by).unwrap_or(0), Ordering::Relaxed);
+        by < 0
+    }
+
+    /// What a departure at `now`, just after its admission took, notes of
+    /// the bucket: when it is whole, no earlier than `now`, less the shift
+    /// so far, in microseconds, wrapping. None while it paces nothing, or
+    /// when the admission came within a request's way to the server of
+    /// the one before or after it: the server may count them in either
+    /// order, and its reading could move the estimate early.
+    pub(super) fn mark(&self, now: u64) -> Option<NonZeroU32> {
+        let window = self.window.load(Ordering::Relaxed);
+        if !self.known()
+            || self.windowed()
+            || self.gap.load(Ordering::Acquire) <= self.margin(window)
+        {
+            return None;
+        }
+        let whole = i64::try_from(self.tat().max(now)).unwrap_or(i64::MAX);
+        let mark = (whole.wrapping_sub(self.shift.load(Ordering::Relaxed)) / 1_000) as u32;
+        // A mark of 0 is 1 µs off: nothing.
+        NonZeroU32::new(mark.max(1))
+    }
+
+    /// When the estimate had the bucket whole at the departure `at` that
+    /// noted `mark`, moved by every correction since.
+    fn estimate_at(&self, at: u64, mark: NonZeroU32) -> u64 {
+        let shift = (self.shift.load(Ordering::Relaxed) / 1_000) as u32;
+        let off = mark
+            .get()
+            .wrapping_add(shift)
+            .wrapping_sub((at / 1_000) as u32) as i32;
+        at.saturating_add_signed(i64::from(off) * 1_000)
+    }
+
+    /// What refills in `ns` nanoseconds.
+    fn units(&self, ns: u64) -> u64 {
+        let limit = self.limit.load(Ordering::Relaxed);
+        let window = self.window.load(Ordering::Relaxed).max(1);
+        let units = u128::from(ns) * u128::from(limit) / u128::from(window);
+        u64::try_from(units).unwrap_or(u64::MAX)
     }
 
     /// A response read at `now` of a dimension its server counts by window:
@@ -436,8 +527,7 @@ impl Bucket {
             return log.level(now, limit);
         }
         let debt = self.tat.load(Ordering::Relaxed).saturating_sub(now);
-        let spent = u128::from(debt) * u128::from(limit) / u128::from(window);
-        limit.saturating_sub(u64::try_from(spent).unwrap_or(u64::MAX))
+        limit.saturating_sub(self.units(debt))
     }
 
     /// `(limit, window, source)` if known.
@@ -618,6 +708,11 @@ mod tests {
         b
     }
 
+    /// A reading not known when its request left, `own` of it in flight.
+    fn unknown(own: u64) -> Unseen {
+        Unseen::InFlight { own, later: false }
+    }
+
     /// Takes `cost` now, whenever it fits: when it did.
     fn take(b: &Bucket, now: u64, cost: u64) -> u64 {
         let at = b.earliest(now, cost).expect("paced");
@@ -693,24 +788,76 @@ mod tests {
         let c = b.take(0, 1, 0, 0).unwrap().unwrap();
         assert_eq!(b.in_flight(), 2);
         // The server counted `a` (its response says 15 left); `c` is still out.
-        b.correct(0, 15, 1);
+        b.correct(0, 15, unknown(1));
         assert_eq!(b.level(0), 14);
         b.end(a.cost);
         b.end(c.cost);
         assert_eq!(b.in_flight(), 0);
-        b.correct(0, 0, 0);
+        b.correct(0, 0, unknown(0));
         assert_eq!(b.level(0), 0);
         assert_eq!(b.earliest(0, 1), Some(S / 10), "empty: the next refill");
     }
 
     #[test]
+    fn a_late_reading_moves_the_estimate_by_how_far_it_was_off_when_its_request_left() {
+        // 20 a 2 s window: one each 100 ms; a margin of 40 ms for the way.
+        let b = bucket(20, 2);
+        for _ in 0..7 {
+            b.take(0, 1, 0, 0).unwrap();
+        }
+        assert_eq!(b.mark(0), None, "in a burst: the server may count it first");
+        b.take(100 * MS, 1, u64::MAX, 100 * MS).unwrap();
+        let mark = b.mark(100 * MS).unwrap();
+        for _ in 0..3 {
+            b.take(200 * MS, 1, u64::MAX, 200 * MS).unwrap();
+        }
+        // Read at 1 s: the server counted the 7 before it less 100 ms
+        // refilled, as the estimate did, from when the request reached it
+        // (the margin). The 3 after it it did not see: it knows nothing of
+        // them, the estimate does.
+        let since = Unseen::Since { at: 100 * MS, mark };
+        b.correct(S, 13, since);
+        assert_eq!(b.tat(), 1_140 * MS, "11 spent from 40 ms");
+        assert_eq!(b.level(S), 19);
+        // Another answer of that time says 2 more were spent (another
+        // client's): the estimate was off by those, not by the margin again.
+        b.correct(S, 11, since);
+        assert_eq!(b.tat(), 1_340 * MS);
+        // One that says 2 fewer than it counted lowers it by those.
+        b.correct(S, 15, since);
+        assert_eq!(b.tat(), 940 * MS);
+        assert_eq!(b.level(S), 20);
+        // Not known when it left: the 11 in flight but its own count on top.
+        b.correct(S, 12, unknown(1));
+        assert_eq!(b.level(S), 2);
+        // While callers queue, such a reading moves it later, never earlier.
+        let tat = b.tat();
+        let later = Unseen::InFlight {
+            own: 11,
+            later: true,
+        };
+        b.correct(S, 20, later);
+        assert_eq!(b.tat(), tat);
+        // A departure now notes the estimate less the corrections so far:
+        // one more correction moves what it reads back.
+        b.take(S, 1, u64::MAX, S).unwrap();
+        let mark = b.mark(S).unwrap();
+        b.correct(S, 0, unknown(0));
+        assert_eq!(
+            b.estimate_at(S, mark),
+            3 * S,
+            "2.9 s when it left, moved since"
+        );
+    }
+
+    #[test]
     fn the_servers_remaining_replaces_the_estimate_both_ways() {
         let b = bucket(10, 1);
-        b.correct(0, 2, 0);
+        b.correct(0, 2, unknown(0));
         assert_eq!(b.level(0), 2, "lowered (a rolling window still full)");
-        b.correct(0, 10, 0);
+        b.correct(0, 10, unknown(0));
         assert_eq!(b.level(0), 10, "raised (a fixed window that reset)");
-        b.correct(0, u64::MAX, 0);
+        b.correct(0, u64::MAX, unknown(0));
         assert_eq!(b.level(0), 10, "never above the limit");
     }
 
@@ -781,7 +928,7 @@ mod tests {
         assert!(at >= u64::MAX - 5 - MAX_NS);
         b.take(u64::MAX - 5, u64::MAX, u64::MAX, u64::MAX - 5)
             .unwrap();
-        b.correct(u64::MAX, 0, 0);
+        b.correct(u64::MAX, 0, unknown(0));
         let b = Bucket::default();
         b.set(u64::MAX, Duration::from_nanos(1), LimitSource::Learned);
         assert!(b.earliest(0, u64::MAX).unwrap() <= 1);

@@ -100,6 +100,7 @@ pub use store::{
     StoreFuture,
 };
 
+use crate::ambient::Departure;
 use crate::engine::Failure;
 use crate::events::{UpstreamEvent, WaitReason};
 use crate::http::{self, Headers};
@@ -218,7 +219,7 @@ impl Upstream {
         // When the attempt whose response this is left, if it is in force.
         let departed = crate::ambient::departed(self);
         let paced = self.gates.learn(&fields, departed);
-        self.gates.share_learned(&fields, departed);
+        self.gates.share_learned(&fields, departed.map(|d| d.at));
         let Some(limits) = http::rate_limits(headers, wall) else {
             return;
         };
@@ -754,15 +755,16 @@ impl Upstream {
         Arc::ptr_eq(&self.gates, &other.gates)
     }
 
-    /// When an attempt leaving now left, on the pacer's clock, for the
-    /// headers it reads ([`observe`](Upstream::observe)); 0 while nothing
-    /// is paced, which reads no clock.
+    /// When an attempt leaving now left, on the pacer's clock, and what
+    /// the pacer had taken, for the headers it reads
+    /// ([`observe`](Upstream::observe)); not recorded while nothing is
+    /// paced, which reads no clock.
     #[inline]
-    pub(crate) fn departure(&self) -> u64 {
+    pub(crate) fn departure(&self) -> Departure {
         if self.gates.pacing.load(Ordering::Relaxed) {
-            self.gates.pacer.now().max(1)
+            self.gates.pacer.departure()
         } else {
-            0
+            Departure::NONE
         }
     }
 }

@@ -12,8 +12,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::adapt::{Adaptive, Ramp};
-use super::bucket::{Bucket, LimitSource, nanos};
+use super::bucket::{Bucket, LimitSource, Unseen, nanos};
 use super::hold::MAX_HOLD;
+use crate::ambient::Departure;
 use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
 
@@ -276,16 +277,30 @@ impl Pacer {
         &self.scouted
     }
 
+    /// When an attempt leaving now left, and what each bucket estimated.
+    pub(super) fn departure(&self) -> Departure {
+        let now = self.now();
+        Departure {
+            at: now.max(1),
+            marks: [self.requests.mark(now), self.tokens.mark(now)],
+        }
+    }
+
     /// Takes what a response's headers say of the limits in: the response
-    /// of an attempt that left at `departed` (pacer time), if known.
+    /// of an attempt that `departed` then, if known.
     /// `queued`: callers wait in the pace's queue, holding no places.
-    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<u64>, queued: bool) {
+    pub(super) fn learn(
+        &self,
+        fields: &RateLimitFields,
+        departed: Option<Departure>,
+        queued: bool,
+    ) {
         let now = self.now();
         // A reset given as an instant is when the window that counted the
         // request ends: at most that long after the request left, which
         // bounds the window from above (from the response, it would read
         // short by the answer's time, and free what was sent early).
-        let answered = Duration::from_nanos(departed.map_or(0, |d| now.saturating_sub(d)));
+        let answered = Duration::from_nanos(departed.map_or(0, |d| now.saturating_sub(d.at)));
         let (requests, tokens, windows, sample) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
@@ -326,31 +341,41 @@ impl Pacer {
             .in_flight()
             .checked_div(self.requests.in_flight())
             .unwrap_or(0);
+        // What the server had not seen: what left after the attempt, if
+        // the bucket paced when it left; else the rest in flight.
+        let unseen = |i: usize, own: u64| match departed.and_then(|d| Some((d.at, d.marks[i]?))) {
+            Some((at, mark)) => Unseen::Since { at, mark },
+            // A reading may be older than attempts that started and ended
+            // after its request: while callers queue, it moves their next
+            // place later, never earlier (the waiter holds no place for
+            // the reading to count).
+            None => Unseen::InFlight { own, later: queued },
+        };
         let dimensions = [
             (
                 &self.requests,
                 &fields.requests,
                 own_requests,
                 requests_changed,
+                unseen(0, own_requests),
             ),
-            (&self.tokens, &fields.tokens, own_tokens, tokens_changed),
+            (
+                &self.tokens,
+                &fields.tokens,
+                own_tokens,
+                tokens_changed,
+                unseen(1, own_tokens),
+            ),
         ];
         let mut moved = false;
-        for ((bucket, fields, own, changed), window) in dimensions.into_iter().zip(windows) {
+        for ((bucket, fields, own, changed, unseen), window) in dimensions.into_iter().zip(windows)
+        {
             let Some(remaining) = fields.remaining else {
                 continue;
             };
             if !windowed {
-                let before = bucket.tat();
-                bucket.correct(now, remaining, own);
-                if queued && !changed {
-                    // A reading may be older than attempts that started
-                    // and ended after its request: while callers queue, it
-                    // moves their next place later, never earlier (the
-                    // waiter holds no place for the reading to count).
-                    bucket.tat_at_least(before);
-                }
-                moved |= changed;
+                // Earlier: the waiter's instant is stale.
+                moved |= bucket.correct(now, remaining, unseen) || changed;
                 continue;
             }
             let Some((_, w, source)) = bucket.get() else {
@@ -437,14 +462,23 @@ impl Pacer {
             window.windowed |= said <= Duration::from_secs(1) && reset.subsec_nanos() == 0;
         }
         let w = said.unwrap_or(read);
-        if let Some((_, declared, LimitSource::Declared)) = bucket.get()
+        // The window declared, or said: one reading tells. A refill whole
+        // in `reset` misses `reset` of its refill; a window that misses
+        // fewer (by more than the one a rounding allows) counts by window,
+        // and is whole sooner only when it ends. A declared window takes
+        // the reset as it reads (a refill read as a window is paced later,
+        // never sooner); one the server says, less what the server may
+        // have rounded it up by (else every refill of whole-second resets
+        // would read as a window).
+        let known = match bucket.get() {
+            Some((_, declared, LimitSource::Declared)) => Some((declared, Duration::ZERO)),
+            _ => said.map(|said| (said, rounding)),
+        };
+        if let Some((known, rounded)) = known
             && let (Some(remaining), Some(reset)) = (fields.remaining, fields.reset)
         {
-            // The window declared: one reading tells. A refill whole in
-            // `reset` misses `reset` of its refill; a window that misses
-            // fewer (by more than the one a rounding allows) counts by
-            // window, and is whole sooner only when it ends.
-            let refill = reset.as_secs_f64() / declared.as_secs_f64() * limit as f64;
+            let refill =
+                reset.saturating_sub(rounded).as_secs_f64() / known.as_secs_f64() * limit as f64;
             let missing = limit.saturating_sub(remaining) as f64;
             window.windowed |= refill > missing * 1.0625 + 2.0;
         }
@@ -726,6 +760,48 @@ mod tests {
         );
     }
 
+    /// A slow answer's reading, while callers queue: read as the server's
+    /// count now, with everything in flight on top, it could only ever
+    /// move their next place later (some of what is in flight the server
+    /// had counted). Its request's departure says how far the estimate was
+    /// off then, and it moves the place either way: answers of 0–2 s on a
+    /// refill took 1.36–1.43× of what the limits allow, 1.17–1.23× now.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_answers_reading_moves_the_queues_place_by_how_far_it_was_off() {
+        let ms = |n: u64| Duration::from_millis(n);
+        let pacer = Pacer::default();
+        pacer.requests.set(20, ms(2000), LimitSource::Learned);
+        pacer.tokens.set(3000, ms(2000), LimitSource::Learned);
+        for _ in 0..14 {
+            pacer.take(pacer.now(), 200, 0, 0).expect("the burst fits");
+        }
+        assert_eq!(pacer.departure().marks, [None; 2], "in its burst");
+        // Alone, 200 ms after the burst: its departure is marked.
+        tokio::time::advance(ms(200)).await;
+        let now = pacer.now();
+        pacer.take(now, 200, now, now).expect("refilled");
+        let departure = pacer.departure();
+        assert!(departure.marks.iter().all(Option::is_some));
+        let before = pacer.tokens.tat();
+        // Answered 1.3 s later: the server had counted 2 300, not the
+        // 2 700 estimated (2 of the burst it never counted).
+        tokio::time::advance(ms(1300)).await;
+        let headers = [
+            ("x-ratelimit-limit-tokens", "3000"),
+            ("x-ratelimit-remaining-tokens", "700"),
+            ("x-ratelimit-reset-tokens", "1s533ms"),
+        ];
+        let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+        pacer.learn(&fields, Some(departure), true);
+        let moved = before as i128 - pacer.tokens.tat() as i128;
+        // 400 tokens: 267 ms, less the margin of the way there (40 ms).
+        assert_eq!(moved / 1_000_000, 226, "{moved} ns earlier");
+        // Without its departure, all in flight on top: later, never earlier.
+        let after = pacer.tokens.tat();
+        pacer.learn(&fields, None, true);
+        assert!(pacer.tokens.tat() > after);
+    }
+
     #[test]
     fn an_admission_refused_by_one_dimension_takes_nothing_of_the_other() {
         let pacer = Pacer::default();
@@ -838,6 +914,33 @@ mod tests {
             w.read(3000, Some(3000 - missing), Some(2 * SECOND), None, SECOND);
         }
         assert!(w.windowed);
+    }
+
+    /// The IETF's `t` is rounded up to the second, and one reading of a
+    /// rolling window (200 of 3 000 spent, whole in 1.05 s: `t=2`) could
+    /// be a refill as slow as 15 s a window: read so, 200 more went 133 ms
+    /// later, into a window that frees nothing for a second (a 429 in one
+    /// run of two with answers of 0–2 s). The window the policy says (`w`)
+    /// tells: a refill of 3 000 a 2 s misses 200 for 133 ms, `t=1`.
+    #[tokio::test(start_paused = true)]
+    async fn a_window_the_policy_says_tells_a_rounded_reset_of_a_window_from_a_refill() {
+        let read = |remaining: u64, t: u64| {
+            let pacer = Pacer::default();
+            let rate_limit = format!("\"tokens\";r={remaining};t={t}");
+            let headers = [
+                ("RateLimit-Policy", "\"tokens\";q=3000;w=2;qu=\"tokens\""),
+                ("RateLimit", rate_limit.as_str()),
+            ];
+            let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+            pacer.learn(&fields, None, false);
+            pacer.tokens.windowed()
+        };
+        assert!(read(2800, 2), "whole in over a second: a window");
+        assert!(!read(2800, 1), "whole within the second: a refill");
+        assert!(
+            !read(0, 2),
+            "all of it missing: a refill would be whole in 2 s too"
+        );
     }
 
     #[test]
