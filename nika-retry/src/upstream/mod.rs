@@ -60,11 +60,11 @@
 mod adapt;
 mod bucket;
 mod fleet;
-// `pub(crate)` for the thread-local of the upstream in force, which holds
-// a handle and needs nothing else of this module.
-pub(crate) mod handle;
+mod handle;
 mod hold;
-
+// `pub(crate)` for what puts a call's handle in force (`run/upstream.rs`)
+// and reads it back (`stream/resumer.rs`).
+pub(crate) mod in_force;
 mod limits;
 mod pace;
 mod pacer;
@@ -156,7 +156,7 @@ use pacer::{Charge, Holds};
 /// ```
 #[inline]
 pub fn current() -> Option<Upstream> {
-    crate::ambient::upstream()
+    in_force::upstream()
 }
 
 impl Upstream {
@@ -216,7 +216,7 @@ impl Upstream {
         let wall = std::time::SystemTime::now();
         let fields = http::rate_limit_fields(headers, wall);
         // When the attempt whose response this is left, if it is in force.
-        let departed = crate::ambient::departed(self);
+        let departed = in_force::departed(self);
         let paced = self.gates.learn(&fields, departed);
         self.gates.share_learned(&fields, departed);
         let Some(limits) = http::rate_limits(headers, wall) else {
@@ -818,12 +818,15 @@ impl Gates {
         if let Some(store) = &self.store {
             store.hold(&self.name, held_for, reason);
         }
-        crate::ambient::observers::emit_upstream(&UpstreamEvent {
+        let event = UpstreamEvent {
             upstream: self.name.to_string(),
             held_for,
             reason,
             extended,
-        });
+        };
+        // A hold that no refused attempt caused is a pushback.
+        crate::metrics::held(&event);
+        crate::events::observers::emit_upstream(&event);
     }
 }
 
