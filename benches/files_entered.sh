@@ -52,6 +52,7 @@ tokio = { version = "1", features = ["rt", "macros", "time", "test-util"] }
 http = "1"
 tower-service = "0.3"
 tower-layer = "0.3"
+thiserror = "2"
 TOML
 
 TARGET=${CARGO_TARGET_DIR:-$REPO/target}/files-entered

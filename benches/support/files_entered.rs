@@ -32,24 +32,14 @@ async fn two() -> Result<(), Reset> {
 }
 
 /// The service's error: what the layer itself may fail with.
-#[derive(Debug, Classify)]
+#[derive(Debug, thiserror::Error, Classify)]
 enum Fault {
+    #[error(transparent)]
     #[category(transparent)]
-    Timeout(TimeoutError),
+    Timeout(#[from] TimeoutError),
+    #[error(transparent)]
     #[category(transparent)]
-    Held(Held),
-}
-
-impl From<TimeoutError> for Fault {
-    fn from(e: TimeoutError) -> Self {
-        Fault::Timeout(e)
-    }
-}
-
-impl From<Held> for Fault {
-    fn from(e: Held) -> Self {
-        Fault::Held(e)
-    }
+    Held(#[from] Held),
 }
 
 /// A server that answers every request 503, at once.
