@@ -218,7 +218,9 @@
 // (`#[retry]` alone), file by file: the steps that decide, each named by
 // its file and fn. What the steps call on their way and is not named here
 // (the slot's bits, `Budget`'s arithmetic, the getters: after the list) a
-// count of the files entered counts too.
+// count of the files entered counts too: `bash benches/files_entered.sh`
+// counts every file and entry (15 files today; BENCHMARKS.md, "Files a
+// failed attempt enters").
 //
 // 1. `run/poll.rs`: generated code awaits `call.attempt(async { body })`
 //    (`run/call.rs`). Each poll (`Attempt::poll`) builds the attempt's slot
