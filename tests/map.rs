@@ -35,9 +35,9 @@ const FLOORS: &[&[&str]] = &[
 const BACK_UP: &[(&str, &str)] = &[];
 
 /// The thread-locals and changing statics outside `ambient/`, as the map
-/// names them: two places beside the type they hold, which `ambient/`
-/// would otherwise import from above, and `metrics`' instruments, made
-/// once per process (feature `opentelemetry`).
+/// names them: two places beside the module they serve, so that no import
+/// runs back up, and `metrics`' instruments, made once per process
+/// (feature `opentelemetry`).
 const OUTSIDE_AMBIENT: [&str; 3] = [
     "events/observers.rs",
     "upstream/in_force.rs",

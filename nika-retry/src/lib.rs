@@ -107,11 +107,13 @@
 // comments and test code against them (a new import that runs back up
 // fails it). No module takes a name through this file's re-exports, nor
 // imports `__private`; every thread-local and every static that changes is
-// in `ambient/`, but two places that hold a type of a module above it and
-// stand beside that type (the observer stack, `events/observers.rs`; the
-// upstream in force, `upstream/in_force.rs`) and the instruments `metrics`
-// makes once per process (`metrics/instruments.rs`; the same test). Within
-// a module, files may import each other and through their `mod.rs`.
+// in `ambient/`, but two that stand beside the module they serve, so that
+// no import runs back up (the observer stack, `events/observers.rs`, which
+// the public `events::observe` fills, a floor below `ambient/`; the
+// upstream in force, `upstream/in_force.rs`, which holds the handle of
+// `upstream/`, a floor above), and the instruments `metrics` makes once
+// per process (`metrics/instruments.rs`; the same test). Within a module,
+// files may import each other and through their `mod.rs`.
 //
 // - `vocab/`, the ground: `category`, `layer` (with the layer rule,
 //   `Layer::may_nest_in`), `reached`, `timeout_error`, `classify`,
@@ -144,14 +146,15 @@
 //   doing nothing, empty types. Those callers take the hooks through
 //   `metrics/mod.rs`, which picks `record` or `off` by the feature.
 // - `ambient/`: the thread-locals and process globals of the crate (but
-//   the two beside their types, and `metrics`' instruments): what is in
-//   force during one poll, put in and taken back by one guard (`Swap`) or,
-//   for a call's own poll, one exchange (`exchange`: the attempt's word,
-//   `AttemptSlot`, and the outermost call's `Budget`, installed and
-//   restored on each poll; what a failing call reads around it, and the
-//   retry it charges the budget); the layer-violation reports waiting for
-//   their outer call (`violations`); the connect lists (`connect`). Its
-//   module docs list every one of the crate's: what, who writes it, when.
+//   the two beside the modules they serve, and `metrics`' instruments):
+//   what is in force during one poll, put in and taken back by one guard
+//   (`Swap`) or, for a call's own poll, one exchange (`exchange`: the
+//   attempt's word, `AttemptSlot`, and the outermost call's `Budget`,
+//   installed and restored on each poll; what a failing call reads around
+//   it, and the retry it charges the budget); the layer-violation reports
+//   waiting for their outer call (`violations`); the connect lists
+//   (`connect`). Its module docs list every one of the crate's: what, who
+//   writes it, when.
 // - `connect`, `task`, `attempt`: the boundaries a body uses
 //   (`connect()`, `scope`, `current_attempt`), each reading or putting its
 //   piece of `ambient`.

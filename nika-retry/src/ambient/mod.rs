@@ -17,10 +17,11 @@
 //! # Every thread-local and process global of the crate
 //!
 //! All of them are listed here, and defined in this folder but for two
-//! places that hold a type of a module above it, and stand beside that
-//! type so that this folder imports neither module: the observer stack
-//! (`events/observers.rs`) and the upstream in force
-//! (`upstream/in_force.rs`, a place of this folder's kind, [`Ambient`]).
+//! that stand beside the module they serve, so that no import runs back
+//! up: the observer stack (`events/observers.rs`), which the public
+//! `events::observe` fills and `events/` stands below this folder; and the
+//! upstream in force (`upstream/in_force.rs`, a place of this folder's
+//! kind, [`Ambient`]), which holds the handle of `upstream/`, above it.
 //! Nothing else of the crate declares a `thread_local!` or a `static` that
 //! changes, but `metrics`, whose instruments (feature `opentelemetry`) are
 //! made once per process and then only read (`metrics/instruments.rs`).

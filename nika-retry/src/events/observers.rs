@@ -3,8 +3,9 @@
 //! one scoped value that adds to what is around it rather than replacing
 //! it), and what is sent to it: every decision and every hold of a shared
 //! upstream, to `tracing` too. A thread-local outside `ambient/`, beside
-//! the observer type it holds, so that `ambient/` imports `events/` and
-//! never the other way (`ambient/mod.rs` lists it with the others).
+//! the observer type it holds and the public [`observe`] that fills it, so
+//! that `ambient/` imports `events/` and never the other way
+//! (`ambient/mod.rs` lists it with the others).
 
 use core::cell::RefCell;
 use core::future::Future;
