@@ -45,12 +45,13 @@ use crate::vocab::category::ErrorCategory;
 use crate::vocab::layer::Layer;
 
 mod log;
+pub(crate) mod observers;
 pub(crate) mod upstream;
 mod violation;
 
-pub use crate::ambient::observers::{Observed, observe};
 pub use crate::engine::Outcome;
 pub use log::EventLog;
+pub use observers::{Observed, observe};
 pub use upstream::{UpstreamEvent, WaitReason};
 pub use violation::LayerViolation;
 

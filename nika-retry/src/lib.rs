@@ -102,23 +102,18 @@
 // # The kernel, for a maintainer
 //
 // Modules by floor, from the ground up, each importing only from its own
-// floor and the floors below, but for the imports that run back up, named
-// here with why: `tests/map.rs` holds the floors and the imports named
-// here, and reads every `crate::` path of the sources outside comments and
-// test code against them (a new import that runs back up fails it, and so
-// does one named here that is gone). No module takes a name through this
-// file's re-exports, nor imports `__private`; every thread-local and every
-// static that changes is in `ambient/`, but the instruments `metrics` makes
-// once per process (the same test). Within a module,
+// floor and the floors below: no import runs back up. `tests/map.rs` holds
+// the floors, and reads every `crate::` path of the sources outside
+// comments and test code against them (a new import that runs back up
+// fails it). No module takes a name through this file's re-exports, nor
+// imports `__private`; every thread-local and every static that changes is
+// in `ambient/`, but two that stand beside the module they serve, so that
+// no import runs back up (the observer stack, `events/observers.rs`, which
+// the public `events::observe` fills, a floor below `ambient/`; the
+// upstream in force, `upstream/in_force.rs`, which holds the handle of
+// `upstream/`, a floor above), and the instruments `metrics` makes once
+// per process (`metrics/instruments.rs`; the same test). Within a module,
 // files may import each other and through their `mod.rs`.
-//
-// The imports that run back up (neither opens a circle of files):
-// - `events.rs` re-exports `observe` and `Observed` from
-//   `ambient/observers.rs`, where the observer stack lives;
-// - `ambient/upstream.rs`, the thread-local of the upstream in force, holds
-//   the handle type of `upstream/handle.rs`, whose state (`pacer`, `hold`,
-//   `store` and what they hold) reaches neither that thread-local nor
-//   `upstream/mod.rs`, which reads it.
 //
 // - `vocab/`, the ground: `category`, `layer` (with the layer rule,
 //   `Layer::may_nest_in`), `reached`, `timeout_error`, `classify`,
@@ -138,26 +133,28 @@
 //   under `attempt`/`connect`, `read` and `total`. Knows no call.
 // - `events/`: what a decision looks like outside: `RetryEvent`,
 //   `UpstreamEvent` (and its `HoldReason`), `RetryObserver`, the
-//   `EventLog`, their `tracing` lines.
+//   `EventLog`, their `tracing` lines; the observer stack on the thread,
+//   `observe`, and what is sent to it (`observers`: `listening`, `emit`,
+//   `emit_upstream`).
 // - `metrics/` (the public module with feature `opentelemetry`): the
 //   instruments' names (`names`), the instruments made from a meter
 //   (`instruments`), and what the runtime records where it decides
 //   (`record`: a call's end and its time with no attempt in flight, a wait
 //   at an upstream, a pushback, a stream's first chunk), called from
-//   `run/after.rs`, `run/upstream.rs`, `ambient/observers.rs` and
-//   `stream/starting.rs`; without the feature, `off.rs`: the same names,
+//   `run/`, `stream/` and `upstream/mod.rs` (a pushback); without the
+//   feature, `off.rs`: the same names,
 //   doing nothing, empty types. Those callers take the hooks through
 //   `metrics/mod.rs`, which picks `record` or `off` by the feature.
-// - `ambient/`: every thread-local and process global of the crate, and
-//   nothing else has one (but `metrics`' instruments): what is in force during one poll, put in and
-//   taken back by one guard (`Swap`) or, for a call's own poll, one
-//   exchange (`exchange`: the attempt's word, `AttemptSlot`, and the
-//   outermost call's `Budget`, installed and restored on each poll; what a
-//   failing call reads around it, and the retry it charges the budget); the
-//   observer stack and what is sent to it (`observers`); the layer-violation reports waiting
-//   for their outer call (`violations`); the connect lists (`connect`);
-//   the upstream in force for `upstream::current()` (`upstream`).
-//   Its module docs list each: what, who writes it, when.
+// - `ambient/`: the thread-locals and process globals of the crate (but
+//   the two beside the modules they serve, and `metrics`' instruments):
+//   what is in force during one poll, put in and taken back by one guard
+//   (`Swap`) or, for a call's own poll, one exchange (`exchange`: the
+//   attempt's word, `AttemptSlot`, and the outermost call's `Budget`,
+//   installed and restored on each poll; what a failing call reads around
+//   it, and the retry it charges the budget); the layer-violation reports
+//   waiting for their outer call (`violations`); the connect lists
+//   (`connect`). Its module docs list every one of the crate's: what, who
+//   writes it, when.
 // - `connect`, `task`, `attempt`: the boundaries a body uses
 //   (`connect()`, `scope`, `current_attempt`), each reading or putting its
 //   piece of `ambient`.
@@ -168,7 +165,8 @@
 //   the interface `run/` and `adapter/` call (`admit`, the admission that
 //   does not wait, whole; `wait`; `settle`);
 //   `handle`: the `Upstream` type and `Gates`, the gates' state, beneath
-//   the rest; `hold`: the hold gate (holds, the probe, the breaker, `Held`,
+//   the rest; `in_force`: the upstream in force (a thread-local holding a
+//   handle) for `upstream::current()`; `hold`: the hold gate (holds, the probe, the breaker, `Held`,
 //   how long a call may wait); the pace gate: `pace` (an attempt's
 //   `Reservation`, the paced waiters' queue and its head's wait, the cold
 //   start's scout and what responses teach the pacer), `pacer` (its state, an admission of every
@@ -223,7 +221,9 @@
 // (`#[retry]` alone), file by file: the steps that decide, each named by
 // its file and fn. What the steps call on their way and is not named here
 // (the slot's bits, `Budget`'s arithmetic, the getters: after the list) a
-// count of the files entered counts too.
+// count of the files entered counts too: `bash benches/files_entered.sh`
+// counts every file and entry (15 files today; BENCHMARKS.md, "Files a
+// failed attempt enters").
 //
 // 1. `run/poll.rs`: generated code awaits `call.attempt(async { body })`
 //    (`run/call.rs`). Each poll (`Attempt::poll`) builds the attempt's slot
@@ -253,7 +253,7 @@
 //    verdict: a retry is charged to the budget by
 // 8. `ambient/exchange.rs`'s `charge` (the call's own, or the one in
 //    force); the event is built only if
-// 9. `ambient/observers.rs` says anyone listens at the level the verdict
+// 9. `events/observers.rs` says anyone listens at the level the verdict
 //    gave it (`listening`, `emit`);
 //    `next` returns the instant to retry at.
 // 10. Generated code sleeps until it (`sleep`: `run/after.rs`'s second

@@ -62,8 +62,8 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Arc;
 
-use crate::ambient::{self, Policy, Scoped, observers};
-use crate::events::RetryObserver;
+use crate::ambient::{self, Policy, Scoped};
+use crate::events::{RetryObserver, observers};
 use crate::time::{TimeLimited, Total};
 use crate::vocab::bucket::TokenBucket;
 pub use crate::vocab::config::DEFAULT_BUDGET;

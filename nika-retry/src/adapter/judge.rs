@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use crate::engine::Failure;
 use crate::http::{Headers, response_category, retry_hint, status_reached};
 use crate::run::RetryResult;
-use crate::upstream::Upstream;
+use crate::upstream::{Upstream, in_force};
 use crate::vocab::category::ErrorCategory;
 use crate::vocab::classify::Classify;
 use crate::vocab::reached::Reached;
@@ -39,8 +39,10 @@ pub(crate) fn response_failure<H: Headers + ?Sized>(
 fn observe<H: Headers + ?Sized>(upstream: Option<&Upstream>, headers: &H) {
     match upstream {
         Some(upstream) => upstream.observe(headers),
+        // The upstream in force around the request (an annotated fn's),
+        // read where it is kept: `upstream::current()` only forwards there.
         None => {
-            if let Some(upstream) = crate::upstream::current() {
+            if let Some(upstream) = in_force::upstream() {
                 upstream.observe(headers);
             }
         }

@@ -11,16 +11,22 @@
 //! drops (a panic included), so the value comes back to its owner as the
 //! poll left it. Every scoped value uses it, except the one exchange tuned
 //! for the call's own poll ([`exchange`]: one access in, one out), and the
-//! observer stack, which adds to what is around it rather than replacing it.
+//! observer stack (`events/observers.rs`), which adds to what is around it
+//! rather than replacing it.
 //!
 //! # Every thread-local and process global of the crate
 //!
-//! All of them are defined in this folder; nothing else of the crate
-//! declares a `thread_local!` or a `static` that changes, but `metrics`,
-//! whose instruments (feature `opentelemetry`) are made once per process
-//! and then only read (`metrics/instruments.rs`). The one state outside
-//! the crate is the random sources it draws from but does not own (the
-//! last two rows).
+//! All of them are listed here, and defined in this folder but for two
+//! that stand beside the module they serve, so that no import runs back
+//! up: the observer stack (`events/observers.rs`), which the public
+//! `events::observe` fills and `events/` stands below this folder; and the
+//! upstream in force (`upstream/in_force.rs`, a place of this folder's
+//! kind, [`Ambient`]), which holds the handle of `upstream/`, above it.
+//! Nothing else of the crate declares a `thread_local!` or a `static` that
+//! changes, but `metrics`, whose instruments (feature `opentelemetry`) are
+//! made once per process and then only read (`metrics/instruments.rs`).
+//! The one state outside the crate is the random sources it draws from
+//! but does not own (the last two rows).
 //!
 //! | where | what it holds | written by | when |
 //! |---|---|---|---|
@@ -30,8 +36,8 @@
 //! | `CONTEXT.connect` ([`ConnectLimit`]) | the attempt's connect limit, and whether a boundary read it | a [`Swap`] in `connect::poll_under`; `connect()` and the reqwest connector mark it read | each poll of an attempt with `connect` |
 //! | `POLICY`, `CONTEXT.scoped` | the task policy in force, and whether there is one (`scoped`, kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |
 //! | `STREAM` ([`StreamFrame`]) | the limits a stream awaited in the innermost fn takes | a [`Swap`] in the poll of a call or a `#[timeout]` alone, once a stream asked (from the first poll if its fn returns `Started`) | each such poll |
-//! | [`upstream`]`::UPSTREAM` ([`InForceUpstream`]) | the upstream of the innermost call in force that names one (a handle), and `DEPARTED`, when its attempt left | a [`Swap`] in the poll of such a call's attempt (`run::upstream::WithUpstream`) | each poll of those |
-//! | [`observers`]`::OBSERVERS` | the observers of the futures being polled, outermost first (a stack) | `events::observe`, `task::carry` (read by `observers::emit`, `emit_upstream`, `current`) | each poll of those |
+//! | `upstream/in_force.rs`: `UPSTREAM` (`InForceUpstream`) | the upstream of the innermost call in force that names one (a handle), and `DEPARTED`, when its attempt left | a [`Swap`] in the poll of such a call's attempt (`run::upstream::WithUpstream`) | each poll of those |
+//! | `events/observers.rs`: `OBSERVERS` | the observers of the futures being polled, outermost first (a stack) | `events::observe`, `task::carry` (read by `observers::emit`, `emit_upstream`, `current`) | each poll of those |
 //! | [`violations`]`::PENDING` | a nested loop's half of a layer-violation report, until the outer call names itself | `run::violation::check` on the nested call's first poll; `run::violation::report` from the outer call's restore | only when the rule is broken |
 //! | [`connect`]`::SEEN_SETTLED` | fns this thread knows are settled about their connect limit | `connect::attempt_ended` (`connect::settle`) | once per fn and thread |
 //! | static [`connect`]`::SETTLED` | fns whose connect limit was reached or reported unused | `connect::settle` | once per fn |
@@ -48,11 +54,9 @@ use crate::vocab::policy::TaskPolicy;
 pub(crate) mod connect;
 pub(crate) mod exchange;
 mod frame;
-pub(crate) mod observers;
 mod scoped;
 #[cfg(test)]
 mod tests;
-mod upstream;
 pub(crate) mod violations;
 
 pub(crate) use connect::{Connect, ConnectLimit, connect_limit};
@@ -63,7 +67,6 @@ pub(crate) use frame::{
     Alone, AloneMark, Frame, FrameInForce, OnceFrame, SiteOf, StreamFrame, stream_frame,
 };
 pub(crate) use scoped::{Policy, Scoped, with_policy};
-pub(crate) use upstream::{Departure, InForce, InForceUpstream, departed, upstream};
 
 /// A value put in force on the thread for one poll: its place, and how a
 /// value is swapped with it. The types implementing it name the places.

@@ -14,9 +14,9 @@ use std::borrow::Cow;
 use tokio::time::Instant;
 
 use super::state::CallState;
-use crate::ambient::{self, AroundFailure, Budget, Idempotence, observers};
+use crate::ambient::{self, AroundFailure, Budget, Idempotence};
 use crate::engine::{Decision, Failure, Level, Limits, RetryState, backoff};
-use crate::events::{Outcome, RetryEvent, WaitReason};
+use crate::events::{Outcome, RetryEvent, WaitReason, observers};
 use crate::metrics::End;
 use crate::task;
 use crate::time::{Nanos, later};

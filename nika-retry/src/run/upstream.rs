@@ -9,10 +9,11 @@ use core::task::{Context, Poll};
 
 use tokio::time::Instant;
 
-use crate::ambient::{Departure, InForce, InForceUpstream, Swap};
+use crate::ambient::Swap;
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::time::Nanos;
+use crate::upstream::in_force::{Departure, InForce, InForceUpstream};
 use crate::upstream::{COST_UNKNOWN, Reservation, Upstream};
 
 /// A call's place at its upstream, for the generated loop: kept for the

@@ -14,9 +14,9 @@
 //! been completed by their own outer calls first.
 
 use super::site::Site;
+use crate::ambient::exchange;
 use crate::ambient::violations::{self, Pending};
-use crate::ambient::{exchange, observers};
-use crate::events::LayerViolation;
+use crate::events::{LayerViolation, observers};
 use crate::vocab::layer::Layer;
 
 /// On the first poll of a call of `inner` nested in another's attempt: if

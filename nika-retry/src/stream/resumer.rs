@@ -16,7 +16,7 @@ use crate::ambient::{self, AttemptSlot, Budget, SiteOf};
 use crate::run::{AtUpstream, AttemptLimits, TimedCall, WithUpstream, sleep};
 use crate::task;
 use crate::time::Total;
-use crate::upstream::Upstream;
+use crate::upstream::{Upstream, in_force};
 use crate::vocab::classify::Classify;
 use crate::vocab::key::IdempotencyKey;
 use crate::vocab::site::Site;
@@ -63,7 +63,7 @@ impl ResumePoint {
             start,
             read: limits.and_then(|l| l.read),
             total: limits.and_then(|l| l.total),
-            upstream: ambient::upstream(),
+            upstream: in_force::upstream(),
         })
     }
 

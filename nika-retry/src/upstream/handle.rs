@@ -3,7 +3,7 @@
 //! behaviour is in `mod.rs` (the handle's, all of it) and each gate's file
 //! (`hold`, `pace`, `adapt`, `fleet`). The types alone stand here, beneath
 //! them, so that what holds a handle (the thread-local of the upstream in
-//! force) needs none of that behaviour.
+//! force, `in_force.rs`) needs none of that behaviour.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU32};

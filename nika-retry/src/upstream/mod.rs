@@ -60,11 +60,11 @@
 mod adapt;
 mod bucket;
 mod fleet;
-// `pub(crate)` for the thread-local of the upstream in force, which holds
-// a handle and needs nothing else of this module.
-pub(crate) mod handle;
+mod handle;
 mod hold;
-
+// `pub(crate)` for what puts a call's handle in force (`run/upstream.rs`)
+// and reads it back (`stream/resumer.rs`).
+pub(crate) mod in_force;
 mod limits;
 mod pace;
 mod pacer;
@@ -84,14 +84,23 @@ use tokio::time::Instant;
 
 // Defined beside the event that carries it, so that `events` (a leaf)
 // imports nothing from here.
+use crate::engine::Failure;
 pub use crate::events::upstream::HoldReason;
+use crate::events::{UpstreamEvent, WaitReason};
+use crate::http::{self, Headers};
+use crate::time::Nanos;
 pub use bucket::LimitSource;
+use fleet::{FleetPace, Lease};
+use handle::Gates;
 pub use handle::Upstream;
 pub use hold::Held;
 pub use hold::MAX_HOLD;
+use hold::{Grown, Hold, Patience};
+use in_force::Departure;
 pub use limits::{DimensionLimit, Quota, UpstreamLimits};
 pub(crate) use pace::Reservation;
 pub(crate) use pacer::COST_UNKNOWN;
+use pacer::{Charge, Holds};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
@@ -99,16 +108,6 @@ pub use store::{
     Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
     StoreFuture,
 };
-
-use crate::ambient::Departure;
-use crate::engine::Failure;
-use crate::events::{UpstreamEvent, WaitReason};
-use crate::http::{self, Headers};
-use crate::time::Nanos;
-use fleet::{FleetPace, Lease};
-use handle::Gates;
-use hold::{Grown, Hold, Patience};
-use pacer::{Charge, Holds};
 
 /// The upstream of the innermost call in force that names one: a clone of
 /// its handle (no allocation), or `None` outside any such call.
@@ -157,7 +156,7 @@ use pacer::{Charge, Holds};
 /// ```
 #[inline]
 pub fn current() -> Option<Upstream> {
-    crate::ambient::upstream()
+    in_force::upstream()
 }
 
 impl Upstream {
@@ -217,7 +216,7 @@ impl Upstream {
         let wall = std::time::SystemTime::now();
         let fields = http::rate_limit_fields(headers, wall);
         // When the attempt whose response this is left, if it is in force.
-        let departed = crate::ambient::departed(self);
+        let departed = in_force::departed(self);
         let paced = self.gates.learn(&fields, departed);
         self.gates.share_learned(&fields, departed.map(|d| d.at));
         let Some(limits) = http::rate_limits(headers, wall) else {
@@ -820,12 +819,15 @@ impl Gates {
         if let Some(store) = &self.store {
             store.hold(&self.name, held_for, reason);
         }
-        crate::ambient::observers::emit_upstream(&UpstreamEvent {
+        let event = UpstreamEvent {
             upstream: self.name.to_string(),
             held_for,
             reason,
             extended,
-        });
+        };
+        // A hold that no refused attempt caused is a pushback.
+        crate::metrics::held(&event);
+        crate::events::observers::emit_upstream(&event);
     }
 }
 

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::adapt::{Adaptive, Ramp};
 use super::bucket::{Bucket, LimitSource, Unseen, nanos};
 use super::hold::MAX_HOLD;
-use crate::ambient::Departure;
+use super::in_force::Departure;
 use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
 

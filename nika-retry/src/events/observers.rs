@@ -2,7 +2,10 @@
 //! [`observe`] and `task::carry` add to for each poll of their future (the
 //! one scoped value that adds to what is around it rather than replacing
 //! it), and what is sent to it: every decision and every hold of a shared
-//! upstream, to `tracing` too.
+//! upstream, to `tracing` too. A thread-local outside `ambient/`, beside
+//! the observer type it holds and the public [`observe`] that fills it, so
+//! that `ambient/` imports `events/` and never the other way
+//! (`ambient/mod.rs` lists it with the others).
 
 use core::cell::RefCell;
 use core::future::Future;
@@ -10,9 +13,9 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::Arc;
 
+use super::upstream::UpstreamEvent;
+use super::{RetryEvent, RetryObserver};
 use crate::engine::Level;
-use crate::events::upstream::UpstreamEvent;
-use crate::events::{RetryEvent, RetryObserver};
 
 std::thread_local! {
     /// The observers of the futures being polled, outermost first.
@@ -119,7 +122,7 @@ pub(crate) fn listening(level: Level) -> bool {
 #[cfg_attr(not(feature = "tracing"), allow(unused_variables))]
 pub(crate) fn emit(event: &RetryEvent, level: Level) {
     #[cfg(feature = "tracing")]
-    crate::events::trace(event, level);
+    super::trace(event, level);
     OBSERVERS.with(|o| {
         for observer in o.borrow().iter().rev() {
             observer.on_event(event);
@@ -127,13 +130,11 @@ pub(crate) fn emit(event: &RetryEvent, level: Level) {
     });
 }
 
-/// Sends an upstream's `event` to `tracing`, to the metrics (a hold that
-/// no refused attempt caused is a pushback) and to every observer in
-/// force, innermost first.
+/// Sends an upstream's `event` to `tracing` and to every observer in
+/// force, innermost first (its caller records it in the metrics first).
 pub(crate) fn emit_upstream(event: &UpstreamEvent) {
     #[cfg(feature = "tracing")]
-    crate::events::upstream::trace(event);
-    crate::metrics::held(event);
+    super::upstream::trace(event);
     OBSERVERS.with(|o| {
         for observer in o.borrow().iter().rev() {
             observer.on_upstream(event);

@@ -1,16 +1,19 @@
 //! [`InForceUpstream`]: the upstream of the innermost call in force that
 //! names one, for [`upstream::current`](crate::upstream::current), and
-//! when its attempt left, for the headers that attempt reads.
+//! when its attempt left, for the headers that attempt reads. A place of
+//! `ambient`'s kind, kept beside the handle it holds rather than in
+//! `ambient/`, so that `ambient/` imports nothing of this module
+//! (`ambient/mod.rs` lists it with the others).
 
 use core::cell::Cell;
 use core::mem::ManuallyDrop;
 use core::num::NonZeroU32;
 
-use super::Ambient;
-use crate::upstream::handle::Upstream;
+use super::handle::Upstream;
+use crate::ambient::Ambient;
 
 std::thread_local! {
-    /// A thread-local of its own, as `POLICY`, touched only by the polls of
+    /// A thread-local of its own, as `ambient`'s `POLICY`, touched only by the polls of
     /// calls that name an upstream. `ManuallyDrop`, so that the
     /// thread-local needs no destructor, and each access no check that it
     /// is alive: outside a poll it always holds `None` (every handle swapped
@@ -18,7 +21,7 @@ std::thread_local! {
     /// is left to drop when the thread ends.
     static UPSTREAM: Cell<ManuallyDrop<Option<Upstream>>> =
         const { Cell::new(ManuallyDrop::new(None)) };
-    /// When the attempt in force left, and what its pacer had taken then.
+    /// When the attempt in force left, and what its pacer estimated then.
     static DEPARTED: Cell<Departure> = const { Cell::new(Departure::NONE) };
 }
 
