@@ -13,7 +13,7 @@ use crate::ambient::Swap;
 use crate::engine::Failure;
 use crate::events::WaitReason;
 use crate::time::Nanos;
-use crate::upstream::in_force::{Departure, InForce, InForceUpstream};
+use crate::upstream::in_force::{InForce, InForceUpstream};
 use crate::upstream::{COST_UNKNOWN, Reservation, Upstream};
 
 /// A call's place at its upstream, for the generated loop: kept for the
@@ -135,7 +135,7 @@ impl<F> WithUpstream<F> {
         WithUpstream {
             fut,
             in_force: InForce {
-                departed: upstream.map_or(Departure::NONE, Upstream::departure),
+                departed: upstream.map_or(0, Upstream::departure),
                 handle: upstream.cloned(),
             },
         }
@@ -145,7 +145,7 @@ impl<F> WithUpstream<F> {
 impl<F> WithUpstream<F> {
     /// When its attempt left (0: not recorded), for [`as_attempt`].
     #[inline(always)]
-    pub(crate) fn departed(&self) -> Departure {
+    pub(crate) fn departed(&self) -> u64 {
         self.in_force.departed
     }
 }
@@ -153,10 +153,10 @@ impl<F> WithUpstream<F> {
 /// `f` with `at`'s upstream in force as it was for the attempt that left
 /// at `departed`: an adapter reads its response's headers after the
 /// attempt, as that attempt's. Nothing to put in force while the upstream
-/// paces nothing (`departed` not recorded).
+/// paces nothing (`departed` 0).
 #[inline]
-pub(crate) fn as_attempt<R>(at: &AtUpstream<'_>, departed: Departure, f: impl FnOnce() -> R) -> R {
-    let Some(upstream) = at.upstream().filter(|_| departed.recorded()) else {
+pub(crate) fn as_attempt<R>(at: &AtUpstream<'_>, departed: u64, f: impl FnOnce() -> R) -> R {
+    let Some(upstream) = at.upstream().filter(|_| departed != 0) else {
         return f();
     };
     let mut in_force = InForce {

@@ -7,7 +7,6 @@
 
 use core::cell::Cell;
 use core::mem::ManuallyDrop;
-use core::num::NonZeroU32;
 
 use super::handle::Upstream;
 use crate::ambient::Ambient;
@@ -21,32 +20,9 @@ std::thread_local! {
     /// is left to drop when the thread ends.
     static UPSTREAM: Cell<ManuallyDrop<Option<Upstream>>> =
         const { Cell::new(ManuallyDrop::new(None)) };
-    /// When the attempt in force left, and what its pacer estimated then.
-    static DEPARTED: Cell<Departure> = const { Cell::new(Departure::NONE) };
-}
-
-/// When an attempt left, on its upstream's pacer clock (`at` 0: not
-/// recorded, its upstream paced nothing when it started), and what each
-/// of the pacer's buckets estimated then (its requests', its tokens'):
-/// the headers its response reads tell how far that was off.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Departure {
-    pub(crate) at: u64,
-    pub(crate) marks: [Option<NonZeroU32>; 2],
-}
-
-impl Departure {
-    /// Not recorded.
-    pub(crate) const NONE: Departure = Departure {
-        at: 0,
-        marks: [None; 2],
-    };
-
-    /// Whether it was recorded.
-    #[inline(always)]
-    pub(crate) fn recorded(self) -> bool {
-        self.at != 0
-    }
+    /// When the attempt in force left, on its upstream's pacer clock (0:
+    /// not recorded: its upstream paced nothing when it started).
+    static DEPARTED: Cell<u64> = const { Cell::new(0) };
 }
 
 /// What an attempt of a call that names an upstream puts in force while
@@ -55,7 +31,7 @@ pub(crate) struct InForce {
     /// A clone of the call's handle.
     pub(crate) handle: Option<Upstream>,
     /// When the attempt left ([`Upstream::departure`]).
-    pub(crate) departed: Departure,
+    pub(crate) departed: u64,
 }
 
 /// The place of the upstream in force: each poll of an attempt of a call
@@ -91,9 +67,9 @@ pub(crate) fn upstream() -> Option<Upstream> {
 
 /// When the attempt in force left, if its upstream is `upstream` and it
 /// was recorded.
-pub(crate) fn departed(upstream: &Upstream) -> Option<Departure> {
+pub(crate) fn departed(upstream: &Upstream) -> Option<u64> {
     let departed = DEPARTED.with(Cell::get);
-    if !departed.recorded() {
+    if departed == 0 {
         return None;
     }
     UPSTREAM.with(|place| {
@@ -109,19 +85,12 @@ mod tests {
     use super::*;
     use crate::ambient::Swap;
 
-    fn at(at: u64) -> Departure {
-        Departure {
-            at,
-            marks: [NonZeroU32::new(1), None],
-        }
-    }
-
     #[test]
     fn the_innermost_handle_is_in_force_and_the_outer_comes_back() {
         assert!(upstream().is_none());
         let mut outer = InForce {
             handle: Some(Upstream::new("outer")),
-            departed: at(7),
+            departed: 7,
         };
         {
             let _outer = Swap::<InForceUpstream>::new(&mut outer);
@@ -129,12 +98,12 @@ mod tests {
             let inner_handle = Upstream::new("inner");
             let mut inner = InForce {
                 handle: Some(inner_handle.clone()),
-                departed: at(9),
+                departed: 9,
             };
             {
                 let _inner = Swap::<InForceUpstream>::new(&mut inner);
                 assert_eq!(upstream().unwrap().name(), "inner");
-                assert_eq!(departed(&inner_handle), Some(at(9)));
+                assert_eq!(departed(&inner_handle), Some(9));
                 assert_eq!(
                     departed(&Upstream::new("inner")),
                     None,
@@ -146,7 +115,7 @@ mod tests {
                 "inner",
                 "given back to its owner"
             );
-            assert_eq!(inner.departed, at(9));
+            assert_eq!(inner.departed, 9);
             assert_eq!(upstream().unwrap().name(), "outer");
             assert_eq!(departed(&inner_handle), None);
         }

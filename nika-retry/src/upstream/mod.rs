@@ -96,7 +96,6 @@ pub use handle::Upstream;
 pub use hold::Held;
 pub use hold::MAX_HOLD;
 use hold::{Grown, Hold, Patience};
-use in_force::Departure;
 pub use limits::{DimensionLimit, Quota, UpstreamLimits};
 pub(crate) use pace::Reservation;
 pub(crate) use pacer::COST_UNKNOWN;
@@ -218,7 +217,7 @@ impl Upstream {
         // When the attempt whose response this is left, if it is in force.
         let departed = in_force::departed(self);
         let paced = self.gates.learn(&fields, departed);
-        self.gates.share_learned(&fields, departed.map(|d| d.at));
+        self.gates.share_learned(&fields, departed);
         let Some(limits) = http::rate_limits(headers, wall) else {
             return;
         };
@@ -754,16 +753,16 @@ impl Upstream {
         Arc::ptr_eq(&self.gates, &other.gates)
     }
 
-    /// When an attempt leaving now left, on the pacer's clock, and what
-    /// the pacer had taken, for the headers it reads
-    /// ([`observe`](Upstream::observe)); not recorded while nothing is
-    /// paced, which reads no clock.
+    /// When an attempt leaving now left, on the pacer's clock, for the
+    /// headers it reads ([`observe`](Upstream::observe)); 0 while nothing
+    /// is paced, which reads no clock. The pacer notes what it estimated
+    /// then, for the reading to tell how far that was off.
     #[inline]
-    pub(crate) fn departure(&self) -> Departure {
+    pub(crate) fn departure(&self) -> u64 {
         if self.gates.pacing.load(Ordering::Relaxed) {
             self.gates.pacer.departure()
         } else {
-            Departure::NONE
+            0
         }
     }
 }

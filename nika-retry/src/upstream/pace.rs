@@ -22,7 +22,6 @@ use super::adapt::as_bucket;
 use super::bucket::LimitSource;
 use super::handle::{Gates, Upstream};
 use super::hold::{Held, Patience};
-use super::in_force::Departure;
 use super::pacer::{COST_UNKNOWN, Charge, Holds};
 use crate::engine::Failure;
 use crate::events::WaitReason;
@@ -34,7 +33,7 @@ use crate::vocab::category::ErrorCategory;
 impl Gates {
     /// Takes what a response's headers say of the limits in; returns
     /// whether the requests are paced by their bucket.
-    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<Departure>) -> bool {
+    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<u64>) -> bool {
         let pacer = &self.pacer;
         if fields.requests.any() || fields.tokens.any() {
             pacer.heard.store(true, Ordering::Relaxed);

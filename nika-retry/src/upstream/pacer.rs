@@ -4,8 +4,9 @@
 //! once, and what an attempt that started charged it ([`Charge`], given
 //! back when it ends).
 
+use core::num::NonZeroU32;
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::Notify;
@@ -14,7 +15,6 @@ use tokio::time::Instant;
 use super::adapt::{Adaptive, Ramp};
 use super::bucket::{Bucket, LimitSource, Unseen, nanos};
 use super::hold::MAX_HOLD;
-use super::in_force::Departure;
 use crate::events::WaitReason;
 use crate::http::{LimitFields, RateLimitFields};
 
@@ -54,6 +54,8 @@ pub(super) struct Pacer {
     pub(super) changed: Notify,
     /// The rate adapted to header-less 429s.
     pub(super) adaptive: Adaptive,
+    /// What the buckets estimated as the last attempts left.
+    departures: Departures,
     /// Bucket times are nanoseconds since this.
     epoch: Instant,
 }
@@ -90,6 +92,7 @@ impl Default for Pacer {
             ramp: Ramp::default(),
             changed: Notify::new(),
             adaptive: Adaptive::new(epoch),
+            departures: Departures::default(),
             epoch,
         }
     }
@@ -277,30 +280,27 @@ impl Pacer {
         &self.scouted
     }
 
-    /// When an attempt leaving now left, and what each bucket estimated.
-    pub(super) fn departure(&self) -> Departure {
-        let now = self.now();
-        Departure {
-            at: now.max(1),
-            marks: [self.requests.mark(now), self.tokens.mark(now)],
+    /// When an attempt leaving now left (never 0), noting what each
+    /// bucket estimated then, if any did.
+    pub(super) fn departure(&self) -> u64 {
+        let at = self.now().max(1);
+        let marks = [self.requests.mark(at), self.tokens.mark(at)];
+        if marks != [None; 2] {
+            self.departures.note(at, marks);
         }
+        at
     }
 
     /// Takes what a response's headers say of the limits in: the response
     /// of an attempt that `departed` then, if known.
     /// `queued`: callers wait in the pace's queue, holding no places.
-    pub(super) fn learn(
-        &self,
-        fields: &RateLimitFields,
-        departed: Option<Departure>,
-        queued: bool,
-    ) {
+    pub(super) fn learn(&self, fields: &RateLimitFields, departed: Option<u64>, queued: bool) {
         let now = self.now();
         // A reset given as an instant is when the window that counted the
         // request ends: at most that long after the request left, which
         // bounds the window from above (from the response, it would read
         // short by the answer's time, and free what was sent early).
-        let answered = Duration::from_nanos(departed.map_or(0, |d| now.saturating_sub(d.at)));
+        let answered = Duration::from_nanos(departed.map_or(0, |d| now.saturating_sub(d)));
         let (requests, tokens, windows, sample) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
@@ -343,7 +343,9 @@ impl Pacer {
             .unwrap_or(0);
         // What the server had not seen: what left after the attempt, if
         // the bucket paced when it left; else the rest in flight.
-        let unseen = |i: usize, own: u64| match departed.and_then(|d| Some((d.at, d.marks[i]?))) {
+        let marks = departed.map(|at| (at, self.departures.find(at)));
+        let unseen = |i: usize, own: u64| match marks.and_then(|(at, marks)| Some((at, marks[i]?)))
+        {
             Some((at, mark)) => Unseen::Since { at, mark },
             // A reading may be older than attempts that started and ended
             // after its request: while callers queue, it moves their next
@@ -484,6 +486,59 @@ impl Pacer {
         }
         let changed = bucket.set(limit, w, LimitSource::Learned);
         (fields.remaining.map(|r| limit.saturating_sub(r)), changed)
+    }
+}
+
+/// How many departures' marks are kept: the attempts marked (each alone,
+/// a request's way after the one before) while one answer comes back.
+const DEPARTURES: usize = 64;
+
+/// The marks of the last departures that noted any ([`Bucket::mark`]),
+/// by when they left: a reading finds its attempt's there. Kept here, not
+/// carried by the attempt: an open upstream's attempt, which notes
+/// nothing, then moves 8 bytes in and out of force at each poll, not 16.
+/// An entry overwritten before its reading comes reads as not noted.
+struct Departures {
+    /// Each entry: when it left, then its marks (requests' high, tokens'
+    /// low; 0: none).
+    entries: [[AtomicU64; 2]; DEPARTURES],
+    next: AtomicUsize,
+}
+
+impl Default for Departures {
+    fn default() -> Departures {
+        Departures {
+            entries: core::array::from_fn(|_| [AtomicU64::new(0), AtomicU64::new(0)]),
+            next: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Departures {
+    fn note(&self, at: u64, marks: [Option<NonZeroU32>; 2]) {
+        let [requests, tokens] = marks.map(|m| u64::from(m.map_or(0, NonZeroU32::get)));
+        let entry = &self.entries[self.next.fetch_add(1, Ordering::Relaxed) % DEPARTURES];
+        // Not found while it is written: its time goes last.
+        entry[0].store(0, Ordering::Release);
+        entry[1].store(requests << 32 | tokens, Ordering::Release);
+        entry[0].store(at, Ordering::Release);
+    }
+
+    /// The marks noted by the departure at `at`, if still kept.
+    fn find(&self, at: u64) -> [Option<NonZeroU32>; 2] {
+        for entry in &self.entries {
+            if entry[0].load(Ordering::Acquire) == at {
+                let marks = entry[1].load(Ordering::Acquire);
+                // Overwritten meanwhile: not its marks.
+                if entry[0].load(Ordering::Acquire) == at {
+                    return [
+                        NonZeroU32::new((marks >> 32) as u32),
+                        NonZeroU32::new(marks as u32),
+                    ];
+                }
+            }
+        }
+        [None; 2]
     }
 }
 
@@ -775,13 +830,14 @@ mod tests {
         for _ in 0..14 {
             pacer.take(pacer.now(), 200, 0, 0).expect("the burst fits");
         }
-        assert_eq!(pacer.departure().marks, [None; 2], "in its burst");
+        let departure = pacer.departure();
+        assert_eq!(pacer.departures.find(departure), [None; 2], "in its burst");
         // Alone, 200 ms after the burst: its departure is marked.
         tokio::time::advance(ms(200)).await;
         let now = pacer.now();
         pacer.take(now, 200, now, now).expect("refilled");
         let departure = pacer.departure();
-        assert!(departure.marks.iter().all(Option::is_some));
+        assert!(pacer.departures.find(departure).iter().all(Option::is_some));
         let before = pacer.tokens.tat();
         // Answered 1.3 s later: the server had counted 2 300, not the
         // 2 700 estimated (2 of the burst it never counted).
@@ -800,6 +856,22 @@ mod tests {
         let after = pacer.tokens.tat();
         pacer.learn(&fields, None, true);
         assert!(pacer.tokens.tat() > after);
+    }
+
+    #[test]
+    fn a_departures_marks_are_found_by_when_it_left_until_overwritten() {
+        let departures = Departures::default();
+        let mark = |n: u32| NonZeroU32::new(n);
+        departures.note(7, [mark(1), None]);
+        departures.note(8, [None, mark(u32::MAX)]);
+        assert_eq!(departures.find(7), [mark(1), None]);
+        assert_eq!(departures.find(8), [None, mark(u32::MAX)]);
+        assert_eq!(departures.find(9), [None; 2], "never noted");
+        for at in 100..100 + DEPARTURES as u64 {
+            departures.note(at, [mark(2), mark(3)]);
+        }
+        assert_eq!(departures.find(7), [None; 2], "overwritten: not its marks");
+        assert_eq!(departures.find(100), [mark(2), mark(3)]);
     }
 
     #[test]
