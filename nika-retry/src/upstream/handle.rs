@@ -6,7 +6,7 @@
 //! force, `in_force.rs`) needs none of that behaviour.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -32,18 +32,15 @@ pub struct Upstream {
     pub(super) gates: Arc<Gates>,
 }
 
-/// The gates' state: the hold gate's (`guarded`, `counting`, `hold`,
-/// `released`), the pace and adapt gates' (`pacing`, `pacer`, `queue`,
-/// `queued`), the fleet gate's (`store`, `token`; its waiters queue in
-/// `queue` too).
+/// The gates' state: the hold gate's (its bit of `looks`, `counting`,
+/// `hold`, `released`), the pace and adapt gates' (their bit of `looks`,
+/// `pacer`, `queue`, `queued`), the fleet gate's (`store`, `token`; its
+/// waiters queue in `queue` too).
 pub(super) struct Gates {
     pub(super) name: Cow<'static, str>,
-    /// Whether an attempt must look at `hold` before it starts: a hold, an
-    /// allowance, a probe's turn. `false` is the open upstream's one load.
-    pub(super) guarded: AtomicBool,
-    /// Whether an attempt must pass the pacer (limits known, a cold start
-    /// pending, an adaptive rate): no lock unless it waits.
-    pub(super) pacing: AtomicBool,
+    /// What an attempt must look at before it starts, a bit each
+    /// ([`GUARDED`], [`PACING`]): none is the open upstream's one load.
+    pub(super) looks: AtomicU8,
     pub(super) pacer: Pacer,
     /// Whether a success tells the breaker something: failures counted,
     /// or opened and not closed since (a success then resets them).
@@ -64,13 +61,19 @@ pub(super) struct Gates {
     pub(super) queued: AtomicU32,
 }
 
+/// A bit of `Gates::looks`: an attempt must look at `hold` before it
+/// starts (a hold, an allowance, a probe's turn, a store).
+pub(super) const GUARDED: u8 = 1;
+/// A bit of `Gates::looks`: an attempt must pass the pacer (limits known,
+/// a cold start pending, an adaptive rate): no lock unless it waits.
+pub(super) const PACING: u8 = 2;
+
 impl Gates {
     pub(super) fn new(name: Cow<'static, str>, hold: Hold, store: Option<Arc<dyn Store>>) -> Gates {
         Gates {
             name,
-            guarded: AtomicBool::new(false),
             // A cold start until the first response (`with_cold_start`).
-            pacing: AtomicBool::new(true),
+            looks: AtomicU8::new(PACING),
             pacer: Pacer::default(),
             counting: AtomicBool::new(false),
             hold: Mutex::new(hold),

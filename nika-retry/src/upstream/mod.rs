@@ -91,8 +91,8 @@ use crate::http::{self, Headers};
 use crate::time::Nanos;
 pub use bucket::LimitSource;
 use fleet::{FleetPace, Lease};
-use handle::Gates;
 pub use handle::Upstream;
+use handle::{GUARDED, Gates, PACING};
 pub use hold::Held;
 pub use hold::MAX_HOLD;
 use hold::{Grown, Hold, Patience};
@@ -306,7 +306,7 @@ impl Upstream {
             }
         };
         // With a store, every attempt asks it.
-        gates.guarded.store(true, Ordering::Relaxed);
+        gates.looks.fetch_or(GUARDED, Ordering::Relaxed);
         Upstream {
             gates: Arc::new(gates),
         }
@@ -349,7 +349,7 @@ impl Upstream {
     #[inline(never)]
     fn admit_paced(&self, r: &mut Reservation<'_>) -> Option<Instant> {
         let (gates, pacer) = (&self.gates, &self.gates.pacer);
-        if gates.guarded.load(Ordering::Acquire) || pacer.cold.load(Ordering::Acquire) {
+        if gates.looks_at(GUARDED) || pacer.cold.load(Ordering::Acquire) {
             return Some(Instant::now());
         }
         // Behind the waiters: they hold no places, the queue keeps their
@@ -455,7 +455,7 @@ impl Upstream {
     /// Whether the next attempt may start at once (one atomic load).
     #[inline(always)]
     fn open(&self) -> bool {
-        if self.gates.guarded.load(Ordering::Acquire) || self.gates.pacing.load(Ordering::Acquire) {
+        if self.gates.looks.load(Ordering::Acquire) != 0 {
             return false;
         }
         // Counted for the adaptive rate's measure of what is sent.
@@ -474,7 +474,7 @@ impl Upstream {
     ) -> Result<Reservation<'_>, Held> {
         let start = Instant::now();
         loop {
-            let (mut turn, admission) = if self.gates.guarded.load(Ordering::Acquire) {
+            let (mut turn, admission) = if self.gates.looks_at(GUARDED) {
                 self.hold_wait(patience, cost).await?
             } else {
                 (Reservation::idle(self), None)
@@ -494,7 +494,7 @@ impl Upstream {
                 FleetPace::Spent(charge) => turn.charge = charge,
                 FleetPace::Local => {}
             }
-            if matches!(fleet, FleetPace::Local) && self.gates.pacing.load(Ordering::Acquire) {
+            if matches!(fleet, FleetPace::Local) && self.gates.looks_at(PACING) {
                 // Dropped on `Held`: a probe's turn passes on.
                 let Some(charge) = self
                     .gates
@@ -759,7 +759,7 @@ impl Upstream {
     /// then, for the reading to tell how far that was off.
     #[inline]
     pub(crate) fn departure(&self) -> u64 {
-        if self.gates.pacing.load(Ordering::Relaxed) {
+        if self.gates.looks_at(PACING) {
             self.gates.pacer.departure()
         } else {
             0
@@ -782,6 +782,21 @@ impl Gates {
         self.locked(|state| state.left(now))
     }
 
+    /// Whether attempts must look at `what` ([`GUARDED`], [`PACING`]).
+    #[inline(always)]
+    pub(super) fn looks_at(&self, what: u8) -> bool {
+        self.looks.load(Ordering::Acquire) & what != 0
+    }
+
+    /// Publishes whether attempts must look at `what`.
+    pub(super) fn look_at(&self, what: u8, on: bool) {
+        if on {
+            self.looks.fetch_or(what, Ordering::Release);
+        } else {
+            self.looks.fetch_and(!what, Ordering::Release);
+        }
+    }
+
     /// Runs `f` on the state under its lock, then publishes whether
     /// attempts must look at it.
     pub(super) fn locked<R>(&self, f: impl FnOnce(&mut Hold) -> R) -> R {
@@ -798,8 +813,7 @@ impl Gates {
     }
 
     pub(super) fn publish(&self, state: &Hold) {
-        let guarded = state.guarded() || self.store.is_some();
-        self.guarded.store(guarded, Ordering::Release);
+        self.look_at(GUARDED, state.guarded() || self.store.is_some());
         self.counting.store(state.counting(), Ordering::Relaxed);
     }
 

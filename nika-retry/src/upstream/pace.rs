@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use super::adapt::as_bucket;
 use super::bucket::LimitSource;
-use super::handle::{Gates, Upstream};
+use super::handle::{Gates, PACING, Upstream};
 use super::hold::{Held, Patience};
 use super::pacer::{COST_UNKNOWN, Charge, Holds};
 use crate::engine::Failure;
@@ -69,7 +69,7 @@ impl Gates {
     pub(super) fn publish_pacing(&self) {
         let pacer = &self.pacer;
         let active = pacer.active() || pacer.adaptive.on();
-        self.pacing.store(active, Ordering::Release);
+        self.look_at(PACING, active);
     }
 
     /// The pacer's part of an attempt's wait: the cold start's, then its
