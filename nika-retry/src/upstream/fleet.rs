@@ -253,10 +253,19 @@ impl Gates {
         });
         let reading = |bucket: &Bucket, fields: &LimitFields| match bucket.get() {
             Some((limit, window, _)) => {
+                // A reset in whole seconds may be up to a second late; an
+                // instant counted from when the request left, up to the
+                // answer's time late for the moment the server counted it.
+                let rounding = match fields.whole_seconds {
+                    true => Duration::from_secs(1),
+                    false => Duration::ZERO,
+                };
                 let reading = Reading::new(limit, window, fields.remaining);
                 match fields.reset {
-                    Some(reset) if fields.instant => reading.with_reset(reset + answered),
-                    Some(reset) => reading.with_reset(reset),
+                    Some(reset) if fields.instant => reading
+                        .with_reset(reset + answered)
+                        .rounded(rounding + answered),
+                    Some(reset) => reading.with_reset(reset).rounded(rounding),
                     None => reading,
                 }
             }
