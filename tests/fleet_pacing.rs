@@ -659,3 +659,51 @@ async fn an_instant_read_after_a_slow_answer_is_no_window() {
     })
     .await;
 }
+
+/// A window's admissions count for the longest reset read (an instant's
+/// counted from when its request left), even where the window read from
+/// the responses is shorter (short by the answer's time: 1.9 s here, the
+/// reset 2 s): counted for the shorter, a fixed window's first admissions
+/// left the log 60 ms before the window ended, and their successors met
+/// 429s.
+#[tokio::test]
+async fn a_window_counts_for_its_longest_reset_past_a_shorter_window_read() {
+    bounded(async {
+        let redis = RedisServer::start();
+        let (a, b) = (store(&redis).await, store(&redis).await);
+        let read = Duration::from_millis(1_900);
+        a.learned(
+            UP,
+            [
+                Reading::new(4, read, Some(3)).with_reset(Duration::from_secs(2)),
+                Reading::default(),
+            ],
+        );
+        for _ in 0..100 {
+            let win: Option<String> = raw(&redis).hget(pace_key(UP), "rwin").unwrap();
+            if win.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let spend = [Spend::new(4, read, 1), Spend::default()];
+        let started = std::time::Instant::now();
+        for store in [&a, &b, &a, &b] {
+            assert_eq!(store.admit(UP, 1, spend).await.unwrap(), Admission::Go);
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        match b.admit(UP, 2, spend).await.unwrap() {
+            Admission::Ready(after) => {
+                // `started` is before the first admission: `frees` is never
+                // earlier than when the oldest leaves (2 s and its 40 ms).
+                let frees = started.elapsed() + after;
+                assert!(
+                    frees >= Duration::from_millis(2_040),
+                    "the oldest leaves after {frees:?}: counted for the shorter window"
+                );
+            }
+            other => panic!("a window's 5th of 4 went: {other:?}"),
+        }
+    })
+    .await;
+}

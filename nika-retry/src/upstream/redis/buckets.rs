@@ -25,7 +25,8 @@
 //! more than 50 ms later than a refill of what is missing would take (a
 //! refill's reset never is: what is left is counted down, the reset not)
 //! marks the dimension as windowed (`win`, for good), and its longest reset (`rr`) as its
-//! window: its attempts are then admitted by a log of the fleet's
+//! window (counted from when its request left: longer than a window read
+//! from the responses, short by the answer's time): its attempts are then admitted by a log of the fleet's
 //! admissions (`…:log:requests`, `…:log:tokens`, sorted sets of
 //! `cost:seq` scored by the admission's microsecond), each counting for
 //! the window and a margin for the time a request takes to reach the
@@ -130,13 +131,13 @@ pub(super) const ADMIT: &str = pace_lua!(
      local function log_cost(member)\n\
        return tonumber(string.match(member, '^(%d+):')) or 0\n\
      end\n\
-     local function log_wait(hash, log, d, limit, window, cost, now)\n\
+     local function log_wait(hash, log, d, limit, window, cost, now, maxw)\n\
        local t = redis.call('TYPE', log)['ok']\n\
        if t ~= 'zset' and t ~= 'none' then\n\
          redis.call('DEL', log)\n\
          t = 'none'\n\
        end\n\
-       local longest = valid(tonumber(redis.call('HGET', hash, d .. 'rr')), window)\n\
+       local longest = valid(tonumber(redis.call('HGET', hash, d .. 'rr')), maxw)\n\
        if longest > 0 then window = longest end\n\
        local span = log_span(window)\n\
        if t == 'zset' then\n\
@@ -187,7 +188,7 @@ pub(super) const ADMIT: &str = pace_lua!(
          known = true\n\
          if cost > limit then cost = limit end\n\
          local level = level_at(pace, d, limit, window, now)\n\
-         local logged, windowed = log_wait(pace, KEYS[4 + i], d, limit, window, cost, now)\n\
+         local logged, windowed = log_wait(pace, KEYS[4 + i], d, limit, window, cost, now, maxw)\n\
          if logged > wait then wait = logged end\n\
          if level < cost and not windowed then\n\
            local need = math.ceil((cost - level) * window / limit)\n\
