@@ -104,7 +104,7 @@ use crate::engine::Failure;
 use crate::events::{UpstreamEvent, WaitReason};
 use crate::http::{self, Headers};
 use crate::time::Nanos;
-use fleet::{FleetPace, Lease};
+use fleet::Lease;
 use handle::Gates;
 use hold::{Grown, Hold, Patience};
 use pacer::{Charge, Holds};
@@ -485,17 +485,15 @@ impl Upstream {
             let fleet = match &self.gates.store {
                 Some(store) => {
                     self.gates
-                        .fleet_turn(store, admission, patience, cost)
+                        .fleet_turn(store, admission, patience, cost, &mut turn.charge)
                         .await?
                 }
-                None => FleetPace::Local,
+                None => Admission::Local,
             };
-            match fleet {
-                FleetPace::Held => continue,
-                FleetPace::Spent(charge) => turn.charge = charge,
-                FleetPace::Local => {}
+            if matches!(fleet, Admission::Held(..)) {
+                continue;
             }
-            if matches!(fleet, FleetPace::Local) && self.gates.pacing.load(Ordering::Acquire) {
+            if fleet == Admission::Local && self.gates.pacing.load(Ordering::Acquire) {
                 // Dropped on `Held`: a probe's turn passes on.
                 let Some(charge) = self
                     .gates
