@@ -574,3 +574,136 @@ async fn a_window_read_by_one_process_paces_the_others_by_the_window() {
     })
     .await;
 }
+
+/// Waits (at most 3 s) until the fleet's pace in `redis` knows `upstream`'s
+/// requests' limit (`LEARN` runs on the store's writer, after `observe`
+/// returns).
+async fn limit_shared(redis: &RedisServer, upstream: &str) {
+    for _ in 0..150 {
+        let limit: Option<String> = raw(redis).hget(pace_key(upstream), "rl").unwrap();
+        if limit.is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the reading never reached the store");
+}
+
+/// The IETF's `t` is whole seconds, rounded up: a refill whole in 100 ms
+/// reads `t=1`. That is no window (it would pace a refilling server by
+/// windows, a third slower); a reset a second later than any rounding
+/// explains still is.
+#[tokio::test]
+async fn a_reset_in_whole_seconds_is_no_window_unless_its_rounding_cannot_explain_it() {
+    bounded(async {
+        let redis = RedisServer::start();
+        let policy = (
+            "RateLimit-Policy",
+            r#""requests";q=20;w=2, "tokens";q=3000;w=2"#,
+        );
+        // A refill: 1 of 20 requests and 200 of 3 000 tokens missing.
+        let refill = Upstream::new("fleet/ietf-refill").with_store(store(&redis).await);
+        let state = ("RateLimit", r#""requests";r=19;t=1, "tokens";r=2800;t=1"#);
+        refill.observe(&[policy, state][..]);
+        limit_shared(&redis, "fleet/ietf-refill").await;
+        for d in ["rwin", "twin"] {
+            let win: Option<String> = raw(&redis).hget(pace_key("fleet/ietf-refill"), d).unwrap();
+            assert_eq!(win, None, "{d}: a rounded refill read as a window");
+        }
+        // A rolling window: as much missing, whole again only in 2 s.
+        let rolling = Upstream::new("fleet/ietf-rolling").with_store(store(&redis).await);
+        let state = ("RateLimit", r#""requests";r=19;t=2, "tokens";r=2800;t=2"#);
+        rolling.observe(&[policy, state][..]);
+        window_shared(&redis, "fleet/ietf-rolling").await;
+        let win: Option<String> = raw(&redis)
+            .hget(pace_key("fleet/ietf-rolling"), "rwin")
+            .unwrap();
+        assert_eq!(win.as_deref(), Some("1"), "a window's reset");
+    })
+    .await;
+}
+
+/// One attempt answered after 300 ms, with Anthropic's headers: 1 of 20
+/// requests spent, whole again in 100 ms (an RFC 3339 instant).
+#[retry(layer = "provider", upstream = upstream)]
+async fn answered_late(upstream: &Upstream) -> Result<(), ProviderError> {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reset = std::time::SystemTime::now() + Duration::from_millis(100);
+    let reset = humantime::format_rfc3339_millis(reset).to_string();
+    upstream.observe(
+        &[
+            ("anthropic-ratelimit-requests-limit", "20"),
+            ("anthropic-ratelimit-requests-remaining", "19"),
+            ("anthropic-ratelimit-requests-reset", reset.as_str()),
+        ][..],
+    );
+    Ok(())
+}
+
+/// An instant's reset is shared counted from when the request left (the
+/// window log counts that long), up to the answer's time later than the
+/// server counted it: a refill whole 100 ms after a 300 ms answer is no
+/// window (it would be paced by windows, a third slower).
+#[tokio::test]
+async fn an_instant_read_after_a_slow_answer_is_no_window() {
+    bounded(async {
+        let redis = RedisServer::start();
+        let name = "fleet/slow-refill";
+        let upstream = Upstream::new(name)
+            .with_quota(Quota::per(Duration::from_secs(2)).requests(20))
+            .with_store(store(&redis).await);
+        assert_eq!(answered_late(&upstream).await, Ok(()));
+        limit_shared(&redis, name).await;
+        let win: Option<String> = raw(&redis).hget(pace_key(name), "rwin").unwrap();
+        assert_eq!(win, None, "a slow refill's reading read as a window");
+    })
+    .await;
+}
+
+/// A window's admissions count for the longest reset read (an instant's
+/// counted from when its request left), even where the window read from
+/// the responses is shorter (short by the answer's time: 1.9 s here, the
+/// reset 2 s): counted for the shorter, a fixed window's first admissions
+/// left the log 60 ms before the window ended, and their successors met
+/// 429s.
+#[tokio::test]
+async fn a_window_counts_for_its_longest_reset_past_a_shorter_window_read() {
+    bounded(async {
+        let redis = RedisServer::start();
+        let (a, b) = (store(&redis).await, store(&redis).await);
+        let read = Duration::from_millis(1_900);
+        a.learned(
+            UP,
+            [
+                Reading::new(4, read, Some(3)).with_reset(Duration::from_secs(2)),
+                Reading::default(),
+            ],
+        );
+        for _ in 0..100 {
+            let win: Option<String> = raw(&redis).hget(pace_key(UP), "rwin").unwrap();
+            if win.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let spend = [Spend::new(4, read, 1), Spend::default()];
+        let started = std::time::Instant::now();
+        for store in [&a, &b, &a, &b] {
+            assert_eq!(store.admit(UP, 1, spend).await.unwrap(), Admission::Go);
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        match b.admit(UP, 2, spend).await.unwrap() {
+            Admission::Ready(after) => {
+                // `started` is before the first admission: `frees` is never
+                // earlier than when the oldest leaves (2 s and its 40 ms).
+                let frees = started.elapsed() + after;
+                assert!(
+                    frees >= Duration::from_millis(2_040),
+                    "the oldest leaves after {frees:?}: counted for the shorter window"
+                );
+            }
+            other => panic!("a window's 5th of 4 went: {other:?}"),
+        }
+    })
+    .await;
+}

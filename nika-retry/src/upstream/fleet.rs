@@ -25,19 +25,6 @@ use crate::events::WaitReason;
 use crate::events::upstream::HoldReason;
 use crate::http::{LimitFields, RateLimitFields};
 
-/// How an attempt was paced by the store.
-pub(super) enum FleetPace {
-    /// The store keeps no buckets for it (or did not answer): the pacer of
-    /// this process paces it.
-    Local,
-    /// The store spent its cost (or it is this process's scout): it
-    /// starts, with why it waited, if it did.
-    Spent(Charge),
-    /// Held in the store meanwhile (taken into the local state): it waits
-    /// for the hold again.
-    Held,
-}
-
 /// How often a probe asks the store again while another process's probe
 /// is out (each time jittered by up to half of it either way).
 const PROBE_POLL: Duration = Duration::from_millis(100);
@@ -129,14 +116,20 @@ impl Gates {
     /// start first (its scout asks the store, which counts what it spends
     /// while no limit is known; the others ask after the scout's news,
     /// when the store may know the limits), then the store's pace.
+    /// [`Admission::Go`]: the store spent its cost, or it goes as this
+    /// process's scout (`charge` says so, and why it waited);
+    /// [`Admission::Local`]: this process's pacer paces it;
+    /// [`Admission::Held`]: held meanwhile (taken into the local state), it
+    /// waits for the hold again. Never `Ready`.
     pub(super) async fn fleet_turn(
         &self,
         store: &Arc<dyn Store>,
         first: Option<Admission>,
         patience: Patience,
         cost: u32,
-    ) -> Result<FleetPace, Held> {
-        let (mut scout, waited, first) = match first {
+        charge: &mut Charge,
+    ) -> Result<Admission, Held> {
+        let (mut scout, mut reason, first) = match first {
             Some(Admission::Local) | None if self.pacer.cold.load(Ordering::Acquire) => {
                 let (scout, reason) = self.cold_start().await;
                 (scout, reason, None)
@@ -144,72 +137,64 @@ impl Gates {
             first => (Scout::none(self), None, first),
         };
         let paced = self
-            .fleet_pace(store, first, patience, cost, waited)
+            .fleet_pace(store, first, patience, cost, &mut reason)
             .await?;
-        if !scout.armed {
-            return Ok(paced);
-        }
         // The scout goes, paced by the store if it knows a limit (another
         // process's scout came back first), else as this process's scout;
         // the others wait for its news. Held, it passes its turn (dropped).
         let scouting = core::mem::take(&mut scout.armed);
-        Ok(match paced {
-            FleetPace::Local => {
-                let mut charge = Charge {
-                    reason: waited,
-                    ..Charge::default()
-                };
-                charge.holds.set(Holds::SCOUT, scouting);
-                FleetPace::Spent(charge)
-            }
-            FleetPace::Spent(mut charge) => {
-                charge.holds.set(Holds::SCOUT, scouting);
-                FleetPace::Spent(charge)
-            }
-            FleetPace::Held => {
+        let go = match paced {
+            Admission::Go => true,
+            Admission::Local => scouting,
+            _ => {
                 scout.armed = scouting;
-                FleetPace::Held
+                false
             }
-        })
+        };
+        if !go {
+            return Ok(paced);
+        }
+        *charge = Charge {
+            reason,
+            ..Charge::default()
+        };
+        charge.holds.set(Holds::SCOUT, scouting);
+        Ok(Admission::Go)
     }
 
     /// The attempt's pace at the store: `first` the store's answer already
     /// had, if any. While a bucket lacks the cost the attempt sleeps until
     /// it holds it and asks again; the waiters of this process ask in
     /// arrival order, one at a time, so that a refill wakes one of them.
-    /// A wait past the call's deadline is `Held` at once. `waited`: why
-    /// the attempt waited already (its cold start).
+    /// A wait past the call's deadline is `Held` at once. `reason`: why
+    /// the attempt waited (its cold start), `Paced` once it sleeps here.
+    /// Never `Ready`; `Held` taken into the local state.
     async fn fleet_pace(
         &self,
         store: &Arc<dyn Store>,
         first: Option<Admission>,
         patience: Patience,
         cost: u32,
-        waited: Option<WaitReason>,
-    ) -> Result<FleetPace, Held> {
+        reason: &mut Option<WaitReason>,
+    ) -> Result<Admission, Held> {
         let mut next = first;
         let mut queue = None;
-        let mut reason = waited;
         loop {
             let admission = match next.take() {
                 Some(admission) => admission,
                 None => self.admission(store, self.spends(cost)).await,
             };
             let after = match admission {
-                Admission::Go => {
-                    return Ok(FleetPace::Spent(Charge {
-                        reason,
-                        ..Charge::default()
-                    }));
-                }
+                Admission::Ready(after) => after,
                 Admission::Held(left, why) => {
                     let now = Instant::now();
                     // No event: the process that set the hold in the store sent it.
                     self.locked(|state| state.hold(now, left, why));
-                    return Ok(FleetPace::Held);
+                    return Ok(admission);
                 }
-                Admission::Ready(after) => after,
-                _ => return Ok(FleetPace::Local),
+                // Go, Local (and whatever a later store answers: local).
+                Admission::Go => return Ok(Admission::Go),
+                _ => return Ok(Admission::Local),
             };
             let now = Instant::now();
             if patience.deadline.is_some_and(|d| now + after > d) {
@@ -219,7 +204,7 @@ impl Gates {
                     HoldReason::RateLimitHeaders,
                 ));
             }
-            reason = Some(WaitReason::Paced);
+            *reason = Some(WaitReason::Paced);
             if queue.is_none() {
                 match self.queue.try_lock() {
                     Ok(first) => queue = Some(first),
@@ -253,10 +238,19 @@ impl Gates {
         });
         let reading = |bucket: &Bucket, fields: &LimitFields| match bucket.get() {
             Some((limit, window, _)) => {
+                // A reset in whole seconds may be up to a second late; an
+                // instant counted from when the request left, up to the
+                // answer's time late for the moment the server counted it.
+                let rounding = match fields.whole_seconds {
+                    true => Duration::from_secs(1),
+                    false => Duration::ZERO,
+                };
                 let reading = Reading::new(limit, window, fields.remaining);
                 match fields.reset {
-                    Some(reset) if fields.instant => reading.with_reset(reset + answered),
-                    Some(reset) => reading.with_reset(reset),
+                    Some(reset) if fields.instant => reading
+                        .with_reset(reset + answered)
+                        .rounded(rounding + answered),
+                    Some(reset) => reading.with_reset(reset).rounded(rounding),
                     None => reading,
                 }
             }

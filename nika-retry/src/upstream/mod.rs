@@ -84,22 +84,14 @@ use tokio::time::Instant;
 
 // Defined beside the event that carries it, so that `events` (a leaf)
 // imports nothing from here.
-use crate::engine::Failure;
 pub use crate::events::upstream::HoldReason;
-use crate::events::{UpstreamEvent, WaitReason};
-use crate::http::{self, Headers};
-use crate::time::Nanos;
 pub use bucket::LimitSource;
-use fleet::{FleetPace, Lease};
 pub use handle::Upstream;
-use handle::{GUARDED, Gates, PACING};
 pub use hold::Held;
 pub use hold::MAX_HOLD;
-use hold::{Grown, Hold, Patience};
 pub use limits::{DimensionLimit, Quota, UpstreamLimits};
 pub(crate) use pace::Reservation;
 pub(crate) use pacer::COST_UNKNOWN;
-use pacer::{Charge, Holds};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
@@ -107,6 +99,15 @@ pub use store::{
     Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
     StoreFuture,
 };
+
+use crate::engine::Failure;
+use crate::events::{UpstreamEvent, WaitReason};
+use crate::http::{self, Headers};
+use crate::time::Nanos;
+use fleet::Lease;
+use handle::{GUARDED, Gates, PACING};
+use hold::{Grown, Hold, Patience};
+use pacer::{Charge, Holds};
 
 /// The upstream of the innermost call in force that names one: a clone of
 /// its handle (no allocation), or `None` outside any such call.
@@ -484,17 +485,15 @@ impl Upstream {
             let fleet = match &self.gates.store {
                 Some(store) => {
                     self.gates
-                        .fleet_turn(store, admission, patience, cost)
+                        .fleet_turn(store, admission, patience, cost, &mut turn.charge)
                         .await?
                 }
-                None => FleetPace::Local,
+                None => Admission::Local,
             };
-            match fleet {
-                FleetPace::Held => continue,
-                FleetPace::Spent(charge) => turn.charge = charge,
-                FleetPace::Local => {}
+            if matches!(fleet, Admission::Held(..)) {
+                continue;
             }
-            if matches!(fleet, FleetPace::Local) && self.gates.looks_at(PACING) {
+            if fleet == Admission::Local && self.gates.looks_at(PACING) {
                 // Dropped on `Held`: a probe's turn passes on.
                 let Some(charge) = self
                     .gates

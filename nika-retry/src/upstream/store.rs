@@ -88,6 +88,11 @@ pub struct Reading {
     /// much later than a continuous refill of what is missing would take
     /// tells a window that frees nothing before it moves.
     pub reset: Option<Duration>,
+    /// How much later than the server's own count `reset` may be (a
+    /// second for a reset in whole seconds, the answer's time for an
+    /// instant counted from when the request left): a window is told from
+    /// a refill by the reset less it, so that no refill reads as a window.
+    pub(crate) rounding: Duration,
 }
 
 impl Reading {
@@ -98,6 +103,7 @@ impl Reading {
             window,
             remaining,
             reset: None,
+            rounding: Duration::ZERO,
         }
     }
 
@@ -117,6 +123,12 @@ impl Reading {
             reset: Some(reset),
             ..self
         }
+    }
+
+    /// This reading, its reset up to `rounding` later than the server's count.
+    #[must_use]
+    pub(crate) fn rounded(self, rounding: Duration) -> Reading {
+        Reading { rounding, ..self }
     }
 }
 

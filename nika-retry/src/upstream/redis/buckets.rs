@@ -20,10 +20,13 @@
 //!
 //! A bucket refills continuously, as OpenAI documents its limits; a
 //! server that counts by windows (rolling or fixed) frees nothing until
-//! its window moves. A reading whose reset is more than twice (and 50 ms)
-//! later than a refill of what is missing would take marks the dimension
-//! as windowed (`win`, for good), and its longest reset (`rr`) as its
-//! window: its attempts are then admitted by a log of the fleet's
+//! its window moves. A reading whose reset, less what it may be late by
+//! (a second for whole seconds, the answer's time for an instant), is
+//! more than 50 ms later than a refill of what is missing would take (a
+//! refill's reset never is: what is left is counted down, the reset not)
+//! marks the dimension as windowed (`win`, for good), and its longest reset (`rr`) as its
+//! window (counted from when its request left: longer than a window read
+//! from the responses, short by the answer's time): its attempts are then admitted by a log of the fleet's
 //! admissions (`…:log:requests`, `…:log:tokens`, sorted sets of
 //! `cost:seq` scored by the admission's microsecond), each counting for
 //! the window and a margin for the time a request takes to reach the
@@ -128,13 +131,13 @@ pub(super) const ADMIT: &str = pace_lua!(
      local function log_cost(member)\n\
        return tonumber(string.match(member, '^(%d+):')) or 0\n\
      end\n\
-     local function log_wait(hash, log, d, limit, window, cost, now)\n\
+     local function log_wait(hash, log, d, limit, window, cost, now, maxw)\n\
        local t = redis.call('TYPE', log)['ok']\n\
        if t ~= 'zset' and t ~= 'none' then\n\
          redis.call('DEL', log)\n\
          t = 'none'\n\
        end\n\
-       local longest = valid(tonumber(redis.call('HGET', hash, d .. 'rr')), window)\n\
+       local longest = valid(tonumber(redis.call('HGET', hash, d .. 'rr')), maxw)\n\
        if longest > 0 then window = longest end\n\
        local span = log_span(window)\n\
        if t == 'zset' then\n\
@@ -185,7 +188,7 @@ pub(super) const ADMIT: &str = pace_lua!(
          known = true\n\
          if cost > limit then cost = limit end\n\
          local level = level_at(pace, d, limit, window, now)\n\
-         local logged, windowed = log_wait(pace, KEYS[4 + i], d, limit, window, cost, now)\n\
+         local logged, windowed = log_wait(pace, KEYS[4 + i], d, limit, window, cost, now, maxw)\n\
          if logged > wait then wait = logged end\n\
          if level < cost and not windowed then\n\
            local need = math.ceil((cost - level) * window / limit)\n\
@@ -219,9 +222,10 @@ pub(super) const ADMIT: &str = pace_lua!(
 );
 
 /// KEYS: pace. ARGV: max ms, the largest limit, then per dimension its
-/// limit, window µs, what is left and its reset in µs (-1: not said).
-/// Shares each limit given (with the shortest window read for it), lowers
-/// its level to what is left, and marks it windowed if its reset says so.
+/// limit, window µs, what is left, its reset in µs (-1: not said) and how
+/// much the server may have rounded the reset up, in µs. Shares each limit
+/// given (with the shortest window read for it), lowers its level to what
+/// is left, and marks it windowed if its reset, less the rounding, says so.
 pub(super) const LEARN: &str = pace_lua!(
     "local pace = KEYS[1]\n\
      clear_garbage(pace)\n\
@@ -230,11 +234,12 @@ pub(super) const LEARN: &str = pace_lua!(
      local units = tonumber(ARGV[2])\n\
      local longest = 0\n\
      for i, d in ipairs({'r', 't'}) do\n\
-       local b = 4 * i - 1\n\
+       local b = 5 * i - 2\n\
        local limit = valid(tonumber(ARGV[b]), units)\n\
        local window = valid(tonumber(ARGV[b + 1]), maxw)\n\
        local remaining = tonumber(ARGV[b + 2]) or -1\n\
-       local reset = tonumber(ARGV[b + 3]) or -1
+       local reset = tonumber(ARGV[b + 3]) or -1\n\
+       local rounding = valid(tonumber(ARGV[b + 4]), maxw)
        if limit > 0 and window > 0 then\n\
          local shared = valid(tonumber(redis.call('HGET', pace, d .. 'w')), maxw)\n\
          local same = valid(tonumber(redis.call('HGET', pace, d .. 'l')), units) == limit\n\
@@ -243,7 +248,7 @@ pub(super) const LEARN: &str = pace_lua!(
          if remaining == remaining and remaining >= 0 and remaining < level then level = remaining end\n\
          if remaining == remaining and remaining >= 0 and remaining < limit and reset == reset and reset > 0 then\n\
            local refill = (limit - remaining) * window / limit\n\
-           if reset > 2 * refill + 50000 then redis.call('HSET', pace, d .. 'win', '1') end\n\
+           if reset - rounding > refill + 50000 then redis.call('HSET', pace, d .. 'win', '1') end\n\
          end\n\
          if reset == reset and reset > 0 and reset <= maxw then\n\
            local longest = valid(tonumber(redis.call('HGET', pace, d .. 'rr')), maxw)\n\
@@ -352,13 +357,14 @@ pub(super) fn spend_args(spend: &Spend) -> [u64; 3] {
 }
 
 /// The arguments of one dimension of [`LEARN`] (what is left and its
-/// reset: -1 if not said).
-pub(super) fn reading_args(reading: &Reading) -> [i64; 4] {
+/// reset: -1 if not said; the reset's rounding).
+pub(super) fn reading_args(reading: &Reading) -> [i64; 5] {
     let signed = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     [
         signed(units(reading.limit)),
         signed(micros(reading.window)),
         reading.remaining.map_or(-1, |r| signed(units(r))),
         reading.reset.map_or(-1, |r| signed(micros(r))),
+        signed(micros(reading.rounding)),
     ]
 }
