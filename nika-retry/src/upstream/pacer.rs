@@ -515,6 +515,7 @@ impl Default for Departures {
 }
 
 impl Departures {
+    /// Keeps `marks` for the departure at `at`, over the oldest kept.
     fn note(&self, at: u64, marks: [Option<NonZeroU32>; 2]) {
         let [requests, tokens] = marks.map(|m| u64::from(m.map_or(0, NonZeroU32::get)));
         let entry = &self.entries[self.next.fetch_add(1, Ordering::Relaxed) % DEPARTURES];
@@ -820,7 +821,7 @@ mod tests {
     /// move their next place later (some of what is in flight the server
     /// had counted). Its request's departure says how far the estimate was
     /// off then, and it moves the place either way: answers of 0–2 s on a
-    /// refill took 1.36–1.43× of what the limits allow, 1.17–1.23× now.
+    /// refill took 1.36–1.43× of what the limits allow, 1.17–1.34× now.
     #[tokio::test(start_paused = true)]
     async fn a_slow_answers_reading_moves_the_queues_place_by_how_far_it_was_off() {
         let ms = |n: u64| Duration::from_millis(n);
