@@ -39,6 +39,12 @@ fn raw(redis: &RedisServer) -> redis::Connection {
         .expect("a connection to the test's redis-server")
 }
 
+/// Redis's clock (`TIME`), the one its scripts read.
+fn redis_time(conn: &mut redis::Connection) -> Duration {
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(conn).expect("TIME");
+    Duration::from_secs(seconds) + Duration::from_micros(micros)
+}
+
 fn pace_key(upstream: &str) -> String {
     format!("nika-retry:upstream:{{{upstream}}}:pace")
 }
@@ -445,7 +451,6 @@ async fn a_limit_read_as_a_window_frees_nothing_until_its_oldest_admission_leave
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let started = std::time::Instant::now();
         for store in [&a, &b, &a, &b] {
             assert_eq!(
                 store.admit(UP, 1, four_per_2s()).await.unwrap(),
@@ -453,15 +458,25 @@ async fn a_limit_read_as_a_window_frees_nothing_until_its_oldest_admission_leave
             );
         }
         tokio::time::sleep(Duration::from_millis(700)).await;
-        match b.admit(UP, 2, four_per_2s()).await.unwrap() {
+        // On Redis's clock, which the script reads: the fifth's admission
+        // is between `before` and `answered`, and the oldest entry of the
+        // log frees `after` it, a window and its margin (40 ms) after it
+        // went. (The caller's clock would see the oldest go up to a round
+        // trip after `started`, which on a loaded machine hides the margin.)
+        let mut conn = raw(&redis);
+        let before = redis_time(&mut conn);
+        let admission = b.admit(UP, 2, four_per_2s()).await.unwrap();
+        let answered = redis_time(&mut conn);
+        let log = format!("nika-retry:upstream:{{{UP}}}:log:requests");
+        let oldest: Vec<(String, f64)> = conn.zrange_withscores(&log, 0, 0).unwrap();
+        let oldest = Duration::from_micros(oldest.first().expect("logged").1 as u64);
+        match admission {
             Admission::Ready(after) => {
-                // `started` is before the first admission, and `after` counts
-                // from the fifth's, earlier than its answer is read: `frees`
-                // is never earlier than when the oldest leaves (2 040 ms).
-                let frees = started.elapsed() + after;
+                let (earliest, latest) = (before + after - oldest, answered + after - oldest);
                 assert!(
-                    frees >= Duration::from_millis(2040) && frees <= Duration::from_millis(2400),
-                    "the oldest leaves after {frees:?}, its margin included"
+                    latest >= Duration::from_millis(2039)
+                        && earliest <= Duration::from_millis(2041),
+                    "the oldest leaves {earliest:?}–{latest:?} after it went, not 2.04 s"
                 );
             }
             other => panic!("a window's 5th of 4 went: {other:?}"),
