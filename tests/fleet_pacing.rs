@@ -435,54 +435,53 @@ async fn a_store_dropped_right_after_its_probe_gives_the_lease_back() {
 async fn a_limit_read_as_a_window_frees_nothing_until_its_oldest_admission_leaves() {
     bounded(async {
         let redis = RedisServer::start();
-        let (a, b) = (store(&redis).await, store(&redis).await);
         let window = Duration::from_secs(2);
-        a.learned(
-            UP,
-            [
-                Reading::new(4, window, Some(3)).with_reset(window),
-                Reading::default(),
-            ],
+        let reading = Reading::new(4, window, Some(3)).with_reset(window);
+        let (earliest, latest) = oldest_frees(&redis, reading, four_per_2s()).await;
+        assert!(
+            latest >= Duration::from_millis(2039) && earliest <= Duration::from_millis(2041),
+            "the oldest leaves {earliest:?}–{latest:?} after it went, not 2.04 s"
         );
-        for _ in 0..100 {
-            let win: Option<String> = raw(&redis).hget(pace_key(UP), "rwin").unwrap();
-            if win.is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        for store in [&a, &b, &a, &b] {
-            assert_eq!(
-                store.admit(UP, 1, four_per_2s()).await.unwrap(),
-                Admission::Go
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        // On Redis's clock, which the script reads: the fifth's admission
-        // is between `before` and `answered`, and the oldest entry of the
-        // log frees `after` it, a window and its margin (40 ms) after it
-        // went. (The caller's clock would see the oldest go up to a round
-        // trip after `started`, which on a loaded machine hides the margin.)
-        let mut conn = raw(&redis);
-        let before = redis_time(&mut conn);
-        let admission = b.admit(UP, 2, four_per_2s()).await.unwrap();
-        let answered = redis_time(&mut conn);
-        let log = format!("nika-retry:upstream:{{{UP}}}:log:requests");
-        let oldest: Vec<(String, f64)> = conn.zrange_withscores(&log, 0, 0).unwrap();
-        let oldest = Duration::from_micros(oldest.first().expect("logged").1 as u64);
-        match admission {
-            Admission::Ready(after) => {
-                let (earliest, latest) = (before + after - oldest, answered + after - oldest);
-                assert!(
-                    latest >= Duration::from_millis(2039)
-                        && earliest <= Duration::from_millis(2041),
-                    "the oldest leaves {earliest:?}–{latest:?} after it went, not 2.04 s"
-                );
-            }
-            other => panic!("a window's 5th of 4 went: {other:?}"),
-        }
     })
     .await;
+}
+
+/// Two stores learn `reading` (of the requests), admit 4 attempts
+/// spending `spend` in turn, and 700 ms later ask for a fifth: how long
+/// after it went the log's oldest admission frees, on Redis's clock, which
+/// the script reads (the fifth's admission is between two reads of
+/// `TIME`: the earliest and the latest it can be). The caller's clock
+/// would see the oldest go up to a round trip late, which on a loaded
+/// machine hides a 40 ms margin.
+async fn oldest_frees(
+    redis: &RedisServer,
+    reading: Reading,
+    spend: [Spend; 2],
+) -> (Duration, Duration) {
+    let (a, b) = (store(redis).await, store(redis).await);
+    a.learned(UP, [reading, Reading::default()]);
+    for _ in 0..100 {
+        let win: Option<String> = raw(redis).hget(pace_key(UP), "rwin").unwrap();
+        if win.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for store in [&a, &b, &a, &b] {
+        assert_eq!(store.admit(UP, 1, spend).await.unwrap(), Admission::Go);
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let mut conn = raw(redis);
+    let before = redis_time(&mut conn);
+    let admission = b.admit(UP, 2, spend).await.unwrap();
+    let answered = redis_time(&mut conn);
+    let log = format!("nika-retry:upstream:{{{UP}}}:log:requests");
+    let oldest: Vec<(String, f64)> = conn.zrange_withscores(&log, 0, 0).unwrap();
+    let oldest = Duration::from_micros(oldest.first().expect("logged").1 as u64);
+    match admission {
+        Admission::Ready(after) => (before + after - oldest, answered + after - oldest),
+        other => panic!("a window's 5th of 4 went: {other:?}"),
+    }
 }
 
 /// One attempt of `script`.
@@ -685,40 +684,14 @@ async fn an_instant_read_after_a_slow_answer_is_no_window() {
 async fn a_window_counts_for_its_longest_reset_past_a_shorter_window_read() {
     bounded(async {
         let redis = RedisServer::start();
-        let (a, b) = (store(&redis).await, store(&redis).await);
         let read = Duration::from_millis(1_900);
-        a.learned(
-            UP,
-            [
-                Reading::new(4, read, Some(3)).with_reset(Duration::from_secs(2)),
-                Reading::default(),
-            ],
-        );
-        for _ in 0..100 {
-            let win: Option<String> = raw(&redis).hget(pace_key(UP), "rwin").unwrap();
-            if win.is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let reading = Reading::new(4, read, Some(3)).with_reset(Duration::from_secs(2));
         let spend = [Spend::new(4, read, 1), Spend::default()];
-        let started = std::time::Instant::now();
-        for store in [&a, &b, &a, &b] {
-            assert_eq!(store.admit(UP, 1, spend).await.unwrap(), Admission::Go);
-        }
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        match b.admit(UP, 2, spend).await.unwrap() {
-            Admission::Ready(after) => {
-                // `started` is before the first admission: `frees` is never
-                // earlier than when the oldest leaves (2 s and its 40 ms).
-                let frees = started.elapsed() + after;
-                assert!(
-                    frees >= Duration::from_millis(2_040),
-                    "the oldest leaves after {frees:?}: counted for the shorter window"
-                );
-            }
-            other => panic!("a window's 5th of 4 went: {other:?}"),
-        }
+        let (_, latest) = oldest_frees(&redis, reading, spend).await;
+        assert!(
+            latest >= Duration::from_millis(2_040),
+            "the oldest leaves {latest:?} after it went: counted for the shorter window"
+        );
     })
     .await;
 }
