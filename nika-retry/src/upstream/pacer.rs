@@ -301,6 +301,7 @@ impl Pacer {
         // bounds the window from above (from the response, it would read
         // short by the answer's time, and free what was sent early).
         let answered = Duration::from_nanos(departed.map_or(0, |d| now.saturating_sub(d)));
+        let counted_at = departed.unwrap_or(now);
         let (requests, tokens, windows, sample) = {
             let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
             let learn = &mut *learn;
@@ -313,9 +314,13 @@ impl Pacer {
             let tokens = Self::learn_one(&self.tokens, &mut learn.tokens, &fields.tokens, answered);
             let windowed = learn.requests.windowed || learn.tokens.windowed;
             let sample = match (requests.0, tokens.0) {
-                (Some(r), Some(t)) => {
-                    let last = learn.spent.replace((now, r, t));
-                    let since = self.cost_sample(now, (r, t), last.filter(|_| !windowed));
+                // Timed when its server counted it: as its request left,
+                // if known (at the response, the answer's time would read
+                // as refilled and spent again). One older than the last
+                // (of a burst, one that counted less) tells nothing new.
+                (Some(r), Some(t)) if learn.spent.is_none_or(|last| last <= (counted_at, r, t)) => {
+                    let last = learn.spent.replace((counted_at, r, t));
+                    let since = self.cost_sample(counted_at, (r, t), last.filter(|_| !windowed));
                     since.map(|(t, r)| {
                         let (tokens, requests) = &mut learn.spent_since;
                         // A quarter of the weight to the newest.
@@ -787,6 +792,67 @@ mod tests {
             (170..=230).contains(&mean),
             "{mean}, not within 15 % of 200"
         );
+    }
+
+    /// The same server, its answers taking 10 ms and 700 ms in turn: each
+    /// reading is of when its request reached the server, not of when its
+    /// response came. Timed by the responses, the refill of the answers'
+    /// times read as spent and the mean cost learned wandered 170–230
+    /// (85–257 here; calls without `cost` on a refill: 0–2 429s, up to
+    /// 1.22× of what the limits allow). A reading older than the last is
+    /// not a sample. (What is left of the requests, in whole requests,
+    /// still sways each sample by up to one.)
+    #[tokio::test(start_paused = true)]
+    async fn the_mean_cost_times_each_reading_by_when_its_request_left() {
+        let pacer = Pacer::default();
+        let start = pacer.now();
+        let ms = |n: u64| n * 1_000_000;
+        let (mut requests, mut tokens) = (20.0_f64, 3000.0_f64);
+        // (departed, read, what the server said then), in departure order.
+        let mut readings = Vec::new();
+        let mut left = 0;
+        for i in 0..45_u64 {
+            if i >= 15 {
+                requests = (requests + 10.0 * 0.134).min(20.0);
+                tokens = (tokens + 1500.0 * 0.134).min(3000.0);
+                left += ms(134);
+            }
+            requests -= 1.0;
+            tokens -= 200.0;
+            let answer = if i % 2 == 0 { ms(10) } else { ms(700) };
+            readings.push((left, left + answer, requests, tokens));
+        }
+        readings.sort_by_key(|&(_, read, ..)| read);
+        for (departed, read, requests, tokens) in readings {
+            let now = pacer.now() - start;
+            tokio::time::advance(Duration::from_nanos(read - now)).await;
+            let reset = |left: f64, limit: f64, per_s: f64| {
+                format!("{}ms", ((limit - left) / per_s * 1000.0).ceil() as u64)
+            };
+            let headers = [
+                ("x-ratelimit-limit-requests", "20".to_owned()),
+                (
+                    "x-ratelimit-remaining-requests",
+                    (requests.floor() as u64).to_string(),
+                ),
+                ("x-ratelimit-reset-requests", reset(requests, 20.0, 10.0)),
+                ("x-ratelimit-limit-tokens", "3000".to_owned()),
+                (
+                    "x-ratelimit-remaining-tokens",
+                    (tokens.floor() as u64).to_string(),
+                ),
+                ("x-ratelimit-reset-tokens", reset(tokens, 3000.0, 1500.0)),
+            ];
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+            pacer.learn(&fields, Some(start + departed), false);
+            let mean = pacer.mean_cost().expect("learned from the first");
+            assert!(
+                (180..=220).contains(&mean),
+                "{mean}, not within 10 % of 200"
+            );
+        }
     }
 
     /// Attempts that left while no limit was known (the scout, the cold
