@@ -745,6 +745,30 @@ mod tests {
         }
     }
 
+    /// What a refilling server of 20 requests and 3 000 tokens per 2 s
+    /// says in OpenAI's headers with `requests` and `tokens` left.
+    fn refill_reading(requests: f64, tokens: f64) -> RateLimitFields {
+        let reset = |left: f64, limit: f64, per_s: f64| {
+            format!("{}ms", ((limit - left) / per_s * 1000.0).ceil() as u64)
+        };
+        let headers = [
+            ("x-ratelimit-limit-requests", "20".to_owned()),
+            (
+                "x-ratelimit-remaining-requests",
+                (requests.floor() as u64).to_string(),
+            ),
+            ("x-ratelimit-reset-requests", reset(requests, 20.0, 10.0)),
+            ("x-ratelimit-limit-tokens", "3000".to_owned()),
+            (
+                "x-ratelimit-remaining-tokens",
+                (tokens.floor() as u64).to_string(),
+            ),
+            ("x-ratelimit-reset-tokens", reset(tokens, 3000.0, 1500.0)),
+        ];
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now())
+    }
+
     /// A refilling server of 20 requests and 3 000 tokens per 2 s, read
     /// as it admits attempts of 200 tokens: a burst of 15, then one each
     /// 133 ms, the tokens' pace (the requests, refilled faster, read about
@@ -765,26 +789,7 @@ mod tests {
             }
             requests -= 1.0;
             tokens -= 200.0;
-            let reset = |left: f64, limit: f64, per_s: f64| {
-                format!("{}ms", ((limit - left) / per_s * 1000.0).ceil() as u64)
-            };
-            let headers = [
-                ("x-ratelimit-limit-requests", "20".to_owned()),
-                (
-                    "x-ratelimit-remaining-requests",
-                    (requests.floor() as u64).to_string(),
-                ),
-                ("x-ratelimit-reset-requests", reset(requests, 20.0, 10.0)),
-                ("x-ratelimit-limit-tokens", "3000".to_owned()),
-                (
-                    "x-ratelimit-remaining-tokens",
-                    (tokens.floor() as u64).to_string(),
-                ),
-                ("x-ratelimit-reset-tokens", reset(tokens, 3000.0, 1500.0)),
-            ];
-            let headers: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+            let fields = refill_reading(requests, tokens);
             pacer.learn(&fields, None, false);
         }
         let mean = pacer.mean_cost().expect("learned");
@@ -826,26 +831,7 @@ mod tests {
         for (departed, read, requests, tokens) in readings {
             let now = pacer.now() - start;
             tokio::time::advance(Duration::from_nanos(read - now)).await;
-            let reset = |left: f64, limit: f64, per_s: f64| {
-                format!("{}ms", ((limit - left) / per_s * 1000.0).ceil() as u64)
-            };
-            let headers = [
-                ("x-ratelimit-limit-requests", "20".to_owned()),
-                (
-                    "x-ratelimit-remaining-requests",
-                    (requests.floor() as u64).to_string(),
-                ),
-                ("x-ratelimit-reset-requests", reset(requests, 20.0, 10.0)),
-                ("x-ratelimit-limit-tokens", "3000".to_owned()),
-                (
-                    "x-ratelimit-remaining-tokens",
-                    (tokens.floor() as u64).to_string(),
-                ),
-                ("x-ratelimit-reset-tokens", reset(tokens, 3000.0, 1500.0)),
-            ];
-            let headers: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+            let fields = refill_reading(requests, tokens);
             pacer.learn(&fields, Some(start + departed), false);
             let mean = pacer.mean_cost().expect("learned from the first");
             assert!(
