@@ -148,8 +148,10 @@ pub(super) enum Unseen {
     /// slow answer brings them late.)
     Since { at: u64, mark: NonZeroU32 },
     /// When its request left is not known: everything in flight but its
-    /// own (`own`) counts on top; `later`: it moves the estimate only later.
-    InFlight { own: u64, later: bool },
+    /// own (`own`) counts on top, and `besides` that the bucket does not
+    /// hold (attempts that left before their cost was known); `later`: it
+    /// moves the estimate only later.
+    InFlight { own: u64, besides: u64, later: bool },
 }
 
 impl Bucket {
@@ -384,9 +386,13 @@ impl Bucket {
         // Never more than the limit spent.
         let most = now.saturating_add(window);
         match unseen {
-            Unseen::InFlight { own, later } => {
+            Unseen::InFlight {
+                own,
+                besides,
+                later,
+            } => {
                 // Some of the rest in flight it may have counted.
-                let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
+                let others = self.in_flight().saturating_add(besides).saturating_sub(own);
                 let spent = self.span(counted.saturating_add(others)).unwrap_or(0);
                 let read = now.saturating_add(spent).min(most);
                 self.move_tat(|tat| if later { read.max(tat) } else { read })
@@ -470,7 +476,7 @@ impl Bucket {
         &self,
         now: u64,
         remaining: u64,
-        own: u64,
+        (own, besides): (u64, u64),
         whole_at: u64,
         window: u64,
     ) -> bool {
@@ -485,7 +491,7 @@ impl Bucket {
             return false;
         }
         let counted = limit.saturating_sub(remaining.min(limit));
-        let others = self.in_flight.load(Ordering::Relaxed).saturating_sub(own);
+        let others = self.in_flight().saturating_add(besides).saturating_sub(own);
         let spent = counted.saturating_add(others).min(limit);
         // The rest in flight reaches the server within the margin: it
         // counts until a window (and the margin) from now.
@@ -710,7 +716,11 @@ mod tests {
 
     /// A reading not known when its request left, `own` of it in flight.
     fn unknown(own: u64) -> Unseen {
-        Unseen::InFlight { own, later: false }
+        Unseen::InFlight {
+            own,
+            besides: 0,
+            later: false,
+        }
     }
 
     /// Takes `cost` now, whenever it fits: when it did.
@@ -834,6 +844,7 @@ mod tests {
         let tat = b.tat();
         let later = Unseen::InFlight {
             own: 11,
+            besides: 0,
             later: true,
         };
         b.correct(S, 20, later);
@@ -901,7 +912,7 @@ mod tests {
     #[test]
     fn a_logged_take_undone_leaves_the_log() {
         let b = bucket(3, 1);
-        b.read_window(0, 3, 0, 0, S);
+        b.read_window(0, 3, (0, 0), 0, S);
         let taken = b.take(0, 3, 0, 0).unwrap().unwrap();
         assert_eq!(b.take(0, 1, 0, 0), Err(S), "counted for its window");
         b.undo(taken);

@@ -30,6 +30,9 @@ pub(super) struct Pacer {
     /// The mean tokens an attempt spends, learned from the headers (0:
     /// not known, tokens not paced for calls without `cost`).
     mean_cost: AtomicU64,
+    /// Attempts in flight of calls without `cost` that left while no mean
+    /// was known, and took no tokens: a reading counts them at the mean.
+    uncosted: AtomicU64,
     /// A response's headers said something of a limit: its 429s are not
     /// the adaptive rate's.
     pub(super) heard: AtomicBool,
@@ -81,6 +84,7 @@ impl Default for Pacer {
             requests: Bucket::default(),
             tokens: Bucket::default(),
             mean_cost: AtomicU64::new(0),
+            uncosted: AtomicU64::new(0),
             heard: AtomicBool::new(false),
             news: AtomicBool::new(true),
             first_until: AtomicU64::new(u64::MAX),
@@ -151,6 +155,10 @@ impl Pacer {
             ..Charge::default()
         };
         charge.holds.set(Holds::REQUEST, requests.is_some());
+        if cost == COST_UNKNOWN && charge.tokens == 0 {
+            charge.holds.set(Holds::UNCOSTED, true);
+            self.uncosted.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(charge)
     }
 
@@ -228,6 +236,9 @@ impl Pacer {
         }
         if charge.tokens > 0 {
             self.tokens.end(u64::from(charge.tokens));
+        }
+        if charge.holds.has(Holds::UNCOSTED) {
+            self.uncosted.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -339,39 +350,46 @@ impl Pacer {
         if let Some(mean) = sample {
             self.mean_cost.store(mean, Ordering::Relaxed);
         }
+        // In flight besides what the tokens' bucket holds: the attempts
+        // that left before a mean was known, at the mean.
+        let uncosted =
+            self.uncosted.load(Ordering::Relaxed) * self.mean_cost.load(Ordering::Relaxed);
         // The attempt that read these is in flight: its own cost was counted.
         let own_requests = u64::from(self.requests.in_flight() > 0);
-        let own_tokens = self
-            .tokens
-            .in_flight()
+        let own_tokens = (self.tokens.in_flight() + uncosted)
             .checked_div(self.requests.in_flight())
             .unwrap_or(0);
         // What the server had not seen: what left after the attempt, if
         // the bucket paced when it left; else the rest in flight.
         let marks = departed.map(|at| (at, self.departures.find(at)));
-        let unseen = |i: usize, own: u64| match marks.and_then(|(at, marks)| Some((at, marks[i]?)))
+        let unseen = |i: usize, (own, besides): (u64, u64)| match marks
+            .and_then(|(at, marks)| Some((at, marks[i]?)))
         {
             Some((at, mark)) => Unseen::Since { at, mark },
             // A reading may be older than attempts that started and ended
             // after its request: while callers queue, it moves their next
             // place later, never earlier (the waiter holds no place for
             // the reading to count).
-            None => Unseen::InFlight { own, later: queued },
+            None => Unseen::InFlight {
+                own,
+                besides,
+                later: queued,
+            },
         };
         let dimensions = [
             (
                 &self.requests,
                 &fields.requests,
-                own_requests,
+                (own_requests, 0),
                 requests_changed,
-                unseen(0, own_requests),
+                unseen(0, (own_requests, 0)),
             ),
             (
                 &self.tokens,
                 &fields.tokens,
-                own_tokens,
+                (own_tokens, uncosted),
                 tokens_changed,
-                unseen(1, own_tokens),
+                unseen(1, (own_tokens, uncosted)),
             ),
         ];
         let mut moved = false;
@@ -586,6 +604,8 @@ impl Holds {
     pub(super) const SCOUT: Holds = Holds(2);
     /// A slot of the cold start's ramp, given back when it ends.
     pub(super) const RAMP: Holds = Holds(4);
+    /// No tokens, for a call without `cost` while no mean was known.
+    pub(super) const UNCOSTED: Holds = Holds(8);
 
     /// Whether it holds `what`.
     #[inline(always)]
@@ -866,6 +886,45 @@ mod tests {
             (2390..=2410).contains(&level),
             "{level}: its own and the 2 others in flight spent, not 200"
         );
+    }
+
+    /// The same for calls without `cost` while no mean is known: they
+    /// take no tokens, and when the first reading teaches the mean, those
+    /// in flight count at it. They went uncounted: with answers of 0–2 s
+    /// the scout's reading came after the cold start's second had let 2
+    /// more go, and the window's log let 12 more into room for 10 (2
+    /// 429s, 1.5× what the limits allow).
+    #[test]
+    fn attempts_out_before_a_mean_cost_was_known_count_at_the_first_mean() {
+        let pacer = Pacer::default();
+        let charges: Vec<Charge> = (0..3)
+            .map(|_| pacer.take(0, COST_UNKNOWN, 0, 0).expect("nothing paced"))
+            .collect();
+        assert!(charges.iter().all(|c| c.tokens == 0), "no mean: no tokens");
+        // The first one's response: 1 request and 200 tokens of it spent.
+        let headers = [
+            ("x-ratelimit-limit-requests", "20"),
+            ("x-ratelimit-remaining-requests", "19"),
+            ("x-ratelimit-reset-requests", "100ms"),
+            ("x-ratelimit-limit-tokens", "3000"),
+            ("x-ratelimit-remaining-tokens", "2800"),
+            ("x-ratelimit-reset-tokens", "134ms"),
+        ];
+        let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+        pacer.learn(&fields, None, false);
+        assert_eq!(pacer.mean_cost(), Some(200));
+        let level = pacer.tokens.level(pacer.now());
+        assert!(
+            (2390..=2410).contains(&level),
+            "{level}: its own and the 2 others in flight spent at the mean, not 200"
+        );
+        // Ended, they count no more.
+        for charge in charges {
+            pacer.end(charge, true);
+        }
+        pacer.learn(&fields, None, false);
+        let level = pacer.tokens.level(pacer.now());
+        assert!((2790..=2810).contains(&level), "{level}");
     }
 
     /// A slow answer's reading, while callers queue: read as the server's
