@@ -37,6 +37,10 @@
 //! "Metrics").
 //!
 //! ```
+//! # // Tested with the feature (`cargo test -p nika-retry --doc` alone
+//! # // builds without it, and `metrics` is then no public module).
+//! # #[cfg(feature = "opentelemetry")]
+//! # mod example {
 //! use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 //! use nika_retry::{metrics, retry, Classify};
 //!
@@ -50,7 +54,7 @@
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
+//! # pub async fn main() {
 //! let exporter = InMemoryMetricExporter::default();
 //! let provider = SdkMeterProvider::builder()
 //!     .with_reader(PeriodicReader::builder(exporter.clone()).build())
@@ -70,6 +74,11 @@
 //! for name in [metrics::CALL_DURATION, metrics::CALL_ATTEMPTS, metrics::RETRY_DELAY] {
 //!     assert!(names.contains(&name), "{name} in {names:?}");
 //! }
+//! # }
+//! # }
+//! # fn main() {
+//! #     #[cfg(feature = "opentelemetry")]
+//! #     example::main();
 //! # }
 //! ```
 
