@@ -229,6 +229,7 @@ impl Bucket {
         let Some(span) = self.span(cost) else {
             self.in_flight.fetch_add(cost, Ordering::Relaxed);
             let how = How::Counted;
+            self.took(now);
             return Ok(Some(Taken { cost, how }));
         };
         let how = if self.windowed()
@@ -242,7 +243,7 @@ impl Bucket {
             How::Logged(log.send(now, cost))
         } else {
             let mut tat = self.tat();
-            let how = loop {
+            loop {
                 let at = self.due(now, tat, span);
                 if at > by {
                     return Err(at);
@@ -257,13 +258,17 @@ impl Bucket {
                     Ok(_) => break How::Refill { span, end },
                     Err(moved) => tat = moved,
                 }
-            };
-            let last = self.last.swap(now, Ordering::AcqRel);
-            self.gap.store(now.saturating_sub(last), Ordering::Release);
-            how
+            }
         };
+        self.took(now);
         self.in_flight.fetch_add(cost, Ordering::Relaxed);
         Ok(Some(Taken { cost, how }))
+    }
+
+    /// An admission took of the bucket at `now`.
+    fn took(&self, now: u64) {
+        let last = self.last.swap(now, Ordering::AcqRel);
+        self.gap.store(now.saturating_sub(last), Ordering::Release);
     }
 
     /// What `taken` took goes back: its attempt did not start (another
@@ -493,10 +498,15 @@ impl Bucket {
         let counted = limit.saturating_sub(remaining.min(limit));
         let others = self.in_flight().saturating_add(besides).saturating_sub(own);
         let spent = counted.saturating_add(others).min(limit);
-        // The rest in flight reaches the server within the margin: it
-        // counts until a window (and the margin) from now.
+        // The rest in flight counts until a window (and the margin) after
+        // it left: the last admission, or now for what the bucket does not
+        // hold (it left before its cost was known, at some time before).
+        let left = match besides {
+            0 => self.last.load(Ordering::Acquire).min(now),
+            _ => now,
+        };
         let whole_at = if others > 0 {
-            whole_at.max(now.saturating_add(window))
+            whole_at.max(left.saturating_add(window))
         } else {
             whole_at
         };

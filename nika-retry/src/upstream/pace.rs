@@ -660,7 +660,8 @@ mod tests {
     /// A fixed window read early in its course resets sooner than the
     /// window declared: an attempt still counts for the whole window
     /// declared (and the margin), and so does what was in flight when the
-    /// first reading came (it reaches the server after it).
+    /// first reading came, from when it left (it reaches the server within
+    /// the margin).
     #[tokio::test(start_paused = true)]
     async fn a_declared_window_counts_each_attempt_for_all_of_it() {
         let started = behind_a_declared_burst(20, 2000, 0, async |upstream, burst| {
@@ -676,9 +677,10 @@ mod tests {
             drop(burst);
         })
         .await;
-        // The 19 others in flight at 10 ms count until 10 ms + 2 s + 40 ms
-        // (they used to until the reset, 1.91 s, or 1.9 s + 40 ms after).
-        assert_eq!(started, Duration::from_millis(2050));
+        // The 19 others in flight, sent at 0, count until 2 s + 40 ms
+        // after (they used to until the reset, 1.91 s, then until 2 s +
+        // 40 ms after the reading that found them in flight, 2.05 s).
+        assert_eq!(started, Duration::from_millis(2040));
     }
 
     /// A window's plan moves later while the paced waiter sleeps (20

@@ -415,8 +415,16 @@ impl Pacer {
             } else {
                 window.longest_bound
             };
-            let whole_at = now.saturating_add(nanos(fields.reset.unwrap_or(w)));
             let w = nanos(w);
+            // A reset given as a duration counts from when the server
+            // wrote it, as the request reached it: within a margin of its
+            // departure, if known (from the response, a slow answer's
+            // reset reads late by the answer's time). An instant is one.
+            let written = match departed {
+                Some(at) if !fields.instant => now.min(at.saturating_add(bucket.margin(w))),
+                _ => now,
+            };
+            let whole_at = written.saturating_add(fields.reset.map_or(w, nanos));
             moved |= bucket.read_window(now, remaining, own, whole_at, w + bucket.margin(w));
         }
         if moved {
@@ -925,6 +933,37 @@ mod tests {
         pacer.learn(&fields, None, false);
         let level = pacer.tokens.level(pacer.now());
         assert!((2790..=2810).contains(&level), "{level}");
+    }
+
+    /// A window's reset given as a duration counts from when the server
+    /// wrote it, as the request reached it: within the margin of its
+    /// departure. Read from the response, a slow answer's reset read late
+    /// by the answer's time (the fan-out's first window went ~55 ms late
+    /// on OpenAI's rolling window: 1.04–1.06× of what the limits allow).
+    #[tokio::test(start_paused = true)]
+    async fn a_reset_given_as_a_duration_counts_from_its_requests_departure() {
+        let pacer = Pacer::default();
+        pacer
+            .requests
+            .set(20, Duration::from_secs(2), LimitSource::Declared);
+        let left = pacer.now();
+        pacer
+            .take(left, COST_UNKNOWN, u64::MAX, left)
+            .expect("declared: the burst goes");
+        // Answered 500 ms later: 1 counted, free again in 2 s (a window).
+        tokio::time::advance(Duration::from_millis(500)).await;
+        let headers = [
+            ("x-ratelimit-limit-requests", "20"),
+            ("x-ratelimit-remaining-requests", "19"),
+            ("x-ratelimit-reset-requests", "2s"),
+        ];
+        let fields = crate::http::rate_limit_fields(&headers[..], std::time::SystemTime::now());
+        pacer.learn(&fields, Some(left), false);
+        assert!(pacer.requests.windowed());
+        // 2 s and the margin (40 ms) after it left, not 2 s after the answer.
+        let ms = 1_000_000;
+        assert_eq!(pacer.requests.level(left + 2_039 * ms), 19);
+        assert_eq!(pacer.requests.level(left + 2_040 * ms), 20);
     }
 
     /// A slow answer's reading, while callers queue: read as the server's
