@@ -352,11 +352,16 @@ impl Pacer {
         }
         // In flight besides what the tokens' bucket holds: the attempts
         // that left before a mean was known, at the mean.
-        let uncosted =
-            self.uncosted.load(Ordering::Relaxed) * self.mean_cost.load(Ordering::Relaxed);
+        let uncosted = self
+            .uncosted
+            .load(Ordering::Relaxed)
+            .saturating_mul(self.mean_cost.load(Ordering::Relaxed));
         // The attempt that read these is in flight: its own cost was counted.
         let own_requests = u64::from(self.requests.in_flight() > 0);
-        let own_tokens = (self.tokens.in_flight() + uncosted)
+        let own_tokens = self
+            .tokens
+            .in_flight()
+            .saturating_add(uncosted)
             .checked_div(self.requests.in_flight())
             .unwrap_or(0);
         // What the server had not seen: what left after the attempt, if
