@@ -40,7 +40,7 @@ const BACK_UP: &[(&str, &str)] = &[];
 /// (feature `opentelemetry`).
 const OUTSIDE_AMBIENT: [&str; 3] = [
     "events/observers.rs",
-    "upstream/in_force.rs",
+    "upstream/handle.rs",
     "metrics/instruments.rs",
 ];
 

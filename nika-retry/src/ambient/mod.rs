@@ -20,7 +20,7 @@
 //! that stand beside the module they serve, so that no import runs back
 //! up: the observer stack (`events/observers.rs`), which the public
 //! `events::observe` fills and `events/` stands below this folder; and the
-//! upstream in force (`upstream/in_force.rs`, a place of this folder's
+//! upstream in force (`upstream/handle.rs`'s `in_force`, a place of this folder's
 //! kind, [`Ambient`]), which holds the handle of `upstream/`, above it.
 //! Nothing else of the crate declares a `thread_local!` or a `static` that
 //! changes, but `metrics`, whose instruments (feature `opentelemetry`) are
@@ -36,7 +36,7 @@
 //! | `CONTEXT.connect` ([`ConnectLimit`]) | the attempt's connect limit, and whether a boundary read it | a [`Swap`] in `connect::poll_under`; `connect()` and the reqwest connector mark it read | each poll of an attempt with `connect` |
 //! | `POLICY`, `CONTEXT.scoped` | the task policy in force, and whether there is one (`scoped`, kept by the same swap) | a [`Swap`] in `task::scope` / `task::carry` | each poll of a scope |
 //! | `STREAM` ([`StreamFrame`]) | the limits a stream awaited in the innermost fn takes | a [`Swap`] in the poll of a call or a `#[timeout]` alone, once a stream asked (from the first poll if its fn returns `Started`) | each such poll |
-//! | `upstream/in_force.rs`: `UPSTREAM` (`InForceUpstream`) | the upstream of the innermost call in force that names one (a handle), and `DEPARTED`, when its attempt left | a [`Swap`] in the poll of such a call's attempt (`run::upstream::WithUpstream`) | each poll of those |
+//! | `upstream/handle.rs` (`in_force`): `UPSTREAM` (`InForceUpstream`) | the upstream of the innermost call in force that names one (a handle), and `DEPARTED`, when its attempt left | a [`Swap`] in the poll of such a call's attempt (`run::upstream::WithUpstream`) | each poll of those |
 //! | `events/observers.rs`: `OBSERVERS` | the observers of the futures being polled, outermost first (a stack) | `events::observe`, `task::carry` (read by `observers::emit`, `emit_upstream`, `current`) | each poll of those |
 //! | [`violations`]`::PENDING` | a nested loop's half of a layer-violation report, until the outer call names itself | `run::violation::check` on the nested call's first poll; `run::violation::report` from the outer call's restore | only when the rule is broken |
 //! | [`connect`]`::SEEN_SETTLED` | fns this thread knows are settled about their connect limit | `connect::attempt_ended` (`connect::settle`) | once per fn and thread |

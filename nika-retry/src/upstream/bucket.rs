@@ -8,7 +8,7 @@
 //! a place while it waits: the pace's one waiter asks when its cost fits
 //! ([`Bucket::earliest`]), sleeps until then, and takes it
 //! ([`Bucket::take`]) if it still does. A dimension whose server counts by
-//! window keeps a log instead ([`Log`]).
+//! window keeps a log instead ([`WindowLog`]).
 //!
 //! A dimension whose server counts by window (a rolling window, or fixed
 //! windows) rather than by continuous refill: a log of what was sent and
@@ -115,7 +115,7 @@ pub(super) struct Bucket {
     missed: AtomicU64,
     /// The server counts by window: admissions go through `log`.
     windowed: AtomicBool,
-    log: Mutex<Option<Log>>,
+    log: Mutex<Option<WindowLog>>,
 }
 
 /// What an admission took of a bucket, in flight until its attempt ends;
@@ -316,7 +316,7 @@ impl Bucket {
         self.missed.store(grown.max(old), Ordering::Relaxed);
     }
 
-    fn log(&self) -> MutexGuard<'_, Option<Log>> {
+    fn log(&self) -> MutexGuard<'_, Option<WindowLog>> {
         self.log.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -510,7 +510,7 @@ impl Bucket {
         } else {
             whole_at
         };
-        *log = Some(Log::new(now, spent, whole_at, window));
+        *log = Some(WindowLog::new(now, spent, whole_at, window));
         self.windowed.store(true, Ordering::Release);
         true
     }
@@ -595,18 +595,18 @@ pub(super) struct Sent {
 /// The log of one dimension: what the server still counts, the earliest
 /// free first. Times are the pacer's nanoseconds.
 #[derive(Debug)]
-pub(super) struct Log {
+pub(super) struct WindowLog {
     entries: VecDeque<Sent>,
     /// How long an attempt counts from when it was sent: the longest
     /// reset seen, and a margin for the request's way there.
     window: u64,
 }
 
-impl Log {
+impl WindowLog {
     /// A log whose server counted `spent` at `now`, all of it free by
     /// `whole_at`.
-    pub(super) fn new(now: u64, spent: u64, whole_at: u64, window: u64) -> Log {
-        let mut log = Log {
+    pub(super) fn new(now: u64, spent: u64, whole_at: u64, window: u64) -> WindowLog {
+        let mut log = WindowLog {
             entries: VecDeque::new(),
             window: window.max(1),
         };
@@ -960,12 +960,12 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     /// 3 000 a 2 s window, nothing counted yet.
-    fn fresh() -> Log {
-        Log::new(0, 0, 0, 2 * S)
+    fn fresh() -> WindowLog {
+        WindowLog::new(0, 0, 0, 2 * S)
     }
 
     /// Sends `cost` when it fits, from `now` on: when it went.
-    fn send(log: &mut Log, now: u64, cost: u64) -> u64 {
+    fn send(log: &mut WindowLog, now: u64, cost: u64) -> u64 {
         let at = log.earliest(now, cost, 3000);
         log.send(at, cost);
         at
@@ -1032,7 +1032,7 @@ mod tests {
 
     #[test]
     fn a_long_log_merges_what_leaves_first_never_freeing_earlier() {
-        let mut log = Log::new(0, 0, 0, 2 * S);
+        let mut log = WindowLog::new(0, 0, 0, 2 * S);
         for i in 0..(MAX_ENTRIES as u64 + 10) {
             send(&mut log, i, 1);
         }

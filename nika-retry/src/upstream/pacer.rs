@@ -1,6 +1,6 @@
 //! The upstream's pacer: its buckets (requests, tokens), what it learns of
 //! them from the headers (what each dimension's readings say of its
-//! window: [`Window`]), its cold start, an admission of every dimension at
+//! window: [`WindowEstimate`]), its cold start, an admission of every dimension at
 //! once, and what an attempt that started charged it ([`Charge`], given
 //! back when it ends).
 
@@ -65,8 +65,8 @@ pub(super) struct Pacer {
 
 #[derive(Default)]
 struct Learn {
-    requests: Window,
-    tokens: Window,
+    requests: WindowEstimate,
+    tokens: WindowEstimate,
     /// When the scout's wait ends, once a scout is out.
     scout: Option<Instant>,
     /// The last reading of both dimensions: when, the requests and the
@@ -474,7 +474,7 @@ impl Pacer {
     /// spent, if the reading says, and whether its rate changed.
     fn learn_one(
         bucket: &Bucket,
-        window: &mut Window,
+        window: &mut WindowEstimate,
         fields: &LimitFields,
         answered: Duration,
     ) -> (Option<u64>, bool) {
@@ -643,7 +643,7 @@ const MINUTE: Duration = Duration::from_secs(60);
 
 /// What responses have said of a dimension's window.
 #[derive(Default, Clone, Copy)]
-pub(super) struct Window {
+pub(super) struct WindowEstimate {
     /// The longest reset seen: a window is at least that long.
     pub(super) longest_reset: Duration,
     /// The longest a window may be, as far as the resets seen say: each
@@ -663,7 +663,7 @@ pub(super) struct Window {
     pub(super) windowed: bool,
 }
 
-impl Window {
+impl WindowEstimate {
     /// Takes a reading (limit `l`, `remaining`, `reset`) in: the window it
     /// suggests. A continuous refill whole in `reset` with `l - remaining`
     /// missing refills over `reset · l / (l - remaining)`; a fixed or
@@ -1053,14 +1053,14 @@ mod tests {
 
     #[test]
     fn a_continuous_refill_is_read_from_one_response() {
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         let read = w.read(20, Some(19), Some(Duration::from_millis(100)), None, ONE_MS);
         assert_eq!(read, Duration::from_secs(2));
     }
 
     #[test]
     fn a_fixed_window_seen_from_its_start_is_corrected_by_later_responses() {
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         // 2 s windows: 1 spent at its start, then 10 halfway through.
         let first = w.read(20, Some(19), Some(Duration::from_secs(2)), None, ONE_MS);
         assert_eq!(first, Duration::from_secs(40), "looks like a slow refill");
@@ -1077,14 +1077,14 @@ mod tests {
     #[test]
     fn a_refill_that_rounds_what_is_left_down_never_reads_shorter() {
         // 20 per 2 s, 18.9 left (it reads 18), whole in 110 ms.
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         let read = w.read(20, Some(18), Some(Duration::from_millis(110)), None, ONE_MS);
         assert!(read >= Duration::from_secs(2), "{read:?}, not 1.1 s");
     }
 
     #[test]
     fn a_reading_without_reset_assumes_a_minute() {
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         assert_eq!(w.read(500, Some(499), None, None, ONE_MS), MINUTE);
         assert_eq!(
             w.read(500, None, Some(Duration::MAX), None, ONE_MS),
@@ -1102,8 +1102,8 @@ mod tests {
         // reached the server, 1 ms after it left. From the response, the
         // first (200 missing, whole in 133 ms) read after 120 ms says a
         // refill of 0.2 s; the last of the burst (3 000 missing) 2 s.
-        let mut w = Window::default();
-        let read = |w: &mut Window, missing: u64, answer_ms: u32| {
+        let mut w = WindowEstimate::default();
+        let read = |w: &mut WindowEstimate, missing: u64, answer_ms: u32| {
             let whole = Duration::from_secs_f64(missing as f64 / 1500.0);
             let reset = whole.saturating_sub(answer_ms * ONE_MS);
             w.read(
@@ -1131,13 +1131,13 @@ mod tests {
                 whole.as_nanos().div_ceil(1_000_000_000) as u64,
             ))
         };
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         for missing in (200..=3000).step_by(200) {
             w.read(3000, Some(3000 - missing), seconds(missing), None, SECOND);
             assert!(!w.windowed, "{missing} missing");
         }
         // A rolling window: whole in its 2 s, whatever is missing.
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         for missing in [200, 3000] {
             w.read(3000, Some(3000 - missing), Some(2 * SECOND), None, SECOND);
         }
@@ -1176,7 +1176,7 @@ mod tests {
         // 3 000 per 2 s refilling at 1 500 a second, read as the server
         // writes them (what is left rounded down, resets rounded up to the
         // millisecond) as it admits 200 at a time, refilling between.
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         let mut level = 3000.0_f64;
         for i in 0..60 {
             level = (level + 1500.0 * 0.037 * f64::from(i % 3)).min(3000.0) - 200.0;
@@ -1195,7 +1195,7 @@ mod tests {
     fn a_rolling_window_is_read_from_two_readings_no_refill_explains() {
         // Written as the server admits: the request just admitted leaves
         // the window last, whole a window later whatever is missing.
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         w.read(3000, Some(2800), Some(2000 * ONE_MS), None, ONE_MS);
         assert!(!w.windowed, "one reading: a 30 s refill, for all it says");
         w.read(3000, Some(0), Some(2000 * ONE_MS), None, ONE_MS);
@@ -1207,7 +1207,7 @@ mod tests {
 
     #[test]
     fn a_fixed_window_is_read_as_its_end_comes_nearer() {
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         w.read(20, Some(19), Some(1900 * ONE_MS), None, ONE_MS);
         w.read(20, Some(5), Some(1850 * ONE_MS), None, ONE_MS);
         assert!(
@@ -1215,7 +1215,7 @@ mod tests {
             "15 missing and 1 missing, whole within 50 ms of each other"
         );
         // Read from a window's end: whole sooner than its refill allows.
-        let mut w = Window::default();
+        let mut w = WindowEstimate::default();
         w.read(20, Some(0), Some(2000 * ONE_MS), None, ONE_MS);
         w.read(20, Some(0), Some(1000 * ONE_MS), None, ONE_MS);
         assert!(w.windowed, "all missing, whole in 2 s and then in 1 s");
