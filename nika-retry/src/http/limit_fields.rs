@@ -109,8 +109,16 @@ pub struct RateLimitFields {
 /// assert_eq!((requests.remaining, requests.reset), (Some(40), Some(Duration::from_secs(12))));
 /// ```
 pub fn rate_limit_fields<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> RateLimitFields {
-    let ours = now;
-    let now = server_now(headers, now);
+    rate_limit_fields_at(headers, now, server_now(headers, now))
+}
+
+/// [`rate_limit_fields`], read against the server's now already decided
+/// (`now`; `ours`, the machine's when the response arrived).
+pub(crate) fn rate_limit_fields_at<H: Headers + ?Sized>(
+    headers: &H,
+    ours: SystemTime,
+    now: SystemTime,
+) -> RateLimitFields {
     // Read against the server's `Date`, an instant is known to its second.
     let by_date = now != ours;
     let openai = |dim: &str| {

@@ -62,7 +62,14 @@ struct Limit {
 /// assert_eq!(rate_limits(&[("x-ratelimit-reset-requests", "soon")][..], SystemTime::now()), None);
 /// ```
 pub fn rate_limits<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<RateLimits> {
-    let now = server_now(headers, now);
+    rate_limits_at(headers, server_now(headers, now))
+}
+
+/// [`rate_limits`], read against the server's now already decided.
+pub(crate) fn rate_limits_at<H: Headers + ?Sized>(
+    headers: &H,
+    now: SystemTime,
+) -> Option<RateLimits> {
     let openai = OPENAI.iter().filter_map(|&(remaining, reset, requests)| {
         Some(Limit {
             remaining: count(header(headers, remaining)?)?,
@@ -204,23 +211,40 @@ pub(super) fn go_duration(value: &str) -> Option<Duration> {
 /// `Retry-After` date) are read against: `now`, the machine's clock when
 /// the response arrived, unless the response's `Date` shows the server's
 /// clock elsewhere by more than `Date`'s second of resolution; then the
-/// `Date`. The server's true now lies in `[date, date + 1 s)`, so an
-/// instant read against `date` is never read early: every estimate errs
-/// on the server's side. A server 1.5 s behind would otherwise have every
-/// reset of a 1 s window read as past (and the limit's window as unknown);
-/// one 1.5 s ahead, every reset 1.5 s late.
+/// `Date` ([`server_now_by`]).
 pub(super) fn server_now<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> SystemTime {
-    let Some(date) = header(headers, "date").and_then(|v| httpdate::parse_http_date(v.trim()).ok())
-    else {
-        return now;
-    };
-    // A `Date` later than the response's arrival, or a second or more
-    // before it, cannot come from a clock that agrees with this one.
-    let apart = match now.duration_since(date) {
-        Ok(behind) => behind >= Duration::from_secs(1),
-        Err(_) => true,
-    };
-    if apart { date } else { now }
+    server_now_by(now, date_lag(headers, now))
+}
+
+/// How far a response's `Date` is behind `now`, in nanoseconds (negative:
+/// ahead); `None` without a `Date` that can be read.
+pub(crate) fn date_lag<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<i64> {
+    let date = header(headers, "date").and_then(|v| httpdate::parse_http_date(v.trim()).ok())?;
+    let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+    Some(match now.duration_since(date) {
+        Ok(behind) => nanos(behind),
+        Err(ahead) => -nanos(ahead.duration()),
+    })
+}
+
+/// The server's now, as a `Date`'s `lag` behind `now` shows it (one
+/// response's, or the least of an upstream's recent ones): `now` while
+/// the lag lies within `Date`'s second of resolution (a clock that agrees
+/// with this one writes a `Date` up to a second behind, never ahead), else
+/// `now - lag`. The server's true now is at least that, so an instant read
+/// against it is never read early: every estimate errs on the server's
+/// side. A server 1.5 s behind would otherwise have every reset of a 1 s
+/// window read as past (and the limit's window as unknown); one 1.5 s
+/// ahead, every reset 1.5 s late.
+pub(crate) fn server_now_by(now: SystemTime, lag: Option<i64>) -> SystemTime {
+    const SECOND: i64 = 1_000_000_000;
+    let by = |lag: i64| Duration::from_nanos(lag.unsigned_abs());
+    match lag {
+        Some(lag) if lag >= SECOND => now.checked_sub(by(lag)),
+        Some(lag) if lag < 0 => now.checked_add(by(lag)),
+        _ => None,
+    }
+    .unwrap_or(now)
 }
 
 pub(super) fn rfc3339(value: &str) -> Option<SystemTime> {

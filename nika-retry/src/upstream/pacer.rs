@@ -6,7 +6,7 @@
 
 use core::num::NonZeroU32;
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::Notify;
@@ -59,6 +59,9 @@ pub(super) struct Pacer {
     pub(super) adaptive: Adaptive,
     /// What the buckets estimated as the last attempts left.
     departures: Departures,
+    /// The least a recent response's `Date` was behind its arrival, ns
+    /// (`i64::MAX`: no `Date` yet; [`Pacer::date_lag`]).
+    date_lag: AtomicI64,
     /// Bucket times are nanoseconds since this.
     epoch: Instant,
 }
@@ -97,12 +100,42 @@ impl Default for Pacer {
             changed: Notify::new(),
             adaptive: Adaptive::new(epoch),
             departures: Departures::default(),
+            date_lag: AtomicI64::new(i64::MAX),
             epoch,
         }
     }
 }
 
+/// How much each response may raise the least `Date` lag remembered.
+const LAG_RISE: i64 = 10_000_000;
+
 impl Pacer {
+    /// Takes a response's `Date` lag in (ns behind its arrival; negative:
+    /// ahead) and returns the least of the recent ones, which tells the
+    /// server's clock ([`http::server_now_by`](crate::http::server_now_by)).
+    /// One response read late (its task polled late, its headers read after
+    /// its body) lags a second or more behind a clock that agrees with this
+    /// one, and read alone would move every instant it carries a second
+    /// later; the others' lag keeps the clocks together. What is remembered
+    /// rises by at most [`LAG_RISE`] a response, so that a server's clock
+    /// that moved is followed.
+    pub(super) fn date_lag(&self, lag: i64) -> i64 {
+        let least = |kept: i64| {
+            if kept == i64::MAX {
+                lag
+            } else {
+                lag.min(kept.saturating_add(LAG_RISE))
+            }
+        };
+        let kept = self
+            .date_lag
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |kept| {
+                Some(least(kept))
+            })
+            .unwrap_or_else(|kept| kept);
+        least(kept)
+    }
+
     /// Whether an attempt must come here before it starts.
     pub(super) fn active(&self) -> bool {
         self.cold.load(Ordering::Relaxed)
@@ -747,12 +780,90 @@ impl WindowEstimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use super::super::Upstream;
+
+    /// Anthropic's headers: `remaining` of the requests left, whole again
+    /// at `reset`, beside a `Date` of `date`.
+    fn dated(remaining: u32, reset: SystemTime, date: SystemTime) -> [(&'static str, String); 3] {
+        [
+            (
+                "anthropic-ratelimit-requests-remaining",
+                remaining.to_string(),
+            ),
+            (
+                "anthropic-ratelimit-requests-reset",
+                humantime::format_rfc3339_millis(reset).to_string(),
+            ),
+            ("date", httpdate::fmt_http_date(date)),
+        ]
+    }
+
+    #[tokio::test]
+    async fn one_response_whose_date_lags_a_second_does_not_move_the_servers_clock() {
+        // In the first half of a second, a `Date` of that second lags the
+        // machine's clock by less than half of one, and one of the second
+        // before by a second and more: read late, or a server behind.
+        let mut wall = SystemTime::now();
+        while wall.duration_since(UNIX_EPOCH).unwrap().subsec_millis() >= 500 {
+            std::thread::sleep(Duration::from_millis(10));
+            wall = SystemTime::now();
+        }
+        let second =
+            UNIX_EPOCH + Duration::from_secs(wall.duration_since(UNIX_EPOCH).unwrap().as_secs());
+        let before = second - Duration::from_secs(1);
+        let reset = wall + Duration::from_secs(3);
+        let held = |dates: [SystemTime; 2]| {
+            let upstream = Upstream::new("u");
+            upstream.observe(&dated(5, reset, dates[0])[..]);
+            upstream.observe(&dated(0, reset, dates[1])[..]);
+            upstream
+                .held_for()
+                .expect("none left: held until the reset")
+        };
+        // The clocks agree by the first response: the late one is read
+        // against the machine's clock, the reset 3 s away, not 4 and more.
+        let late = held([second, before]);
+        assert!(
+            late <= Duration::from_secs(3) && late > Duration::from_millis(2_800),
+            "{late:?}"
+        );
+        // Every response a second behind: the server's clock is, and its
+        // instants are read against it, later.
+        let behind = held([before, before]);
+        assert!(behind > Duration::from_millis(3_900), "{behind:?}");
+    }
+
+    #[test]
+    fn a_servers_clock_that_moved_back_is_followed() {
+        let pacer = Pacer::default();
+        let ms = |n: i64| n * 1_000_000;
+        assert_eq!(pacer.date_lag(ms(100)), ms(100));
+        // One response 2 s behind: the clocks still agree.
+        assert_eq!(pacer.date_lag(ms(2_000)), ms(110));
+        assert_eq!(
+            pacer.date_lag(ms(50)),
+            ms(50),
+            "a lesser lag is taken at once"
+        );
+        // Every response from here 2 s behind: the server's clock moved,
+        // and what is remembered follows it, 10 ms a response.
+        let lags: Vec<i64> = (0..200).map(|_| pacer.date_lag(ms(2_000))).collect();
+        assert!(
+            lags[..90].iter().all(|&l| l < ms(1_000)),
+            "{:?}",
+            &lags[..90]
+        );
+        assert_eq!(lags[199], ms(2_000));
+        // A server ahead (a `Date` after the arrival) is taken at once.
+        assert_eq!(pacer.date_lag(-ms(1_500)), -ms(1_500));
+    }
 
     #[test]
     fn a_refill_whose_instants_are_whole_seconds_is_not_read_as_a_window() {
         // Anthropic's headers from a bucket of 3 000 tokens refilling at
         // 1 500 a second, each reset instant rounded up to the second.
-        use std::time::{SystemTime, UNIX_EPOCH};
         let pacer = Pacer::default();
         let now = SystemTime::now();
         for missing in (200..=3000_u64).step_by(200) {
