@@ -213,13 +213,13 @@ impl Upstream {
     /// ```
     pub fn observe<H: Headers + ?Sized>(&self, headers: &H) {
         let wall = std::time::SystemTime::now();
-        // Read against the server's clock as this upstream's recent
-        // responses show it, not this one's alone.
-        let lag = http::date_lag(headers, wall).map(|lag| self.gates.pacer.date_lag(lag));
-        let server = http::server_now_by(wall, lag);
-        let fields = http::rate_limit_fields_at(headers, wall, server);
         // When the attempt whose response this is left, if it is in force.
         let departed = in_force::departed(self);
+        // Read against the server's clock as this upstream's recent
+        // responses show it, not this one's alone.
+        let lag = http::date_lag(headers, wall).map(|lag| self.gates.pacer.date_lag(lag, departed));
+        let server = http::server_now_by(wall, lag);
+        let fields = http::rate_limit_fields_at(headers, wall, server);
         let paced = self.gates.learn(&fields, departed);
         self.gates.share_learned(&fields, departed);
         let Some(limits) = http::rate_limits_at(headers, server) else {

@@ -6,7 +6,7 @@
 
 use core::num::NonZeroU32;
 use core::time::Duration;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use tokio::sync::Notify;
@@ -59,9 +59,6 @@ pub(super) struct Pacer {
     pub(super) adaptive: Adaptive,
     /// What the buckets estimated as the last attempts left.
     departures: Departures,
-    /// The least a recent response's `Date` was behind its arrival, ns
-    /// (`i64::MAX`: no `Date` yet; [`Pacer::date_lag`]).
-    date_lag: AtomicI64,
     /// Bucket times are nanoseconds since this.
     epoch: Instant,
 }
@@ -78,6 +75,8 @@ struct Learn {
     /// The tokens and the requests spent over the readings, the older
     /// weighing less: their ratio is the mean cost of an attempt.
     spent_since: (f64, f64),
+    /// The last responses' `Date` lags (ns), and how many were seen.
+    lags: ([i64; LAGS], usize),
 }
 
 impl Default for Pacer {
@@ -100,40 +99,37 @@ impl Default for Pacer {
             changed: Notify::new(),
             adaptive: Adaptive::new(epoch),
             departures: Departures::default(),
-            date_lag: AtomicI64::new(i64::MAX),
             epoch,
         }
     }
 }
 
-/// How much each response may raise the least `Date` lag remembered.
-const LAG_RISE: i64 = 10_000_000;
+/// How many responses' `Date` lags tell the server's clock.
+const LAGS: usize = 8;
 
 impl Pacer {
     /// Takes a response's `Date` lag in (ns behind its arrival; negative:
-    /// ahead) and returns the least of the recent ones, which tells the
-    /// server's clock ([`http::server_now_by`](crate::http::server_now_by)).
-    /// One response read late (its task polled late, its headers read after
-    /// its body) lags a second or more behind a clock that agrees with this
-    /// one, and read alone would move every instant it carries a second
-    /// later; the others' lag keeps the clocks together. What is remembered
-    /// rises by at most [`LAG_RISE`] a response, so that a server's clock
-    /// that moved is followed.
-    pub(super) fn date_lag(&self, lag: i64) -> i64 {
-        let least = |kept: i64| {
-            if kept == i64::MAX {
-                lag
-            } else {
-                lag.min(kept.saturating_add(LAG_RISE))
-            }
-        };
-        let kept = self
-            .date_lag
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |kept| {
-                Some(least(kept))
-            })
-            .unwrap_or_else(|kept| kept);
-        least(kept)
+    /// ahead) and returns the least of the last [`LAGS`] responses', which
+    /// tells the server's clock ([`http::server_now_by`](crate::http::server_now_by)):
+    /// a second or more only if each of them lagged that much. One response
+    /// read late (its task polled late, its headers read after its body)
+    /// lags a second or more behind a clock that agrees with this one, and
+    /// read alone would move every instant it carries a second later, and
+    /// the window it bounds for good. The first response, alone, shows only
+    /// the lag that the time its request was out (since `departed`) does
+    /// not explain, as its `Date` may have been written at any time then.
+    pub(super) fn date_lag(&self, lag: i64, departed: Option<u64>) -> i64 {
+        let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
+        let (lags, seen) = &mut learn.lags;
+        lags[*seen % LAGS] = lag;
+        *seen += 1;
+        if *seen == 1 && lag > 0 {
+            let out = departed.map_or(0, |d| self.now().saturating_sub(d));
+            let out = i64::try_from(out).unwrap_or(i64::MAX);
+            return lag.saturating_sub(out).max(0);
+        }
+        let least = lags[..(*seen).min(LAGS)].iter().min();
+        least.copied().unwrap_or(lag)
     }
 
     /// Whether an attempt must come here before it starts.
@@ -835,29 +831,32 @@ mod tests {
         assert!(behind > Duration::from_millis(3_900), "{behind:?}");
     }
 
-    #[test]
-    fn a_servers_clock_that_moved_back_is_followed() {
-        let pacer = Pacer::default();
+    #[tokio::test(start_paused = true)]
+    async fn the_servers_clock_is_told_by_the_last_responses_dates_together() {
         let ms = |n: i64| n * 1_000_000;
-        assert_eq!(pacer.date_lag(ms(100)), ms(100));
+        let [pacer, a, b, c] = core::array::from_fn(|_| Pacer::default());
+        tokio::time::advance(Duration::from_millis(500)).await;
+        let departed = Some(pacer.now() - 100_000_000);
+        // The first response, alone: the 100 ms its request was out may
+        // explain a lag of a second and 50 ms, not one of 1.2 s.
+        assert_eq!(a.date_lag(ms(1_050), departed), ms(950));
+        assert_eq!(b.date_lag(ms(1_200), departed), ms(1_100));
+        assert_eq!(c.date_lag(ms(1_050), None), ms(1_050));
+        assert_eq!(pacer.date_lag(ms(300), None), ms(300));
         // One response 2 s behind: the clocks still agree.
-        assert_eq!(pacer.date_lag(ms(2_000)), ms(110));
+        assert_eq!(pacer.date_lag(ms(2_000), None), ms(300));
         assert_eq!(
-            pacer.date_lag(ms(50)),
+            pacer.date_lag(ms(50), None),
             ms(50),
             "a lesser lag is taken at once"
         );
         // Every response from here 2 s behind: the server's clock moved,
-        // and what is remembered follows it, 10 ms a response.
-        let lags: Vec<i64> = (0..200).map(|_| pacer.date_lag(ms(2_000))).collect();
-        assert!(
-            lags[..90].iter().all(|&l| l < ms(1_000)),
-            "{:?}",
-            &lags[..90]
-        );
-        assert_eq!(lags[199], ms(2_000));
+        // and once the last eight say so, it is followed.
+        let lags: Vec<i64> = (0..LAGS).map(|_| pacer.date_lag(ms(2_000), None)).collect();
+        assert_eq!(lags[LAGS - 2], ms(50));
+        assert_eq!(lags[LAGS - 1], ms(2_000));
         // A server ahead (a `Date` after the arrival) is taken at once.
-        assert_eq!(pacer.date_lag(-ms(1_500)), -ms(1_500));
+        assert_eq!(pacer.date_lag(-ms(1_500), None), -ms(1_500));
     }
 
     #[test]
