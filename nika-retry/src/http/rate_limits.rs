@@ -228,14 +228,14 @@ pub(crate) fn date_lag<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Opt
 }
 
 /// The server's now, as a `Date`'s `lag` behind `now` shows it (one
-/// response's, or the least of an upstream's recent ones): `now` while
+/// response's; an upstream's decided with its recent ones): `now` while
 /// the lag lies within `Date`'s second of resolution (a clock that agrees
 /// with this one writes a `Date` up to a second behind, never ahead), else
-/// `now - lag`. The server's true now is at least that, so an instant read
-/// against it is never read early: every estimate errs on the server's
-/// side. A server 1.5 s behind would otherwise have every reset of a 1 s
-/// window read as past (and the limit's window as unknown); one 1.5 s
-/// ahead, every reset 1.5 s late.
+/// `now - lag`, the `Date` itself. The server's true now is at least that,
+/// so an instant read against it is never read early: every estimate errs
+/// on the server's side. A server 1.5 s behind would otherwise have every
+/// reset of a 1 s window read as past (and the limit's window as unknown);
+/// one 1.5 s ahead, every reset 1.5 s late.
 pub(crate) fn server_now_by(now: SystemTime, lag: Option<i64>) -> SystemTime {
     const SECOND: i64 = 1_000_000_000;
     let by = |lag: i64| Duration::from_nanos(lag.unsigned_abs());

@@ -104,32 +104,38 @@ impl Default for Pacer {
     }
 }
 
-/// How many responses' `Date` lags tell the server's clock.
+/// How many responses' `Date` lags tell a server's clock behind.
 const LAGS: usize = 8;
 
 impl Pacer {
     /// Takes a response's `Date` lag in (ns behind its arrival; negative:
-    /// ahead) and returns the least of the last [`LAGS`] responses', which
-    /// tells the server's clock ([`http::server_now_by`](crate::http::server_now_by)):
-    /// a second or more only if each of them lagged that much. One response
-    /// read late (its task polled late, its headers read after its body)
-    /// lags a second or more behind a clock that agrees with this one, and
-    /// read alone would move every instant it carries a second later, and
-    /// the window it bounds for good. The first response, alone, shows only
-    /// the lag that the time its request was out (since `departed`) does
-    /// not explain, as its `Date` may have been written at any time then.
+    /// ahead) and returns the lag to read the response by
+    /// ([`http::server_now_by`](crate::http::server_now_by)): its own, but
+    /// 0 (the clocks agree) for a lag of a second or more that not each of
+    /// the last [`LAGS`] responses' was. One response read late (its task
+    /// polled late, its headers read after its body) lags a second or more
+    /// behind a clock that agrees with this one, and read alone would move
+    /// every instant it carries a second later, and the window it bounds
+    /// for good. The first response, alone, shows only the lag that the
+    /// time its request was out (since `departed`) does not explain, as its
+    /// `Date` may have been written at any moment of it.
     pub(super) fn date_lag(&self, lag: i64, departed: Option<u64>) -> i64 {
+        const SECOND: i64 = 1_000_000_000;
         let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
         let (lags, seen) = &mut learn.lags;
         lags[*seen % LAGS] = lag;
         *seen += 1;
-        if *seen == 1 && lag > 0 {
-            let out = departed.map_or(0, |d| self.now().saturating_sub(d));
-            let out = i64::try_from(out).unwrap_or(i64::MAX);
-            return lag.saturating_sub(out).max(0);
+        if lag < SECOND {
+            return lag;
         }
-        let least = lags[..(*seen).min(LAGS)].iter().min();
-        least.copied().unwrap_or(lag)
+        let least = if *seen == 1 {
+            let out = departed.map_or(0, |d| self.now().saturating_sub(d));
+            lag.saturating_sub(i64::try_from(out).unwrap_or(i64::MAX))
+        } else {
+            let recent = &lags[..(*seen).min(LAGS)];
+            recent.iter().copied().min().unwrap_or(lag)
+        };
+        if least < SECOND { 0 } else { lag }
     }
 
     /// Whether an attempt must come here before it starts.
@@ -839,22 +845,17 @@ mod tests {
         let departed = Some(pacer.now() - 100_000_000);
         // The first response, alone: the 100 ms its request was out may
         // explain a lag of a second and 50 ms, not one of 1.2 s.
-        assert_eq!(a.date_lag(ms(1_050), departed), ms(950));
-        assert_eq!(b.date_lag(ms(1_200), departed), ms(1_100));
+        assert_eq!(a.date_lag(ms(1_050), departed), 0);
+        assert_eq!(b.date_lag(ms(1_200), departed), ms(1_200));
         assert_eq!(c.date_lag(ms(1_050), None), ms(1_050));
-        assert_eq!(pacer.date_lag(ms(300), None), ms(300));
+        assert_eq!(pacer.date_lag(ms(300), departed), ms(300));
         // One response 2 s behind: the clocks still agree.
-        assert_eq!(pacer.date_lag(ms(2_000), None), ms(300));
-        assert_eq!(
-            pacer.date_lag(ms(50), None),
-            ms(50),
-            "a lesser lag is taken at once"
-        );
-        // Every response from here 2 s behind: the server's clock moved,
-        // and once the last eight say so, it is followed.
-        let lags: Vec<i64> = (0..LAGS).map(|_| pacer.date_lag(ms(2_000), None)).collect();
-        assert_eq!(lags[LAGS - 2], ms(50));
-        assert_eq!(lags[LAGS - 1], ms(2_000));
+        assert_eq!(pacer.date_lag(ms(2_000), None), 0);
+        // Every response from here 2 s behind too: the server's clock
+        // moved, and once the last eight say so, it is taken as behind.
+        let lags: Vec<i64> = (1..LAGS).map(|_| pacer.date_lag(ms(2_000), None)).collect();
+        assert_eq!(lags[LAGS - 3], 0);
+        assert_eq!(lags[LAGS - 2], ms(2_000));
         // A server ahead (a `Date` after the arrival) is taken at once.
         assert_eq!(pacer.date_lag(-ms(1_500), None), -ms(1_500));
     }
