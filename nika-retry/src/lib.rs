@@ -165,21 +165,22 @@
 //   the interface `run/` and `adapter/` call (`admit`, the admission that
 //   does not wait, whole; `wait`; `settle`);
 //   `handle`: the `Upstream` type and `Gates`, the gates' state, beneath
-//   the rest, and `in_force`, the upstream in force (a thread-local
-//   holding a handle) for `upstream::current()`; `hold`: the hold gate (holds, the probe, the breaker, `Held`,
-//   how long a call may wait); the pace gate: `pace` (an attempt's
-//   `Reservation`, the paced waiters' queue and its head's wait, the cold
-//   start's scout and what responses teach the pacer), `pacer` (its state, an admission of every
-//   dimension, what a started attempt charged it, what responses say of
-//   a window), `bucket` a dimension's GCRA bucket, or the log kept when
-//   its server counts by window; `adapt`: the adapt gate (the cold
-//   start's rounds after a scout that heard nothing, and the adaptive
-//   rate); `limits`: the public data (`Quota`, the snapshot); `fleet`:
-//   the `Store` trait and the in-process store, then the fleet gate (an
-//   attempt's hold, probe's lease and pace at a store); `redis/`, the
-//   Redis store (`scripts` the hold, allowance and probe, `buckets` the
-//   fleet's pacing buckets, `lent` the leases given back on drop,
-//   `health`).
+//   the rest, with the public data of the limits (`Quota`, the snapshot)
+//   and `in_force`, the upstream in force (a thread-local holding a
+//   handle) for `upstream::current()`; `hold`: the hold gate (holds, the
+//   probe, the breaker, `Held`, how long a call may wait); the pace gate:
+//   `pace` (an attempt's `Reservation`, the paced waiters' queue and its
+//   head's wait, the cold start's scout and what responses teach the
+//   pacer), `pacer` (its state, an admission of every dimension, what a
+//   started attempt charged it, what responses say of a window and of
+//   the server's clock), `bucket` a dimension's GCRA bucket, or the log
+//   kept when its server counts by window; `adapt`: the adapt gate (the
+//   cold start's rounds after a scout that heard nothing, and the
+//   adaptive rate); its stores (`store`, the `Store` trait and the
+//   in-process store; `redis/`: `scripts` the hold, allowance and probe,
+//   `buckets` the fleet's pacing buckets, `lent` the leases given back on
+//   drop, `health`); `fleet`: the fleet gate, an attempt's hold, probe's
+//   lease and pace at a store.
 // - `run/`: what generated code drives: `Overrides`, which makes the fn's
 //   `Site`; `Call<D>` (`state.rs`, beneath the rest of the folder) and its
 //   one `impl` (`call.rs`: every step generated code and `adapter::drive`

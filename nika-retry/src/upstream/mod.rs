@@ -62,12 +62,12 @@ mod bucket;
 mod fleet;
 mod handle;
 mod hold;
-mod limits;
 mod pace;
 mod pacer;
 
 #[cfg(feature = "redis")]
 mod redis;
+mod store;
 
 use core::fmt;
 use core::pin::pin;
@@ -85,19 +85,19 @@ pub use bucket::LimitSource;
 pub use handle::Upstream;
 // For what puts a call's handle in force (`run/upstream.rs`) and reads it
 // back (`stream/resumer.rs`, `adapter/judge.rs`).
-pub use fleet::{
-    Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
-    StoreFuture,
-};
 pub(crate) use handle::in_force;
+pub use handle::{DimensionLimit, Quota, UpstreamLimits};
 pub use hold::Held;
 pub use hold::MAX_HOLD;
-pub use limits::{DimensionLimit, Quota, UpstreamLimits};
 pub(crate) use pace::Reservation;
 pub(crate) use pacer::COST_UNKNOWN;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::RedisStore;
+pub use store::{
+    Admission, InProcess, PROBE_LEASE, PROBE_OUT, ProbeTurn, Reading, STORE_WAIT, Spend, Store,
+    StoreFuture,
+};
 
 use crate::engine::Failure;
 use crate::events::{UpstreamEvent, WaitReason};

@@ -46,8 +46,8 @@ use std::io;
 use super::scripts::{Keys, lua};
 use super::{Inner, millis};
 use crate::events::upstream::HoldReason;
-use crate::upstream::fleet::{Admission, PROBE_LEASE, PROBE_OUT, Reading, Spend};
 use crate::upstream::hold::MAX_HOLD;
+use crate::upstream::store::{Admission, PROBE_LEASE, PROBE_OUT, Reading, Spend};
 
 /// The largest limit or cost sent to the server: past it a Lua number
 /// (a double) no longer counts units exactly. Larger values are cut to it.

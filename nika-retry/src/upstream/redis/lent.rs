@@ -13,7 +13,7 @@ use std::sync::{Mutex, PoisonError};
 use redis::{Client, Script};
 
 use super::millis;
-use crate::upstream::fleet::RELEASED_FOR;
+use crate::upstream::store::RELEASED_FOR;
 
 /// Per probe key: the token whose lease it may be, and whether its probe
 /// was released (`None`: not over yet).

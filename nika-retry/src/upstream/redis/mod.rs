@@ -18,11 +18,11 @@ use redis::{Client, ConnectionAddr, Script};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::fleet::{
+use super::hold::MAX_HOLD;
+use super::store::{
     Admission, PROBE_LEASE, PROBE_OUT, ProbeTurn, RELEASED_FOR, Reading, STORE_WAIT, Spend, Store,
     StoreFuture,
 };
-use super::hold::MAX_HOLD;
 use crate::events::upstream::HoldReason;
 use health::Health;
 use scripts::{Keys, reason_of, reason_text};
