@@ -24,7 +24,7 @@ pub use connector::{ConnectLayer, ConnectService, Connecting, client_builder};
 pub(crate) use limit_fields::rate_limit_fields_at;
 pub use limit_fields::{LimitFields, RateLimitFields, rate_limit_fields};
 pub use rate_limits::{RateLimits, rate_limits};
-pub(crate) use rate_limits::{date_lag, rate_limits_at, server_now_by};
+pub(crate) use rate_limits::{DATE_RESOLUTION, date_lag, rate_limits_at, server_now_by};
 
 /// The category of an HTTP status code.
 ///

@@ -216,6 +216,10 @@ pub(super) fn server_now<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> S
     server_now_by(now, date_lag(headers, now))
 }
 
+/// `Date`'s resolution, a second, in nanoseconds: a clock that agrees
+/// with this one writes a `Date` up to that far behind.
+pub(crate) const DATE_RESOLUTION: i64 = 1_000_000_000;
+
 /// How far a response's `Date` is behind `now`, in nanoseconds (negative:
 /// ahead); `None` without a `Date` that can be read.
 pub(crate) fn date_lag<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Option<i64> {
@@ -237,10 +241,9 @@ pub(crate) fn date_lag<H: Headers + ?Sized>(headers: &H, now: SystemTime) -> Opt
 /// reset of a 1 s window read as past (and the limit's window as unknown);
 /// one 1.5 s ahead, every reset 1.5 s late.
 pub(crate) fn server_now_by(now: SystemTime, lag: Option<i64>) -> SystemTime {
-    const SECOND: i64 = 1_000_000_000;
     let by = |lag: i64| Duration::from_nanos(lag.unsigned_abs());
     match lag {
-        Some(lag) if lag >= SECOND => now.checked_sub(by(lag)),
+        Some(lag) if lag >= DATE_RESOLUTION => now.checked_sub(by(lag)),
         Some(lag) if lag < 0 => now.checked_add(by(lag)),
         _ => None,
     }

@@ -16,7 +16,7 @@ use super::adapt::{Adaptive, Ramp};
 use super::bucket::{Bucket, LimitSource, Unseen, nanos};
 use super::hold::MAX_HOLD;
 use crate::events::WaitReason;
-use crate::http::{LimitFields, RateLimitFields};
+use crate::http::{DATE_RESOLUTION, LimitFields, RateLimitFields};
 
 /// The default of `Upstream::with_cold_start`.
 const COLD_START: Duration = Duration::from_secs(1);
@@ -120,12 +120,11 @@ impl Pacer {
     /// time its request was out (since `departed`) does not explain, as its
     /// `Date` may have been written at any moment of it.
     pub(super) fn date_lag(&self, lag: i64, departed: Option<u64>) -> i64 {
-        const SECOND: i64 = 1_000_000_000;
         let mut learn = self.learn.lock().unwrap_or_else(PoisonError::into_inner);
         let (lags, seen) = &mut learn.lags;
         lags[*seen % LAGS] = lag;
         *seen += 1;
-        if lag < SECOND {
+        if lag < DATE_RESOLUTION {
             return lag;
         }
         let least = if *seen == 1 {
@@ -135,7 +134,7 @@ impl Pacer {
             let recent = &lags[..(*seen).min(LAGS)];
             recent.iter().copied().min().unwrap_or(lag)
         };
-        if least < SECOND { 0 } else { lag }
+        if least < DATE_RESOLUTION { 0 } else { lag }
     }
 
     /// Whether an attempt must come here before it starts.
