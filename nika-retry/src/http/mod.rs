@@ -23,8 +23,8 @@ pub use self::reqwest::{classify_response, response_reached};
 pub use connector::{ConnectLayer, ConnectService, Connecting, client_builder};
 pub(crate) use limit_fields::rate_limit_fields_at;
 pub use limit_fields::{LimitFields, RateLimitFields, rate_limit_fields};
-pub use rate_limits::{RateLimits, rate_limits};
 pub(crate) use rate_limits::{DATE_RESOLUTION, date_lag, rate_limits_at, server_now_by};
+pub use rate_limits::{RateLimits, rate_limits};
 
 /// The category of an HTTP status code.
 ///
