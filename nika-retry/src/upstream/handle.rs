@@ -1,10 +1,11 @@
 //! [`Upstream`]: the handle the calls to one upstream share, the gates'
 //! state behind it ([`Gates`]), side by side, and the public data of its
-//! limits ([`Quota`] declared, [`UpstreamLimits`] reported): types only. Its
-//! behaviour is in `mod.rs` (the handle's, all of it) and each gate's file
-//! (`hold`, `pace`, `adapt`, `fleet`). The types alone stand here, beneath
-//! them, with what holds a handle ([`in_force`], the thread-local of the
-//! upstream in force), which needs none of that behaviour.
+//! limits ([`Quota`] declared, with its builders; [`UpstreamLimits`]
+//! reported): types and their constructors. The handle's behaviour is in
+//! `mod.rs` (all of it) and each gate's file (`hold`, `pace`, `adapt`,
+//! `fleet`). The types stand here, beneath them, with what holds a handle
+//! ([`in_force`], the thread-local of the upstream in force), which needs
+//! none of that behaviour.
 
 use core::time::Duration;
 use std::borrow::Cow;
